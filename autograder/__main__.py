@@ -1,0 +1,4 @@
+"""Command line: ``python -m autograder {build,grade,course,gradescope} ...``."""
+from autograder.cli import main
+
+raise SystemExit(main())

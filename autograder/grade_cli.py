@@ -1,0 +1,101 @@
+"""``python -m autograder grade``: grade notebooks and report per TODO."""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+from autograder.grade import SubmissionResult, expand, grade_paths
+
+
+def _table(results: list[SubmissionResult]) -> str:
+    lines = []
+    for r in results:
+        if r.error and not r.todos:
+            lines.append(f"{r.path}: NOT GRADED — {r.error}")
+            continue
+        lines.append(f"{r.path}  (stage {r.stage})  score {r.score:g}/{r.max_score:g}")
+        width = max(len(t.id) for t in r.todos)
+        for t in r.todos:
+            mark = "✅" if t.passed else "❌"
+            lines.append(f"  TODO {t.number}  {t.id:<{width}}  {t.points:g}/{t.max_points:g}  {mark} {t.message}")
+        if r.error:
+            lines.append(f"  warning: {r.error}")
+    return "\n".join(lines)
+
+
+def gradescope_results(r: SubmissionResult) -> dict:
+    """Gradescope's results.json: one test per TODO; hidden detail is never included."""
+    tests = [{"name": f"TODO {t.number} · {t.id}", "score": t.points, "max_score": t.max_points,
+              "status": "passed" if t.passed else "failed", "output": t.message, "visibility": "visible"}
+             for t in r.todos]
+    out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden"}
+    if r.error:
+        out["output"] = r.error
+    return out
+
+
+def write_summaries(results: list[SubmissionResult], csv_path: Path | None, json_path: Path | None) -> None:
+    if csv_path:
+        todo_ids = list(dict.fromkeys(t.id for r in results for t in r.todos))
+        with open(csv_path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["path", "stage", "score", "max_score", *todo_ids, "error"])
+            for r in results:
+                pts = {t.id: t.points for t in r.todos}
+                w.writerow([r.path, r.stage or "", r.score, r.max_score, *[pts.get(i, "") for i in todo_ids], r.error or ""])
+    if json_path:
+        per_todo: dict[str, dict] = {}
+        for r in results:
+            for t in r.todos:
+                s = per_todo.setdefault(t.id, {"max_points": t.max_points, "submissions": 0, "passed": 0, "mean_points": 0.0})
+                s["submissions"] += 1
+                s["passed"] += t.passed
+                s["mean_points"] += t.points
+        for s in per_todo.values():
+            s["mean_points"] = round(s["mean_points"] / s["submissions"], 3)
+        json_path.write_text(json.dumps({"per_todo": per_todo, "per_submission": [
+            {"path": r.path, "score": r.score, "max_score": r.max_score, "error": r.error} for r in results]}, indent=1))
+
+
+def _grade(args: argparse.Namespace) -> int:
+    files = expand(args.paths)
+    if not files:
+        print(f"no notebooks found in {' '.join(args.paths)}", file=sys.stderr)
+        return 2
+    bar = None
+    if not args.no_progress and len(files) > 1:
+        from tqdm import tqdm
+
+        bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
+    results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None))
+    if bar is not None:
+        bar.close()
+    if args.format == "json":
+        print(json.dumps({"submissions": [r.to_json() for r in results]}, indent=1, ensure_ascii=False))
+    else:
+        print(_table(results))
+    if args.gradescope:
+        if len(results) != 1:
+            print("--gradescope needs exactly one submission", file=sys.stderr)
+            return 2
+        Path(args.gradescope).write_text(json.dumps(gradescope_results(results[0]), indent=1, ensure_ascii=False))
+    write_summaries(results, Path(args.csv) if args.csv else None, Path(args.summary_json) if args.summary_json else None)
+    unreadable = [r for r in results if r.error and not r.todos]
+    for r in unreadable:
+        print(f"error: {r.path}: {r.error}", file=sys.stderr)
+    return 1 if unreadable else 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    g = sub.add_parser("grade", help="grade notebooks (files or folders) per TODO, in isolated processes")
+    g.add_argument("paths", nargs="+", help="notebooks, or folders searched for *.ipynb")
+    g.add_argument("--format", choices=["table", "json"], default="table")
+    g.add_argument("--gradescope", metavar="RESULTS_JSON", help="also write Gradescope's results.json (one submission)")
+    g.add_argument("--csv", metavar="FILE", help="write a per-student, per-TODO CSV")
+    g.add_argument("--summary-json", metavar="FILE", help="write a per-TODO summary as JSON")
+    g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: all cores)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.set_defaults(func=_grade)

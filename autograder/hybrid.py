@@ -1,0 +1,103 @@
+"""Hybrid implementations: the learner's code for one TODO, the reference for everything else.
+
+Grading TODO k this way blames a mistake on the TODO that made it: a wrong ``_normalize`` cannot
+fail the checks of ``match_prefix``. The reference given here is already stubbed at TODO k (see
+:func:`stub_region`), so the process that runs learner code never holds the answer it is graded on.
+"""
+from __future__ import annotations
+
+import ast
+import types
+from typing import Any
+
+from autograder.spec import Stage, Todo
+
+SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+class MissingTarget(Exception):
+    """The learner's notebook does not define the object or method a TODO needs."""
+
+
+def _function_node(tree: ast.Module, target: str) -> ast.FunctionDef:
+    parts = target.split(".")
+    body = tree.body
+    node: Any = None
+    for part in parts:
+        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == part), None)
+        if node is None:
+            raise KeyError(f"no {target!r} in the reference module")
+        body = getattr(node, "body", [])
+    return node
+
+
+def solution_region(source: str, target: str) -> tuple[int, int]:
+    """0-based line indices (begin marker, end marker) of the one solution region in ``target``."""
+    lines = source.splitlines()
+    node = _function_node(ast.parse(source), target)
+    end = node.end_lineno
+    body_indent = node.col_offset
+    # the AST ends at the last statement; trailing comments (an END marker after a return) belong too
+    while end < len(lines) and (not lines[end].strip() or
+                                (lines[end].lstrip().startswith("#") and len(lines[end]) - len(lines[end].lstrip()) > body_indent)):
+        end += 1
+    marks = [i for i in range(node.lineno - 1, end) if lines[i].strip() in (SOLUTION_BEGIN, SOLUTION_END)]
+    if len(marks) != 2 or lines[marks[0]].strip() != SOLUTION_BEGIN:
+        raise ValueError(f"{target}: expected exactly one {SOLUTION_BEGIN}/{SOLUTION_END} region")
+    return marks[0], marks[1]
+
+
+def stub_region(source: str, target: str) -> str:
+    """``source`` with ``target``'s solution region replaced by the learner's stub."""
+    lines = source.splitlines()
+    begin, end = solution_region(source, target)
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    stub = [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
+    return "\n".join(lines[:begin] + stub + lines[end + 1:]) + "\n"
+
+
+def _rebind(fn: Any, globals_: dict) -> Any:
+    """A copy of a learner function that resolves global names in ``globals_``."""
+    if isinstance(fn, (staticmethod, classmethod)):
+        return type(fn)(_rebind(fn.__func__, globals_))
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    new = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__dict__.update(fn.__dict__)
+    return new
+
+
+def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleType) -> types.SimpleNamespace:
+    """Namespace for probing ``todo``: learner's target, reference for every other top-level name."""
+    ref_names = {k: v for k, v in vars(reference).items() if not k.startswith("__")}
+    owner = todo.owner
+    g: dict = dict(learner)
+    g.update({k: v for k, v in ref_names.items() if k != owner})
+    if owner not in learner:
+        raise MissingTarget(f"your notebook defines no `{owner}` (was its TODO cell deleted, or the name changed?)")
+    mine = learner[owner]
+    if "." in todo.target:
+        method = todo.function_name
+        ref_cls = ref_names[owner]
+        if not isinstance(mine, type):
+            raise MissingTarget(f"`{owner}` in your notebook is not a class")
+        learner_attrs = dict(vars(mine))
+        if method not in learner_attrs:
+            raise MissingTarget(f"class `{owner}` in your notebook has no method `{method}` (renamed?)")
+        attrs = {k: v for k, v in vars(ref_cls).items() if k not in ("__dict__", "__weakref__")}
+        for k, v in learner_attrs.items():
+            if k == method or (k not in attrs and not k.startswith("__")):
+                attrs[k] = _rebind(v, g)  # the TODO itself, and the learner's own helpers
+        g[owner] = type(owner, ref_cls.__bases__, attrs)
+    else:
+        if not callable(mine):
+            raise MissingTarget(f"`{owner}` in your notebook is not a function")
+        g[owner] = _rebind(mine, g)
+    # Learner helper functions defined at top level also see the hybrid names.
+    for k, v in learner.items():
+        if k not in ref_names and isinstance(v, types.FunctionType) and v.__globals__ is learner:
+            g[k] = _rebind(v, g)
+    return types.SimpleNamespace(**g)

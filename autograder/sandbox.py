@@ -1,0 +1,166 @@
+"""The child process that runs untrusted learner code for one TODO and reports raw outcomes.
+
+It never judges: it writes one JSON line per check (what the learner's code returned or raised)
+to a pipe, and the parent compares those outcomes with the reference's. Before any learner code
+runs it limits itself (memory, CPU, file size) and installs an audit hook that refuses to open
+files of ``solutions/`` (reference and hidden checks), to write outside its scratch folder, to start
+processes, to open network connections, to signal other processes or to load native code.
+
+Input: one JSON payload on stdin. Output: JSON lines on the file descriptor named in the payload.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import resource
+import sys
+import types
+
+BLOCKED_EVENTS = {
+    "os.system": "starting a shell",
+    "os.exec": "starting a program",
+    "os.posix_spawn": "starting a program",
+    "os.spawn": "starting a program",
+    "os.fork": "forking",
+    "os.forkpty": "forking",
+    "subprocess.Popen": "starting a program",
+    "socket.connect": "a network connection",
+    "socket.bind": "a network socket",
+    "socket.sendto": "sending on the network",
+    "socket.getaddrinfo": "a network lookup",
+    "os.kill": "signalling another process",
+    "os.killpg": "signalling another process",
+    "signal.pthread_kill": "signalling a thread",
+    "ctypes.dlopen": "loading native code",
+    "ctypes.dlsym": "loading native code",
+    "os.remove": "deleting a file",
+    "os.rmdir": "deleting a folder",
+    "os.rename": "renaming a file",
+    "os.chmod": "changing file permissions",
+    "os.chdir": "changing directory",
+    "shutil.rmtree": "deleting a folder",
+}
+
+
+class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves modules from source strings, and nothing else for the ``solutions`` package."""
+
+    def __init__(self, sources: dict[str, str]) -> None:
+        self.sources = sources
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "solutions" or fullname.startswith("solutions."):
+            is_pkg = fullname in ("solutions", "solutions.hidden")
+            if fullname in self.sources or is_pkg:
+                return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        if module.__spec__.submodule_search_locations is not None:
+            module.__path__ = []
+        src = self.sources.get(module.__name__, "")
+        exec(compile(src, f"<{module.__name__}>", "exec"), module.__dict__)
+
+
+def _limit(memory_mb: int, cpu_s: float) -> None:
+    mb = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * mb, memory_mb * mb))
+    cpu = int(cpu_s) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (32 * mb, 32 * mb))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _install_audit_hook(denied_dirs: list[str], workdir: str) -> None:
+    denied = tuple(os.path.realpath(d) + os.sep for d in denied_dirs)
+    work = os.path.realpath(workdir) + os.sep
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open":
+            path, mode, flags = args
+            if not isinstance(path, (str, bytes, os.PathLike)):
+                return  # an open file descriptor
+            real = os.path.realpath(os.fsdecode(path))
+            if (real + os.sep).startswith(denied) or real.startswith(denied):
+                raise PermissionError(f"grading: reading {real} is not allowed")
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
+            if writing and not (real + os.sep).startswith(work) and real != "/dev/null":
+                raise PermissionError(f"grading: writing {real} is not allowed")
+            return
+        for prefix, what in BLOCKED_EVENTS.items():
+            if event == prefix or event.startswith(prefix + "."):
+                raise PermissionError(f"grading: {what} is not allowed ({event})")
+
+    sys.addaudithook(hook)
+
+
+def _strip_magics(source: str) -> str:
+    """Comment out IPython magics and shell escapes, which plain Python cannot run."""
+    out = []
+    for line in source.splitlines():
+        s = line.lstrip()
+        out.append(line.replace(s, "# " + s, 1) if s.startswith(("%", "!")) else line)
+    return "\n".join(out)
+
+
+def main() -> None:
+    payload = json.loads(sys.stdin.read())
+    out = os.fdopen(payload["result_fd"], "w", buffering=1, closefd=False)
+
+    def emit(obj: dict) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    _limit(payload["memory_limit_mb"], payload["time_limit_s"])
+    os.chdir(payload["workdir"])
+    sys.meta_path.insert(0, SourceModules(payload["modules"]))
+    sys.setrecursionlimit(3000)
+
+    # Everything the harness needs is imported before learner code can touch the import system.
+    from autograder import hybrid, probe
+    from autograder.spec import load_stage
+
+    for name in payload.get("preload", []):
+        __import__(name)
+    stage = load_stage(payload["stage"], hidden=True)
+    todo = stage.todo(payload["todo"])
+    reference = __import__(stage.reference, fromlist=["_"])
+    checks = stage.checks_for(todo.id)
+    _install_audit_hook(payload["denied_dirs"], payload["workdir"])
+    emit({"phase": "ready"})
+
+    learner: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    cell_errors = []
+    for i, (kind, src) in enumerate(payload["cells"]):
+        emit({"phase": "cell", "index": i})
+        try:
+            exec(compile(_strip_magics(src), f"<{kind} cell {i}>", "exec"), learner)
+        except BaseException as exc:  # noqa: BLE001 - keep going, as a notebook would
+            cell_errors.append(f"{kind} cell {i + 1} raised {type(exc).__name__}: {str(exc)[:160]}")
+    if cell_errors:
+        emit({"cell_errors": cell_errors})
+
+    try:
+        impl = hybrid.build_impl(stage, todo, learner, reference)
+    except hybrid.MissingTarget as exc:
+        emit({"missing": str(exc)})
+        emit({"phase": "done"})
+        os._exit(0)
+    for c in checks:
+        emit({"phase": "check", "key": c.key})
+        result = probe.run_probe(c, impl)
+        emit({"key": c.key, "outcome": result})
+    emit({"phase": "done"})
+    out.flush()
+    os._exit(0)  # threads the learner left running must not keep the process alive
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""What a stage is made of: its TODOs and the checks that judge each of them.
+
+A stage spec lives in ``autograder/checks/sNN.py`` (public checks, which learners may read) and is
+extended by ``solutions/hidden/sNN.py`` (hidden checks, which ship to the grader only). Every report,
+pytest name, nbgrader ``grade_id`` and inline ``check()`` call names a TODO by the same id.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+Probe = Callable[[Any], Any]
+
+_TODO_ID = re.compile(r"^s\d\d\.[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Todo:
+    """One thing a learner writes: exactly one function or method of the reference module.
+
+    Invariants: ``id`` looks like ``sNN.name``; ``target`` is ``name`` or ``Class.name`` and names a
+    top-level object (or a method of one) in the stage's reference module; ``points > 0``.
+    """
+
+    id: str
+    number: int
+    target: str
+    points: int = 1
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        if not _TODO_ID.match(self.id):
+            raise ValueError(f"TODO id {self.id!r} must look like 'sNN.name'")
+        if self.points <= 0:
+            raise ValueError(f"TODO {self.id}: points must be positive")
+
+    @property
+    def owner(self) -> str:
+        """The top-level name the learner's cell defines (the class for a method target)."""
+        return self.target.split(".")[0]
+
+    @property
+    def function_name(self) -> str:
+        return self.target.split(".")[-1]
+
+    @property
+    def label(self) -> str:
+        return f"TODO {self.number} ({self.id})"
+
+
+@dataclass(frozen=True)
+class Check:
+    """A probe of one TODO. The verdict compares ``probe(learner)`` with ``probe(reference)``.
+
+    ``call`` is the input as a learner reads it; hidden checks never show ``call``, expected or got.
+    ``atol`` switches the comparison of floats from exact to absolute tolerance.
+    """
+
+    todo: str
+    name: str
+    probe: Probe
+    hint: str
+    call: str = ""
+    hidden: bool = False
+    atol: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.todo}:{'hidden:' if self.hidden else ''}{self.name}"
+
+
+@dataclass
+class Stage:
+    """A stage of the course: its TODOs in order, and the checks registered on them.
+
+    Invariants: TODO ids and numbers are unique; every check names one of this stage's TODOs; check
+    names are unique per TODO and visibility.
+    """
+
+    id: str
+    number: int
+    title: str
+    notebook: str
+    reference: str
+    todos: list[Todo]
+    subtitle: str = ""
+    time_limit_s: float = 10.0
+    memory_limit_mb: int = 1024
+    preload: list[str] = field(default_factory=list)  # imported in the child before learner code (e.g. torch)
+    checks: list[Check] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        ids = [t.id for t in self.todos]
+        if len(set(ids)) != len(ids) or len({t.number for t in self.todos}) != len(ids):
+            raise ValueError(f"stage {self.id}: TODO ids and numbers must be unique")
+        for t in self.todos:
+            if not t.id.startswith(self.id + "."):
+                raise ValueError(f"TODO {t.id} does not belong to stage {self.id}")
+
+    # -- registration -------------------------------------------------------------------------
+    def check(
+        self,
+        todo: str,
+        *,
+        hint: str,
+        call: str = "",
+        hidden: bool = False,
+        atol: float | None = None,
+        name: str | None = None,
+    ) -> Callable[[Probe], Probe]:
+        """Decorator: register ``probe`` as a check of ``todo``."""
+        self.todo(todo)  # validates the id before anything is registered
+
+        def register(probe: Probe) -> Probe:
+            check = Check(todo, name or probe.__name__, probe, hint, call, hidden, atol)
+            if any(c.key == check.key for c in self.checks):
+                raise ValueError(f"duplicate check {check.key}")
+            self.checks.append(check)
+            return probe
+
+        return register
+
+    # -- queries ------------------------------------------------------------------------------
+    def todo(self, todo_id: str) -> Todo:
+        for t in self.todos:
+            if t.id == todo_id:
+                return t
+        raise KeyError(f"stage {self.id} has no TODO {todo_id!r}; TODOs: {[t.id for t in self.todos]}")
+
+    def checks_for(self, todo_id: str, *, hidden: bool | None = None) -> list[Check]:
+        return [c for c in self.checks if c.todo == todo_id and (hidden is None or c.hidden == hidden)]
+
+    @property
+    def max_score(self) -> int:
+        return sum(t.points for t in self.todos)
+
+    @property
+    def owners(self) -> list[str]:
+        """Top-level names that learners' solution cells define, in TODO order, without repeats."""
+        return list(dict.fromkeys(t.owner for t in self.todos))
+
+
+STAGE_IDS = ("s01", "s02", "s03", "s04", "s05", "s06")
+
+
+def available_stages() -> list[str]:
+    """The stage ids whose public spec module exists."""
+    found = []
+    for sid in STAGE_IDS:
+        if importlib.util.find_spec(f"autograder.checks.{sid}") is not None:
+            found.append(sid)
+    return found
+
+
+def load_stage(stage_id: str, *, hidden: bool = True) -> Stage:
+    """The stage spec with its public checks, plus hidden checks when ``hidden`` and available.
+
+    Hidden checks are absent from a learner's copy of the course; asking for them there is not an
+    error, there are just none.
+    """
+    module = importlib.import_module(f"autograder.checks.{stage_id}")
+    stage: Stage = module.STAGE
+    if hidden:
+        try:
+            importlib.import_module(f"solutions.hidden.{stage_id}")
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("solutions", "solutions.hidden", f"solutions.hidden.{stage_id}"):
+                raise
+    return stage
+
+
+def has_hidden_checks(stage_id: str) -> bool:
+    return importlib.util.find_spec("solutions") is not None and \
+        importlib.util.find_spec(f"solutions.hidden.{stage_id}") is not None
+
+
+def stage_of(todo_id: str) -> str:
+    return todo_id.split(".")[0]

@@ -1,0 +1,56 @@
+"""Helpers for the project's own tests: grade the reference, the stub, or a variant of the reference.
+
+A *variant* is the reference module with textual edits (a realistic wrong answer); it is turned into
+a learner notebook exactly as a learner would submit it, and graded by the real grader.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from autograder.build import ROOT, object_source, reference_path
+from autograder.grade import SubmissionResult, grade_paths
+from autograder.spec import load_stage
+
+
+def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
+    for old, new in edits:
+        n = text.count(old)
+        if n != 1:
+            raise AssertionError(f"edit target must occur exactly once, found {n}: {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def variant_notebook(stage_id: str, edits: list[tuple[str, str]]) -> nbformat.NotebookNode:
+    """The learner notebook with every solution cell filled from the edited reference."""
+    stage = load_stage(stage_id, hidden=False)
+    text = apply_edits(reference_path(stage).read_text(encoding="utf-8"), edits)
+    nb = nbformat.read(ROOT / "notebooks" / f"{stage.notebook}.ipynb", as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            cell.source = object_source(text, meta["grade_id"].split(".code.", 1)[1])
+    return nb
+
+
+def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]]) -> dict[str, SubmissionResult]:
+    """Grade several variants in one parallel run; keys are the caller's names for them."""
+    with tempfile.TemporaryDirectory(prefix="pcw-variants-") as tmp:
+        paths = {}
+        for i, (name, edits) in enumerate(variants.items()):
+            p = Path(tmp) / f"v{i:03d}.ipynb"
+            nbformat.write(variant_notebook(stage_id, edits), p)
+            paths[str(p)] = name
+        results = grade_paths(list(paths))
+        return {paths[r.path]: r for r in results}
+
+
+def grade_variant(stage_id: str, edits: list[tuple[str, str]]) -> SubmissionResult:
+    return grade_variants(stage_id, {"variant": edits})["variant"]
+
+
+def grade_notebook(path: Path) -> SubmissionResult:
+    return grade_paths([path])[0]

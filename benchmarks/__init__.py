@@ -1,0 +1,1 @@
+"""Benchmark scripts (run them as ``python benchmarks/bench_x.py``; they are not tests)."""

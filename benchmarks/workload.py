@@ -1,0 +1,37 @@
+"""Seeded synthetic workloads shared by the benchmarks.
+
+A workload is a list of requests; each is one of ``num_prompts`` shared prompts (think: system
+prompts or documents many users send) chosen at random, followed by ``fresh_tokens`` random tokens
+that only this request has. Same arguments, same workload, on every machine.
+"""
+from __future__ import annotations
+
+import random
+
+
+def make_prompts(seed: int = 0, num_prompts: int = 200, prompt_len: int = 2048, vocab: int = 32_000) -> list[list[int]]:
+    """The shared prompts of :func:`make_workload` (same seed, same prompts)."""
+    if num_prompts <= 0 or prompt_len < 0 or vocab <= 0:
+        raise ValueError("num_prompts and vocab must be positive, prompt_len non-negative")
+    rng = random.Random(f"prompts/{seed}")
+    return [[rng.randrange(vocab) for _ in range(prompt_len)] for _ in range(num_prompts)]
+
+
+def make_workload(
+    seed: int = 0,
+    num_prompts: int = 200,
+    prompt_len: int = 2048,
+    num_requests: int = 10_000,
+    fresh_tokens: int = 64,
+    vocab: int = 32_000,
+) -> list[list[int]]:
+    """``num_requests`` requests: a shared prompt picked uniformly at random + fresh random tokens."""
+    if num_requests < 0 or fresh_tokens < 0:
+        raise ValueError("num_requests and fresh_tokens must be non-negative")
+    prompts = make_prompts(seed, num_prompts, prompt_len, vocab)
+    rng = random.Random(f"requests/{seed}")
+    requests = []
+    for _ in range(num_requests):
+        prompt = prompts[rng.randrange(num_prompts)]
+        requests.append(prompt + [rng.randrange(vocab) for _ in range(fresh_tokens)])
+    return requests

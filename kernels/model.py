@@ -1,0 +1,343 @@
+"""A small decoder-only Llama/Qwen2-style language model, written to be read.
+
+One sequence at a time (no batch dimension): token ids are a 1-D tensor ``[T]`` and every hidden
+state is ``[T, hidden_size]``. That keeps the prefix-cache code about *which tokens* are computed,
+not about padding.
+
+The module tree mirrors the Hugging Face layout, so ``state_dict()`` keys are the checkpoint's
+parameter names (``model.layers.0.self_attn.q_proj.weight``, ``model.norm.weight``,
+``lm_head.weight``...). A checkpoint directory with ``config.json`` + ``*.safetensors`` (Qwen2 or
+Llama) loads with :func:`load_model`; :func:`save_model` writes the same layout. Offline, or for
+tests, :meth:`DecoderLM.random` builds a model with seeded random weights.
+
+Attention is a parameter of :meth:`DecoderLM.forward`: the model computes q, k, v (after RoPE) for
+the tokens it is given and hands them to an :data:`AttentionFn`, which decides what the queries see.
+The default is the full causal prefill; the prefix cache passes one that writes k/v into a paged pool
+and attends over cached + new keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from kernels.paged_attention import causal_attention
+
+#: ``attention(layer_index, q [T, Hq, D], k [T, Hkv, D], v [T, Hkv, D]) -> out [T, Hq, D]``.
+#: q and k already carry RoPE at the tokens' absolute positions.
+AttentionFn = Callable[[int, Tensor, Tensor, Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of the model; field names follow Hugging Face ``config.json``.
+
+    Invariants (checked in ``__post_init__``): ``num_attention_heads`` is a multiple of
+    ``num_key_value_heads`` (grouped-query attention), ``head_dim`` is even (RoPE rotates pairs).
+    ``qkv_bias``: Qwen2 has biases on q/k/v; ``o_bias``: Llama's ``attention_bias`` puts one on o too.
+    """
+
+    vocab_size: int = 512
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    head_dim: int = 0  # 0 means hidden_size // num_attention_heads
+    max_position_embeddings: int = 32768
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = True
+    qkv_bias: bool = True
+    o_bias: bool = False
+    model_type: str = "qwen2"
+
+    def __post_init__(self) -> None:
+        if self.head_dim == 0:
+            if self.hidden_size % self.num_attention_heads:
+                raise ValueError("hidden_size must be a multiple of num_attention_heads")
+            object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
+        if self.head_dim % 2:
+            raise ValueError("head_dim must be even for RoPE")
+
+    # -- presets ---------------------------------------------------------------------------------
+    @classmethod
+    def tiny(cls, **overrides: object) -> ModelConfig:
+        """The offline default: 2 layers, 64 wide, byte-level vocabulary; runs in milliseconds."""
+        return cls(**overrides)  # type: ignore[arg-type]
+
+    @classmethod
+    def qwen2_5_0_5b(cls, **overrides: object) -> ModelConfig:
+        """Qwen2.5-0.5B's dimensions (about 494M parameters with tied embeddings)."""
+        base = dict(
+            vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+            num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+            rms_norm_eps=1e-6, rope_theta=1_000_000.0, tie_word_embeddings=True, qkv_bias=True,
+        )
+        base.update(overrides)
+        return cls(**base)  # type: ignore[arg-type]
+
+    # -- Hugging Face config.json ----------------------------------------------------------------
+    @classmethod
+    def from_hf_dict(cls, raw: dict) -> ModelConfig:
+        """Read a Qwen2 or Llama ``config.json`` dict; unknown keys are ignored."""
+        model_type = str(raw.get("model_type", "llama"))
+        if model_type not in ("qwen2", "llama"):
+            raise ValueError(f"unsupported model_type {model_type!r} (qwen2 or llama)")
+        if raw.get("mlp_bias"):
+            raise ValueError("mlp_bias is not supported")
+        scaling = raw.get("rope_scaling")
+        if scaling and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
+            raise ValueError(f"rope_scaling {scaling!r} is not supported")
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in raw.items() if k in names}
+        kwargs["head_dim"] = int(raw.get("head_dim") or 0)
+        kwargs.setdefault("num_key_value_heads", raw["num_attention_heads"])
+        if model_type == "qwen2":
+            kwargs["qkv_bias"], kwargs["o_bias"] = True, False
+        else:
+            bias = bool(raw.get("attention_bias", False))
+            kwargs["qkv_bias"], kwargs["o_bias"] = bias, bias
+        kwargs["model_type"] = model_type
+        return cls(**kwargs)
+
+    def to_hf_dict(self) -> dict:
+        """The ``config.json`` content that :meth:`from_hf_dict` reads back to an equal config."""
+        raw = asdict(self)
+        del raw["qkv_bias"], raw["o_bias"]
+        if self.model_type == "qwen2":
+            raw["architectures"] = ["Qwen2ForCausalLM"]
+        else:
+            raw["architectures"] = ["LlamaForCausalLM"]
+            raw["attention_bias"] = self.qkv_bias
+        raw["hidden_act"] = "silu"
+        return raw
+
+    def num_parameters(self) -> int:
+        """Parameter count (embeddings counted once when tied)."""
+        h, d = self.hidden_size, self.head_dim
+        q, kv = self.num_attention_heads * d, self.num_key_value_heads * d
+        attn = h * q + 2 * h * kv + q * h
+        attn += (q + 2 * kv) * self.qkv_bias + h * self.o_bias
+        mlp = 3 * h * self.intermediate_size
+        layer = attn + mlp + 2 * h
+        head = 0 if self.tie_word_embeddings else self.vocab_size * h
+        return self.vocab_size * h + self.num_hidden_layers * layer + h + head
+
+
+class RMSNorm(nn.Module):
+    """``x / rms(x) * weight``, computed in float32 (as HF does) and cast back."""
+
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+def rope_cos_sin(positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """cos and sin tables ``[T, head_dim]`` for absolute ``positions`` (HF's half-split layout).
+
+    Computed in float32 from the positions themselves, so the same position gets bit-identical
+    tables whether it is computed in a full prefill or in a cached suffix.
+    """
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim))
+    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate ``x [T, H, D]`` by the tables ``[T, D]`` (rotate-half convention)."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos[:, None, :] + rotated * sin[:, None, :]
+
+
+class Attention(nn.Module):
+    """Projections of one attention layer; *what* the queries attend to is the caller's choice."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        q, kv = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden_size, q, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, kv, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, kv, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(q, cfg.hidden_size, bias=cfg.o_bias)
+
+    def forward(self, layer: int, x: Tensor, cos: Tensor, sin: Tensor, attention: AttentionFn) -> Tensor:
+        cfg, t = self.cfg, x.shape[0]
+        q = self.q_proj(x).view(t, cfg.num_attention_heads, cfg.head_dim)
+        k = self.k_proj(x).view(t, cfg.num_key_value_heads, cfg.head_dim)
+        v = self.v_proj(x).view(t, cfg.num_key_value_heads, cfg.head_dim)
+        out = attention(layer, apply_rope(q, cos, sin), apply_rope(k, cos, sin), v)
+        return self.o_proj(out.reshape(t, -1))
+
+
+class MLP(nn.Module):
+    """SwiGLU: ``down(silu(gate(x)) * up(x))``."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, layer: int, x: Tensor, cos: Tensor, sin: Tensor, attention: AttentionFn) -> Tensor:
+        x = x + self.self_attn(layer, self.input_layernorm(x), cos, sin, attention)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Backbone(nn.Module):
+    """The ``model.`` prefix of the checkpoint: embeddings, layers, final norm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+def _full_causal(layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    return causal_attention(q, k, v)
+
+
+class DecoderLM(nn.Module):
+    """Decoder-only causal LM.
+
+    Invariants: parameter names equal the HF checkpoint names; with ``tie_word_embeddings`` the
+    output head *is* the embedding matrix (one tensor, so a tied checkpoint has no ``lm_head.weight``).
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.model = Backbone(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    @classmethod
+    def random(cls, cfg: ModelConfig | None = None, *, seed: int = 0, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu") -> DecoderLM:
+        """A model with seeded random weights (same seed, device and dtype: same weights).
+
+        Linear weights ~ N(0, 1/fan_in) and embeddings ~ N(0, 1), so activations and logits are O(1)
+        and greedy decoding has clear winners (HF's 0.02 init gives near-ties on tiny models).
+        """
+        cfg = cfg or ModelConfig.tiny()
+        device = torch.device(device)
+        with torch.device(device):
+            model = cls(cfg)
+        gen = torch.Generator(device=device).manual_seed(seed)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("norm.weight"):
+                    p.fill_(1.0)
+                elif name.endswith("bias"):
+                    p.normal_(0.0, 0.1, generator=gen)
+                elif name == "model.embed_tokens.weight":
+                    p.normal_(0.0, 1.0, generator=gen)
+                else:
+                    p.normal_(0.0, 1.0 / math.sqrt(p.shape[1]), generator=gen)
+        return model.to(dtype).eval()
+
+    def forward(self, token_ids: Tensor, positions: Tensor | None = None,
+                attention: AttentionFn | None = None, *, last_only: bool = True) -> Tensor:
+        """Logits for ``token_ids [T]`` at absolute ``positions [T]`` (default ``0..T-1``).
+
+        ``attention`` defaults to the full causal prefill, which is only right when the tokens are the
+        whole sequence (positions ``0..T-1``). ``last_only`` returns ``[vocab]`` for the last token
+        only -- a prefill needs nothing else, and the head is the biggest matmul of a short suffix.
+        Otherwise returns ``[T, vocab]``.
+        """
+        if token_ids.dim() != 1 or token_ids.numel() == 0:
+            raise ValueError("token_ids must be a non-empty 1-D tensor")
+        if positions is None:
+            positions = torch.arange(token_ids.numel(), device=token_ids.device)
+        if positions.shape != token_ids.shape:
+            raise ValueError("positions must have the shape of token_ids")
+        attention = attention or _full_causal
+        x = self.model.embed_tokens(token_ids)
+        cos, sin = rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta, x.dtype)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(i, x, cos, sin, attention)
+        if last_only:
+            x = x[-1:]
+        logits = self.lm_head(self.model.norm(x))
+        return logits[0] if last_only else logits
+
+
+def save_model(model: DecoderLM, directory: str | Path) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` in the HF layout; returns the directory."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(model.config.to_hf_dict(), indent=2))
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        del state["lm_head.weight"]  # the same tensor as the embedding; safetensors refuses aliases
+    save_file(state, str(directory / "model.safetensors"))
+    return directory
+
+
+def load_model(path: str | Path | None = None, *, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu", seed: int = 0) -> DecoderLM:
+    """Load an HF-layout checkpoint directory, or (``path=None``) the tiny seeded random model.
+
+    Every tensor of the checkpoint must match a parameter and vice versa (``lm_head.weight`` may be
+    absent when tied), so a layout mistake fails loudly instead of leaving random weights behind.
+    """
+    if path is None:
+        return DecoderLM.random(ModelConfig.tiny(), seed=seed, dtype=dtype, device=device)
+    from safetensors.torch import load_file
+
+    directory = Path(path)
+    cfg = ModelConfig.from_hf_dict(json.loads((directory / "config.json").read_text()))
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors in {directory}")
+    state: dict[str, Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    if cfg.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    with torch.device("meta"):
+        model = DecoderLM(cfg)
+    expected = set(model.state_dict())
+    if cfg.tie_word_embeddings:
+        expected.discard("lm_head.weight")
+    missing, unexpected = expected - set(state), set(state) - expected
+    if missing or unexpected:
+        raise ValueError(f"checkpoint does not match the model: missing {sorted(missing)[:5]}, "
+                         f"unexpected {sorted(unexpected)[:5]}")
+    model.load_state_dict(state, strict=False, assign=True)
+    if cfg.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    return model.to(device=device, dtype=dtype).eval()

@@ -1,0 +1,75 @@
+"""Tests of kernels.kv_pool, kernels.tokenizer, kernels.device and kernels.flops."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels.device import describe_device, paged_attention_for
+from kernels.flops import predicted_speedup, prefill_flops
+from kernels.kv_pool import KVPool
+from kernels.model import ModelConfig
+from kernels.paged_attention import paged_attention_torch
+from kernels.tokenizer import ByteTokenizer, load_tokenizer
+
+
+def test_kernels_kv_pool_shapes_and_views():
+    pool = KVPool.for_model(ModelConfig.tiny(), num_blocks=5, block_size=4)
+    assert len(pool.k) == len(pool.v) == 2
+    assert pool.k[1].shape == (5, 4, 2, 16) and pool.num_slots == 20
+    pool.flat_k(1)[9] = 1.0  # slot 9 = block 2, row 1
+    assert pool.k[1][2, 1].eq(1.0).all() and pool.k[1].sum() == 2 * 16
+    assert pool.k[0].sum() == 0 and pool.v[1].sum() == 0
+    assert pool.nbytes == 2 * 2 * 5 * 4 * 2 * 16 * 4
+
+
+def test_kernels_kv_pool_rejects_empty_shapes():
+    with pytest.raises(ValueError, match="block_size"):
+        KVPool(2, 4, 0, 2, 16)
+
+
+def test_kernels_tokenizer_byte_round_trip():
+    tok = ByteTokenizer()
+    text = "prefix caching · 前缀缓存"
+    ids = tok.encode(text)
+    assert all(0 <= i < 256 for i in ids) and tok.decode(ids) == text
+    with_bos = ByteTokenizer(add_bos=True).encode("a")
+    assert with_bos == [tok.bos_id, ord("a")] and tok.decode(with_bos + [tok.eos_id]) == "a"
+
+
+def test_kernels_tokenizer_falls_back_to_bytes(tmp_path):
+    assert isinstance(load_tokenizer(), ByteTokenizer)
+    assert isinstance(load_tokenizer(tmp_path), ByteTokenizer)  # no tokenizer_config.json there
+
+
+def test_kernels_device_cpu_uses_torch_reference():
+    name, fn = paged_attention_for("cpu")
+    assert name == "torch" and fn is paged_attention_torch
+    assert describe_device("cpu").startswith("cpu:")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: Triton is selected only on CUDA")
+def test_kernels_device_cuda_uses_triton():
+    name, _ = paged_attention_for("cuda")
+    assert name == "triton"
+    assert describe_device("cuda").startswith("cuda:")
+
+
+def test_kernels_flops_cache_removes_linear_work_but_not_prefix_attention():
+    cfg = ModelConfig.qwen2_5_0_5b()
+    full = prefill_flops(cfg, 1024 + 64)
+    cached = prefill_flops(cfg, 64, cached=1024)
+    assert cached["linear"] * (1024 + 64) == pytest.approx(full["linear"] * 64)
+    assert cached["head"] == full["head"]
+    # attention of the suffix over the prefix is still paid: 64 queries x ~1100 keys each
+    assert cached["attention"] > 64 * 1024 / (1088 * 1089 / 2) * full["attention"]
+    assert 1 < predicted_speedup(cfg, 1024, 64) < 1088 / 64
+    assert predicted_speedup(cfg, 4096, 64) > predicted_speedup(cfg, 256, 64)
+
+
+def test_kernels_flops_attention_counts_keys_seen():
+    cfg = ModelConfig(vocab_size=8, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1)
+    # 2 new tokens after 3 cached: they see 4 and 5 keys; 2 FLOPs x (QK + PV) x heads x head_dim
+    assert prefill_flops(cfg, 2, cached=3)["attention"] == 2 * 2 * 2 * 4 * (4 + 5)
+    with pytest.raises(ValueError):
+        prefill_flops(cfg, 0)
