@@ -87,6 +87,17 @@ def object_source(module: Path | str, name: str) -> str:
     raise KeyError(f"the reference module has no top-level {name!r}")
 
 
+def module_imports(module: Path) -> str:
+    """The reference module's top-level import statements, so its code runs in the notebook."""
+    text = module.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    out = []
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            out.append("\n".join(lines[node.lineno - 1: node.end_lineno]))
+    return "\n".join(out)
+
+
 def reference_path(stage: Stage) -> Path:
     return ROOT / (stage.reference.replace(".", "/") + ".py")
 
@@ -120,20 +131,23 @@ def instructor_notebook(stage: Stage, course: Course) -> NotebookNode:
             continue
         if "setup" in meta:
             body = SETUP_TEMPLATE.format(clone_url=course.raw_clone_url, branch=course.branch, name=course.name)
+            imports = module_imports(ref)
+            if imports:
+                body += "\n# What the code below imports\n" + imports + "\n"
             if cell.source.strip():
                 body += "\n" + cell.source
             new = nbformat.v4.new_code_cell(body.rstrip())
-            new.metadata["nbgrader"] = _nbgrader(f"{stage.id}.setup.{len(cells)}", locked=True)
+            new.metadata["nbgrader"] = _nbgrader(f"{stage.id}-setup-{len(cells)}", locked=True)
             new.metadata["tags"] = ["setup"]
         elif "solution" in meta:
             name = meta["solution"]
             new = nbformat.v4.new_code_cell(object_source(ref, name))
-            new.metadata["nbgrader"] = _nbgrader(f"{stage.id}.code.{name}", solution=True)
+            new.metadata["nbgrader"] = _nbgrader(f"{stage.id}-code-{name}", solution=True)
         elif "check" in meta:
             todo = stage.todo(meta["check"])
             seen_checks.add(todo.id)
             new = nbformat.v4.new_code_cell(check_cell_source(todo.id))
-            new.metadata["nbgrader"] = _nbgrader(todo.id, grade=True, locked=True, points=todo.points)
+            new.metadata["nbgrader"] = _nbgrader(todo.grade_id, grade=True, locked=True, points=todo.points)
         else:
             new = nbformat.v4.new_code_cell(cell.source)
         cells.append(new)

@@ -91,7 +91,7 @@ def _stage_from(nb: nbformat.NotebookNode, path: Path) -> str | None:
     votes: dict[str, int] = {}
     for cell in nb.get("cells", []):
         gid = str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", ""))
-        m = re.match(r"^(s\d\d)\.", gid)
+        m = re.match(r"^(s\d\d)[.-]", gid)
         if m:
             votes[m.group(1)] = votes.get(m.group(1), 0) + 1
     known = set(available_stages())

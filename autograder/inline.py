@@ -73,19 +73,25 @@ def _time_limit(seconds: int) -> Iterator[None]:
 
 
 def _caller_namespace() -> types.SimpleNamespace:
-    frame = sys._getframe(2)
+    frame = sys._getframe(2)  # check() -> _caller_namespace(): the notebook's frame is two up
     return types.SimpleNamespace(**frame.f_globals)
 
 
-def check(todo_id: str, hidden: bool = False, *, impl: object | None = None, quiet: bool = False) -> CheckReport:
+def check(todo_id: str, hidden: bool = False) -> None:
     """Run the checks of one TODO on the objects defined in the calling notebook and print a report.
 
     ``hidden=True`` runs the hidden checks (instructors only). Under nbgrader (validate or
-    autograde) a failing check raises ``AssertionError`` so that the cell scores 0.
+    autograde) a failing check raises ``AssertionError`` so that the cell scores 0. Returns nothing,
+    so that the cell shows only the report; use :func:`run_check` to get it as an object.
     """
+    run_check(todo_id, hidden, impl=_caller_namespace())
+
+
+def run_check(todo_id: str, hidden: bool = False, *, impl: object, quiet: bool = False) -> CheckReport:
+    """:func:`check` on an explicit namespace ``impl``; returns the report."""
     stage = load_stage(stage_of(todo_id), hidden=hidden)
     own = stage.todo(todo_id)
-    namespace = impl if impl is not None else _caller_namespace()
+    namespace = impl
     report = CheckReport(todo_id, hidden=hidden)
     checks = stage.checks_for(todo_id, hidden=hidden)
     if hidden and not has_hidden_checks(stage.id):
@@ -125,12 +131,12 @@ def _print_report(stage, own, report: CheckReport, quiet: bool) -> None:
         return
     n = sum(v.passed for v in report.verdicts)
     print(f"{own.label} · {own.title}: {n}/{len(report.verdicts)} {kind} passed")
-    if report.passed and not report.hidden:
-        print("  (these are the visible checks; grading also runs hidden ones)")
     for v in report.verdicts:
         print(f"  {'✅' if v.passed else '❌'} {v.summary}")
         for line in v.detail:
             print(f"       {line}")
+    if report.passed and not report.hidden:
+        print("  (visible checks only: grading also runs hidden checks)")
 
 
 @contextlib.contextmanager

@@ -47,6 +47,11 @@ class Todo:
         return self.target.split(".")[-1]
 
     @property
+    def grade_id(self) -> str:
+        """The nbgrader ``grade_id``: the TODO id with '-' for '.', which nbgrader's schema forbids."""
+        return self.id.replace(".", "-")
+
+    @property
     def label(self) -> str:
         return f"TODO {self.number} ({self.id})"
 

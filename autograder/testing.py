@@ -32,7 +32,7 @@ def variant_notebook(stage_id: str, edits: list[tuple[str, str]]) -> nbformat.No
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
-            cell.source = object_source(text, meta["grade_id"].split(".code.", 1)[1])
+            cell.source = object_source(text, meta["grade_id"].split("-code-", 1)[1])
     return nb
 
 

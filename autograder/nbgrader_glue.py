@@ -1,0 +1,155 @@
+"""nbgrader integration: a course directory laid out from ``solutions/``, and preprocessors that put
+the isolated grader's verdict into nbgrader's own autograde and feedback steps.
+
+With the generated ``nbgrader_config.py``, ``nbgrader autograde`` does not execute the submission in
+a kernel (where learner code could patch ``check`` and score); :class:`IsolatedGrade` runs
+:mod:`autograder.grade` instead and writes each TODO's verdict as the output of its test cell, so
+nbgrader's ``SaveAutoGrades`` records exactly the points the CLI reports.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from autograder.build import ROOT
+from autograder.spec import available_stages, load_stage
+
+
+def _error_output(message: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("error", ename="TODO failed", evalue=message, traceback=[f"❌ {message}"])
+
+
+def _ok_output(message: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {message}\n")
+
+
+class IsolatedGrade(NbGraderPreprocessor):
+    """Replaces nbgrader's ``Execute``: grade in isolated children, write verdicts as cell outputs."""
+
+    def preprocess(self, nb, resources):
+        from autograder.grade import grade_paths
+
+        with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
+            name = resources.get("unique_key") or resources.get("nbgrader", {}).get("notebook") or "submission"
+            path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
+            nbformat.write(nb, path)
+            result = grade_paths([path], workers=1)[0]
+        verdicts = {t.id.replace(".", "-"): t for t in result.todos}  # keyed by nbgrader grade_id
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            cell.outputs = []
+            cell.execution_count = None
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.metadata.get("nbgrader", {}).get("grade") and gid:
+                t = verdicts.get(gid)
+                if t is None:
+                    cell.outputs = [_error_output(result.error or "this TODO could not be graded")]
+                elif t.passed:
+                    cell.outputs = [_ok_output(f"{t.id}: {t.message}")]
+                else:
+                    cell.outputs = [_error_output(f"{t.id}: {t.message}")]
+        return nb, resources
+
+
+class HideHiddenTestCode(NbGraderPreprocessor):
+    """For feedback: remove hidden-test lines from test cells, and any traceback line but our own.
+
+    nbgrader's feedback shows the instructor version of test cells, hidden tests included, and the
+    traceback of a failed one. Our outputs carry only the TODO id, check name and hint.
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.enabled = True  # an nbconvert preprocessor does nothing unless enabled
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            keep, hidden = [], False
+            for line in cell.source.splitlines():
+                s = line.strip()
+                if s == "### BEGIN HIDDEN TESTS":
+                    hidden = True
+                    continue
+                if s == "### END HIDDEN TESTS":
+                    hidden = False
+                    continue
+                if not hidden:
+                    keep.append(line)
+            cell.source = "\n".join(keep)
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    out["traceback"] = [t for t in out.get("traceback", []) if t.startswith(("❌", "✅"))] or \
+                        [f"{out.get('ename', 'Error')}: the check failed"]
+        return cell, resources
+
+
+CONFIG_TEMPLATE = '''\
+# nbgrader configuration written by `python -m autograder course`.
+import sys
+sys.path.insert(0, {root!r})  # the course repository: grader, reference and hidden checks
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
+                                    SaveAutoGrades)
+from autograder.nbgrader_glue import HideHiddenTestCode, IsolatedGrade
+
+c = get_config()
+c.CourseDirectory.course_id = "prefix-cache-workbook"
+c.CourseDirectory.db_assignments = {assignments!r}
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+# Grade in isolated processes instead of executing learner code in a kernel.
+c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# Feedback never shows hidden test code.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import GetGrades
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTestCode]
+'''
+
+
+def assignment_files(stage_id: str) -> list[tuple[Path, str]]:
+    """(source path, path inside the assignment) of everything a learner's copy needs besides the notebook.
+
+    The ``solutions`` package of a release holds only the given modules and earlier stages'
+    references, never this stage's or later ones, nor hidden checks.
+    """
+    stage = load_stage(stage_id, hidden=False)
+    files: list[tuple[Path, str]] = []
+    for p in sorted((ROOT / "autograder").rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            files.append((p, str(p.relative_to(ROOT))))
+    for p in sorted((ROOT / "kernels").rglob("*.py")):
+        files.append((p, str(p.relative_to(ROOT))))
+    files.append((ROOT / "solutions" / "__init__.py", "solutions/__init__.py"))
+    for p in sorted((ROOT / "solutions").glob("*.py")):
+        if p.name == "__init__.py":
+            continue
+        if p.name[:1] == "s" and p.name[1:3].isdigit() and int(p.name[1:3]) >= stage.number:
+            continue
+        files.append((p, f"solutions/{p.name}"))
+    return files
+
+
+def layout_course(dest: Path, stage_ids: list[str] | None = None) -> list[str]:
+    """Create an nbgrader course directory: config, and ``source/<assignment>/`` per stage."""
+    dest.mkdir(parents=True, exist_ok=True)
+    ids = stage_ids or [s for s in available_stages() if (ROOT / "solutions" / f"{load_stage(s, hidden=False).notebook}.ipynb").exists()]
+    assignments = []
+    for sid in ids:
+        stage = load_stage(sid, hidden=False)
+        adir = dest / "source" / stage.notebook
+        adir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "solutions" / f"{stage.notebook}.ipynb", adir / f"{stage.notebook}.ipynb")
+        for src, rel in assignment_files(sid):
+            target = adir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, target)
+        assignments.append(stage.notebook)
+    (dest / "nbgrader_config.py").write_text(
+        CONFIG_TEMPLATE.format(root=str(ROOT), assignments=[{"name": a} for a in assignments]), encoding="utf-8")
+    return assignments
