@@ -1,0 +1,71 @@
+"""The `python -m autograder grade` command line: report shapes, exit codes, folders, Gradescope."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+SOL = ROOT / "solutions" / "01_prefix_match.ipynb"
+STUB = ROOT / "notebooks" / "01_prefix_match.ipynb"
+
+
+def cli(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_grade_json_shape_and_full_marks_for_instructor_notebook(tmp_path):
+    p = cli("grade", str(SOL), str(STUB), "--format", "json", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    subs = json.loads(p.stdout)["submissions"]
+    assert [s["score"] for s in subs] == [11, 0] and all(s["max_score"] == 11 for s in subs)
+    todo = subs[0]["todos"][2]
+    assert {"id", "points", "max_points", "passed", "message"} <= todo.keys()
+    assert todo["id"] == "s01.match_prefix" and todo["passed"] is True
+
+
+def test_grade_table_names_every_todo():
+    p = cli("grade", str(STUB), "--no-progress")
+    assert p.returncode == 0
+    for tid in ("s01.normalize", "s01.add_prefix", "s01.match_prefix", "s01.split_prompt", "s01.cache_stats"):
+        assert tid in p.stdout
+    assert "not implemented yet" in p.stdout
+
+
+def test_grade_folder_in_nbgrader_layout_writes_csv_and_summary(tmp_path):
+    for student, src in (("alice", SOL), ("bob", STUB)):
+        d = tmp_path / "submitted" / student / "01_prefix_match"
+        d.mkdir(parents=True)
+        shutil.copy(src, d / "01_prefix_match.ipynb")
+    p = cli("grade", str(tmp_path / "submitted"), "--csv", str(tmp_path / "g.csv"),
+            "--summary-json", str(tmp_path / "s.json"), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    rows = (tmp_path / "g.csv").read_text().splitlines()
+    assert rows[0].startswith("path,stage,score,max_score,s01.normalize") and len(rows) == 3
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["per_todo"]["s01.match_prefix"]["passed"] == 1
+
+
+def test_grade_unreadable_file_exits_nonzero_with_message(tmp_path):
+    bad = tmp_path / "broken.ipynb"
+    bad.write_text("{ not json")
+    p = cli("grade", str(bad), str(SOL), "--no-progress")
+    assert p.returncode == 1
+    assert "not a readable notebook" in p.stderr
+    assert "score 11/11" in p.stdout  # the other submission is still graded
+
+
+def test_grade_bad_arguments_exit_2():
+    assert cli("grade").returncode == 2
+    assert cli("grade", "/nonexistent/folder/").returncode != 0
+
+
+def test_grade_gradescope_results_have_one_test_per_todo(tmp_path):
+    out = tmp_path / "results.json"
+    p = cli("grade", str(STUB), "--gradescope", str(out), "--no-progress")
+    assert p.returncode == 0
+    res = json.loads(out.read_text())
+    assert res["score"] == 0 and len(res["tests"]) == 5
+    assert all(t["max_score"] > 0 and t["status"] == "failed" for t in res["tests"])

@@ -1,0 +1,85 @@
+"""check() in a learner's kernel: per-check lines, "not implemented" without a traceback, hidden
+checks that never show their inputs, and a time limit on endless loops."""
+from __future__ import annotations
+
+import types
+
+from autograder.inline import run_check
+from solutions import s01_prefix_match as ref
+
+
+def ns_with(**methods) -> types.SimpleNamespace:
+    cls = type("PrefixCacheManager", (ref.PrefixCacheManager,), methods)
+    return types.SimpleNamespace(PrefixCacheManager=cls)
+
+
+def test_s01_match_prefix_reference_passes_inline(capsys):
+    report = run_check("s01.match_prefix", impl=ref)
+    out = capsys.readouterr().out
+    assert report.passed and out.count("✅") == len(report.verdicts) == 4
+    assert "visible checks only" in out  # never reads as "all passed" while hidden checks exist
+
+
+def test_s01_match_prefix_stub_says_not_implemented(capsys):
+    def match_prefix(self, prompt_tokens):
+        raise NotImplementedError()
+
+    report = run_check("s01.match_prefix", impl=ns_with(match_prefix=match_prefix))
+    out = capsys.readouterr().out
+    assert not report.passed
+    assert "TODO 3 (s01.match_prefix) is not implemented yet" in out and "Traceback" not in out
+
+
+def test_s01_split_prompt_blames_unfinished_dependency(capsys):
+    def _normalize(self, tokens):
+        raise NotImplementedError()
+
+    run_check("s01.split_prompt", impl=ns_with(_normalize=_normalize))
+    out = capsys.readouterr().out
+    assert "TODO 4 (s01.split_prompt) needs TODO 1 (s01.normalize)" in out
+
+
+def test_s01_match_prefix_wrong_answer_shows_input_expected_got_hint(capsys):
+    def match_prefix(self, prompt_tokens):
+        prompt = list(prompt_tokens)
+        return max((len(p) for p in self.cached_prefixes if set(p) <= set(prompt)), default=0)
+
+    report = run_check("s01.match_prefix", impl=ns_with(match_prefix=match_prefix))
+    out = capsys.readouterr().out
+    assert not report.passed
+    assert "❌ middle_does_not_count" in out
+    assert "input:    add_prefix([2, 3]); match_prefix([1, 2, 3])" in out
+    assert "expected: 0" in out and "got:      2" in out and "hint:" in out
+
+
+def test_s01_match_prefix_hidden_failures_show_no_values(capsys):
+    def match_prefix(self, prompt_tokens):
+        return 3  # passes some visible checks by luck, fails hidden ones
+
+    report = run_check("s01.match_prefix", hidden=True, impl=ns_with(match_prefix=match_prefix))
+    out = capsys.readouterr().out
+    assert not report.passed and "hidden check" in out
+    assert "expected" not in out and "input" not in out and "got" not in out
+
+
+def test_s01_normalize_endless_loop_is_stopped(capsys, monkeypatch):
+    monkeypatch.setattr("autograder.inline.INLINE_TIME_LIMIT_S", 1)
+
+    def _normalize(self, tokens):
+        while True:
+            pass
+
+    report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
+    assert not report.passed
+    assert "TimeoutError" in capsys.readouterr().out
+
+
+def test_s01_normalize_numpy_ints_are_not_ints(capsys):
+    import numpy as np
+
+    def _normalize(self, tokens):
+        return [np.int64(t) for t in tokens]
+
+    report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
+    out = capsys.readouterr().out
+    assert not report.passed and "numpy.int64" in out

@@ -1,0 +1,88 @@
+"""The classroom flow with the real nbgrader: release, autograde, feedback, in a temp course dir."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.testing import variant_notebook
+from tests.conftest import ROOT
+
+ASSIGNMENT = "01_prefix_match"
+WRONG_MATCH = [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
+                "is_match = all(t in prompt for t in cached_prefix)")]
+
+
+def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT)
+    run(["nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
+    release = root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    subs = {
+        "correct": nbformat.read(ROOT / "solutions" / f"{ASSIGNMENT}.ipynb", as_version=4),
+        "stub": nbformat.read(release, as_version=4),
+        "wrong_match": nbformat.read(release, as_version=4),
+    }
+    wrong = variant_notebook("s01", WRONG_MATCH)
+    wrong_code = next(c.source for c in wrong.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    for c in subs["wrong_match"].cells:
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = wrong_code
+    for student, nb in subs.items():
+        d = root / "submitted" / student / ASSIGNMENT
+        shutil.copytree(root / "release" / ASSIGNMENT, d)
+        nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
+    run(["nbgrader", "autograde", ASSIGNMENT], root)
+    run(["nbgrader", "generate_feedback", ASSIGNMENT], root)
+    return root
+
+
+def gradebook_points(root: Path, student: str) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        nb = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+        return {g.name: g.auto_score for g in nb.grades if g.max_score and g.name.startswith("s01-") and "-code-" not in g.name}
+
+
+def cli_points(path: Path) -> dict[str, float]:
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--format", "json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    sub = json.loads(p.stdout)["submissions"][0]
+    return {t["id"].replace(".", "-"): t["points"] for t in sub["todos"]}
+
+
+def test_release_is_the_committed_learner_notebook(course):
+    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    ours = nbformat.read(ROOT / "notebooks" / f"{ASSIGNMENT}.ipynb", as_version=4)
+    assert [c.source for c in release.cells] == [c.source for c in ours.cells]
+    assert "BEGIN HIDDEN TESTS" not in json.dumps([c.source for c in release.cells])
+    released = {p.name for p in (course / "release" / ASSIGNMENT / "solutions").iterdir()}
+    assert "s01_prefix_match.py" not in released and "hidden" not in released
+
+
+@pytest.mark.parametrize("student,expected_total", [("correct", 11), ("stub", 0), ("wrong_match", 8)])
+def test_gradebook_points_equal_cli_points(course, student, expected_total):
+    book = gradebook_points(course, student)
+    cli = cli_points(course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    assert book == cli
+    assert sum(book.values()) == expected_total
+
+
+def test_feedback_never_shows_hidden_test_code(course):
+    html = (course / "feedback" / "wrong_match" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "BEGIN HIDDEN TESTS" not in html and "hidden=True" not in html
+    assert "s01-match_prefix" in html or "s01.match_prefix" in html
+    assert "middle_does_not_count" in html  # the failed visible check is named, with its hint

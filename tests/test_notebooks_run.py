@@ -1,0 +1,58 @@
+"""Notebooks run top to bottom as a person would run them: the instructor's all green, the
+learner's (unfilled) without a single traceback, every check saying "not implemented yet"."""
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder.spec import load_stage
+from tests.conftest import ROOT, built_stages
+
+STAGES = built_stages()
+
+
+def execute(path):
+    nb = nbformat.read(path, as_version=4)
+    start = time.monotonic()
+    NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb, time.monotonic() - start
+
+
+def outputs(cell) -> str:
+    parts = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif o.output_type == "error":
+            parts.append(f"ERROR {o.ename}: {o.evalue}")
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("stage_id", STAGES)
+def test_instructor_notebook_runs_all_green(stage_id):
+    stage = load_stage(stage_id, hidden=False)
+    nb, seconds = execute(ROOT / "solutions" / f"{stage.notebook}.ipynb")
+    errors = [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
+    assert not errors, errors
+    checks = [outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert len(checks) == len(stage.todos)
+    for text in checks:
+        assert "❌" not in text and "⏳" not in text and text.count("✅") >= 5, text
+    assert seconds < 120, f"{stage.notebook} took {seconds:.0f} s"
+
+
+@pytest.mark.parametrize("stage_id", STAGES)
+def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id):
+    stage = load_stage(stage_id, hidden=False)
+    nb, _ = execute(ROOT / "notebooks" / f"{stage.notebook}.ipynb")
+    errors = [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
+    assert not errors, errors
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
+        if c.metadata.get("nbgrader", {}).get("grade"):
+            todo = next(t for t in stage.todos if t.grade_id == gid)
+            assert f"{todo.label} is not implemented yet" in outputs(c) or "which is not implemented yet" in outputs(c)
