@@ -214,7 +214,7 @@ def run_todo(sub: Submission, todo: Todo) -> TodoResult:
         head = first_fail.summary if first_fail.check.hidden else f"check '{first_fail.check.name}' failed"
         message = _one_line(head, first_fail.detail)
     else:
-        message = "no checks ran"
+        message = "no check results arrived (did your code write to the grader's result channel?)"
     if not passed and cell_errors:
         message += f" (note: {cell_errors[0]})"
     return TodoResult(todo.id, todo.number, todo.title, float(todo.points if passed else 0), float(todo.points),

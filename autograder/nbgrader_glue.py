@@ -37,7 +37,7 @@ class IsolatedGrade(NbGraderPreprocessor):
             name = resources.get("unique_key") or resources.get("nbgrader", {}).get("notebook") or "submission"
             path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
             nbformat.write(nb, path)
-            result = grade_paths([path], workers=1)[0]
+            result = grade_paths([path])[0]  # its TODOs in parallel, one child each
         verdicts = {t.id.replace(".", "-"): t for t in result.todos}  # keyed by nbgrader grade_id
         for cell in nb.cells:
             if cell.cell_type != "code":

@@ -112,31 +112,46 @@ def _strip_magics(source: str) -> str:
 
 def main() -> None:
     payload = json.loads(sys.stdin.read())
-    out = os.fdopen(payload["result_fd"], "w", buffering=1, closefd=False)
+    fd = payload["result_fd"]
+    dumps, write = json.dumps, os.write
 
     def emit(obj: dict) -> None:
-        out.write(json.dumps(obj) + "\n")
-        out.flush()
+        data = (dumps(obj) + "\n").encode()
+        while data:
+            data = data[write(fd, data):]
 
     _limit(payload["memory_limit_mb"], payload["time_limit_s"])
     os.chdir(payload["workdir"])
     sys.meta_path.insert(0, SourceModules(payload["modules"]))
     sys.setrecursionlimit(3000)
 
-    # Everything the harness needs is imported before learner code can touch the import system.
+    # Everything the harness needs is imported before learner code can touch the import system,
+    # and bound to locals so that patching these modules from learner code changes nothing here.
+    import builtins
+
     from autograder import hybrid, probe
     from autograder.spec import load_stage
 
-    for name in payload.get("preload", []):
-        __import__(name)
+    for name in ["numpy", *payload.get("preload", [])]:
+        __import__(name)  # native libraries load before the audit hook forbids dlopen
     stage = load_stage(payload["stage"], hidden=True)
     todo = stage.todo(payload["todo"])
     reference = __import__(stage.reference, fromlist=["_"])
     checks = stage.checks_for(todo.id)
+    run_probe, build_impl, missing_target = probe.run_probe, hybrid.build_impl, hybrid.MissingTarget
+    pristine_builtins = dict(vars(builtins))
+
+    def restore_builtins() -> None:
+        """Undo learner patches of builtins (isinstance, print, ...) before the harness runs."""
+        b = vars(builtins)
+        for k in [k for k in b if k not in pristine_builtins]:
+            del b[k]
+        b.update(pristine_builtins)
+
     _install_audit_hook(payload["denied_dirs"], payload["workdir"])
     emit({"phase": "ready"})
 
-    learner: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    learner: dict = {"__name__": "__main__", "__builtins__": builtins}
     cell_errors = []
     for i, (kind, src) in enumerate(payload["cells"]):
         emit({"phase": "cell", "index": i})
@@ -144,21 +159,23 @@ def main() -> None:
             exec(compile(_strip_magics(src), f"<{kind} cell {i}>", "exec"), learner)
         except BaseException as exc:  # noqa: BLE001 - keep going, as a notebook would
             cell_errors.append(f"{kind} cell {i + 1} raised {type(exc).__name__}: {str(exc)[:160]}")
+        restore_builtins()
     if cell_errors:
         emit({"cell_errors": cell_errors})
 
     try:
-        impl = hybrid.build_impl(stage, todo, learner, reference)
-    except hybrid.MissingTarget as exc:
+        impl = build_impl(stage, todo, learner, reference)
+    except missing_target as exc:
         emit({"missing": str(exc)})
         emit({"phase": "done"})
         os._exit(0)
     for c in checks:
+        restore_builtins()
         emit({"phase": "check", "key": c.key})
-        result = probe.run_probe(c, impl)
+        result = run_probe(c, impl)
+        restore_builtins()
         emit({"key": c.key, "outcome": result})
     emit({"phase": "done"})
-    out.flush()
     os._exit(0)  # threads the learner left running must not keep the process alive
 
 
