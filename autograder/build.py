@@ -81,7 +81,11 @@ def object_source(module: Path | str, name: str) -> str:
             start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
             while start > 0 and lines[start - 1].lstrip().startswith("#"):
                 start -= 1
-            return "\n".join(lines[start: node.end_lineno])
+            end = node.end_lineno
+            # the AST ends at the last statement: keep indented comments after it (an END marker)
+            while end < len(lines) and lines[end].strip().startswith("#") and lines[end][:1].isspace():
+                end += 1
+            return "\n".join(lines[start: end])
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             return "\n".join(lines[node.lineno - 1: node.end_lineno])
     raise KeyError(f"the reference module has no top-level {name!r}")

@@ -239,7 +239,7 @@ def _run_child(stage: Stage, todo: Todo, cells: list[tuple[str, str]]) -> tuple[
         payload = {
             "stage": stage.id, "todo": todo.id, "cells": cells, "modules": child_modules(stage, todo),
             "memory_limit_mb": stage.memory_limit_mb, "time_limit_s": stage.time_limit_s,
-            "workdir": workdir, "result_fd": write_fd, "denied_dirs": [str(SOLUTIONS)],
+            "workdir": workdir, "result_fd": write_fd, "root": str(ROOT), "denied_dirs": [str(SOLUTIONS)],
             "preload": stage.preload,
         }
         log_path = os.path.join(workdir, "output.log")

@@ -26,17 +26,6 @@ def _table(results: list[SubmissionResult]) -> str:
     return "\n".join(lines)
 
 
-def gradescope_results(r: SubmissionResult) -> dict:
-    """Gradescope's results.json: one test per TODO; hidden detail is never included."""
-    tests = [{"name": f"TODO {t.number} · {t.id}", "score": t.points, "max_score": t.max_points,
-              "status": "passed" if t.passed else "failed", "output": t.message, "visibility": "visible"}
-             for t in r.todos]
-    out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden"}
-    if r.error:
-        out["output"] = r.error
-    return out
-
-
 def write_summaries(results: list[SubmissionResult], csv_path: Path | None, json_path: Path | None) -> None:
     if csv_path:
         todo_ids = list(dict.fromkeys(t.id for r in results for t in r.todos))
@@ -81,7 +70,9 @@ def _grade(args: argparse.Namespace) -> int:
         if len(results) != 1:
             print("--gradescope needs exactly one submission", file=sys.stderr)
             return 2
-        Path(args.gradescope).write_text(json.dumps(gradescope_results(results[0]), indent=1, ensure_ascii=False))
+        from autograder.gradescope import results_json
+
+        Path(args.gradescope).write_text(json.dumps(results_json(results[0]), indent=1, ensure_ascii=False))
     write_summaries(results, Path(args.csv) if args.csv else None, Path(args.summary_json) if args.summary_json else None)
     unreadable = [r for r in results if r.error and not r.todos]
     for r in unreadable:
@@ -99,3 +90,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: all cores)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=_grade)
+    z = sub.add_parser("gradescope", help="build a Gradescope autograder bundle (zip)")
+    z.add_argument("dest", nargs="?", default="gradescope_autograder.zip")
+    z.set_defaults(func=_gradescope)
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    from autograder.gradescope import build_bundle
+
+    path = build_bundle(Path(args.dest))
+    print(f"wrote {path} ({path.stat().st_size // 1024} KiB): upload it as the autograder in Gradescope's "
+          "'Zip file upload'")
+    return 0

@@ -57,13 +57,27 @@ def stub_region(source: str, target: str) -> str:
     return "\n".join(lines[:begin] + stub + lines[end + 1:]) + "\n"
 
 
-def _rebind(fn: Any, globals_: dict) -> Any:
-    """A copy of a learner function that resolves global names in ``globals_``."""
+def _rebind(fn: Any, globals_: dict, class_cells: list | None = None) -> Any:
+    """A copy of a function that resolves global names in ``globals_``.
+
+    A method using zero-argument ``super()`` holds a ``__class__`` cell naming the class it was
+    written in; the copy gets a fresh cell, collected in ``class_cells`` so that the caller can
+    point it at the hybrid class once that exists.
+    """
     if isinstance(fn, (staticmethod, classmethod)):
-        return type(fn)(_rebind(fn.__func__, globals_))
+        return type(fn)(_rebind(fn.__func__, globals_, class_cells))
+    if isinstance(fn, property):
+        return property(*(_rebind(f, globals_, class_cells) if f else None for f in (fn.fget, fn.fset, fn.fdel)), fn.__doc__)
     if not isinstance(fn, types.FunctionType):
         return fn
-    new = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
+    closure = fn.__closure__
+    if closure and "__class__" in fn.__code__.co_freevars and class_cells is not None:
+        cells = list(closure)
+        i = fn.__code__.co_freevars.index("__class__")
+        cells[i] = types.CellType()
+        class_cells.append(cells[i])
+        closure = tuple(cells)
+    new = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, closure)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__ = fn.__qualname__
     new.__dict__.update(fn.__dict__)
@@ -87,11 +101,16 @@ def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleT
         learner_attrs = dict(vars(mine))
         if method not in learner_attrs:
             raise MissingTarget(f"class `{owner}` in your notebook has no method `{method}` (renamed?)")
-        attrs = {k: v for k, v in vars(ref_cls).items() if k not in ("__dict__", "__weakref__")}
+        cells: list = []
+        attrs = {k: _rebind(v, v.__globals__ if isinstance(v, types.FunctionType) else g, cells)
+                 for k, v in vars(ref_cls).items() if k not in ("__dict__", "__weakref__")}
         for k, v in learner_attrs.items():
             if k == method or (k not in attrs and not k.startswith("__")):
-                attrs[k] = _rebind(v, g)  # the TODO itself, and the learner's own helpers
-        g[owner] = type(owner, ref_cls.__bases__, attrs)
+                attrs[k] = _rebind(v, g, cells)  # the TODO itself, and the learner's own helpers
+        hybrid = type(owner, ref_cls.__bases__, attrs)
+        for cell in cells:
+            cell.cell_contents = hybrid  # zero-argument super() inside the hybrid's methods
+        g[owner] = hybrid
     else:
         if not callable(mine):
             raise MissingTarget(f"`{owner}` in your notebook is not a function")

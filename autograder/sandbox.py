@@ -47,8 +47,9 @@ BLOCKED_EVENTS = {
 class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves modules from source strings, and nothing else for the ``solutions`` package."""
 
-    def __init__(self, sources: dict[str, str]) -> None:
+    def __init__(self, sources: dict[str, str], root: str) -> None:
         self.sources = sources
+        self.root = root
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == "solutions" or fullname.startswith("solutions."):
@@ -65,7 +66,10 @@ class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if module.__spec__.submodule_search_locations is not None:
             module.__path__ = []
         src = self.sources.get(module.__name__, "")
-        exec(compile(src, f"<{module.__name__}>", "exec"), module.__dict__)
+        # a believable __file__ (modules locate data next to themselves); reading it is still refused
+        module.__file__ = os.path.join(self.root, *module.__name__.split(".")) + \
+            ("/__init__.py" if module.__spec__.submodule_search_locations is not None else ".py")
+        exec(compile(src, module.__file__, "exec"), module.__dict__)
 
 
 def _limit(memory_mb: int, cpu_s: float) -> None:
@@ -122,7 +126,7 @@ def main() -> None:
 
     _limit(payload["memory_limit_mb"], payload["time_limit_s"])
     os.chdir(payload["workdir"])
-    sys.meta_path.insert(0, SourceModules(payload["modules"]))
+    sys.meta_path.insert(0, SourceModules(payload["modules"], payload["root"]))
     sys.setrecursionlimit(3000)
 
     # Everything the harness needs is imported before learner code can touch the import system,

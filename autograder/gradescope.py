@@ -1,0 +1,75 @@
+"""A Gradescope autograder bundle: ``setup.sh``, ``run_autograder`` and the course's grader files.
+
+Gradescope unpacks the zip into ``/autograder/source``, runs ``setup.sh`` once per image, and for each
+submission runs ``run_autograder``, which must write ``/autograder/results/results.json``. One test
+per TODO carries its points (visible); the names and hints of its hidden checks go into a separate
+zero-point entry that stays hidden until the instructor publishes grades.
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from autograder.build import ROOT
+from autograder.grade import SubmissionResult
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope image set-up: Python deps (CPU torch from PyTorch's CPU index).
+set -euo pipefail
+cd /autograder/source
+python3 -m pip install -q --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu || python3 -m pip install -q torch
+python3 -m pip install -q -r requirements.txt
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Grade every notebook the student submitted; results.json in Gradescope's format.
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+cd "$ROOT/source"
+mkdir -p "$ROOT/results"
+mapfile -t NBS < <(find "$ROOT/submission" -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
+if [ "${#NBS[@]}" -eq 0 ]; then
+  echo '{"score": 0, "output": "No .ipynb notebook was found in your submission.", "tests": []}' > "$ROOT/results/results.json"
+  exit 0
+fi
+"${PYTHON:-python3}" -m autograder grade "${NBS[0]}" --gradescope "$ROOT/results/results.json" --no-progress
+exit 0
+"""
+
+BUNDLED = ["autograder", "solutions", "kernels", "requirements.txt", "course.toml"]
+
+
+def results_json(r: SubmissionResult) -> dict:
+    """Gradescope's ``results.json`` for one graded notebook."""
+    tests = []
+    for t in r.todos:
+        tests.append({"name": f"TODO {t.number} · {t.id} · {t.title}", "score": t.points, "max_score": t.max_points,
+                      "status": "passed" if t.passed else "failed", "output": t.message, "visibility": "visible"})
+        hidden = [c for c in t.checks if c["hidden"]]
+        if hidden:
+            lines = [f"{'✅' if c['passed'] else '❌'} {c['message'] if not c['passed'] else c['name']}" for c in hidden]
+            tests.append({"name": f"TODO {t.number} · {t.id} · hidden checks", "score": 0, "max_score": 0,
+                          "status": "passed" if all(c["passed"] for c in hidden) else "failed",
+                          "output": "\n".join(lines), "visibility": "after_published"})
+    out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden", "visibility": "visible"}
+    if r.error:
+        out["output"] = r.error
+    return out
+
+
+def build_bundle(dest: Path) -> Path:
+    """Write the zip Gradescope's "Zip file upload" expects (files at the zip's top level)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o755 << 16
+            z.writestr(info, text)
+        for item in BUNDLED:
+            p = ROOT / item
+            files = [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
+            for f in files:
+                if "__pycache__" in f.parts or f.suffix == ".pyc":
+                    continue
+                z.write(f, str(f.relative_to(ROOT)))
+    return dest

@@ -1,0 +1,95 @@
+"""A real JupyterLab in headless Chromium: an instructor opens a notebook, clicks Run All, and sees
+green checks and the plot. Needs chromium and playwright (scripts/setup-browser.sh; CI installs them)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    import playwright.sync_api  # noqa: F401
+    HAVE_PLAYWRIGHT = True
+except ImportError:
+    HAVE_PLAYWRIGHT = False
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(
+    not (CHROMIUM and HAVE_PLAYWRIGHT),
+    reason="browser test needs chromium and playwright: run scripts/setup-browser.sh")]
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "solutions" / "01_prefix_match.ipynb", work)
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    nb_settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    nb_settings.mkdir(parents=True)
+    # every cell stays in the page (no virtual scrolling), so the test reads all outputs
+    (nb_settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    port, token = free_port(), "pcw-test-token"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+                             f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={work}"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("jupyter lab did not start")
+    yield url, token, tmp_path
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    url, token, tmp = lab
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/lab/tree/01_prefix_match.ipynb?token={token}")
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        # the kernel must be up before Run All, or the click is lost
+        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=90_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator("[data-command='runmenu:run-all']").click(timeout=30_000)
+        try:
+            page.wait_for_selector(".jp-RenderedImage img", timeout=90_000)
+        finally:
+            page.screenshot(path=str(tmp / "after_run_all.png"))
+        page.wait_for_function("document.body.innerText.includes('prefill work saved')", timeout=90_000)
+        text = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+        page.screenshot(path=str(tmp / "s01_run_all.png"), full_page=False)
+        browser.close()
+    assert text.count("✅") >= 30 and "❌" not in text and "Traceback" not in text
