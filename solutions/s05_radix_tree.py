@@ -14,54 +14,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-Tokens = tuple[int, ...]
-
-
-class TreeNode:
-    """A node of the radix tree together with the edge that leads to it from its parent.
-
-    Invariants (checked by :meth:`RadixCache.check_invariants`):
-    - the root has an empty ``key``/``value``, no parent, and ``lock_ref == 0``;
-    - any other node has ``len(key) == len(value) > 0``, a multiple of the cache's page size, and
-      ``parent.children[child_key(key)] is self``;
-    - ``lock_ref >= 0`` and a node's ``lock_ref`` is at least the sum of its children's (a lock on a
-      node holds every node on its path to the root);
-    - ``last_access`` of a parent is at least that of any child (touching a node touches its path).
-    """
-
-    __slots__ = ("id", "key", "value", "parent", "children", "lock_ref", "last_access")
-
-    def __init__(self, node_id: int, key: Tokens, value: Tokens, parent: TreeNode | None,
-                 last_access: float = 0) -> None:
-        self.id = node_id
-        self.key = key
-        self.value = value
-        self.parent = parent
-        self.children: dict[object, TreeNode] = {}
-        self.lock_ref = 0
-        self.last_access = last_access
-
-    def __repr__(self) -> str:
-        head = " ".join(map(str, self.key[:4])) + (" …" if len(self.key) > 4 else "")
-        return (f"TreeNode(#{self.id}, {len(self.key)} tokens [{head}], lock_ref={self.lock_ref}, "
-                f"last_access={self.last_access})")
-
-
-@dataclass
-class PrefixMatch:
-    """What :meth:`RadixCache.match_prefix` found: the KV slots of the longest cached prefix, in
-    token order, and the node where that prefix ends (the root when nothing matched)."""
-
-    slots: list[int]
-    last_node: TreeNode
-
-    @property
-    def length(self) -> int:
-        """Number of prompt tokens whose KV is cached."""
-        return len(self.slots)
+from solutions.radix_node import PrefixMatch, Tokens, TreeNode
 
 
 class RadixCache:
@@ -76,8 +31,8 @@ class RadixCache:
     - locked nodes (and so their whole path to the root) are never evicted.
 
     ``clock`` gives access times and must never go backwards; by default a logical counter that
-    ticks once per ``match_prefix`` or ``insert``, so runs are deterministic. Methods validate their arguments before they change
-    anything.
+    ticks once per ``match_prefix`` or ``insert``, so runs are deterministic. Methods validate their
+    arguments before they change anything.
     """
 
     def __init__(self, page_size: int = 1, *, clock: Callable[[], float] | None = None) -> None:
@@ -127,9 +82,9 @@ class RadixCache:
         """
         if child is self.root or not 0 < split_len < len(child.key) or split_len % self.page_size:
             raise ValueError(f"cannot split a {len(child.key)}-token edge at {split_len}")
-        # TODO 1 (s05._split_node): make a new node for child.key[:split_len] (and its slots)
-        # between child.parent and child; child keeps the rest of its key and slots. The new node
-        # copies child's lock_ref and last_access, and both parents' children dicts must be right.
+        # TODO 1 (s05._split_node): make `new`, a node for child.key[:split_len] and its slots,
+        # between child.parent and child; child keeps the rest of its key and slots. `new` copies
+        # child's lock_ref and last_access, and both parents' children dicts must be right.
         # Hint: self._new_node(key, value, parent, now) makes the node; self._child_key(key) is the
         # dict key of an edge.
         ### BEGIN SOLUTION
@@ -276,9 +231,10 @@ class RadixCache:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
         freed: list[int] = []
         # TODO 6 (s05.evict): put the unlocked leaves in a heap ordered by (last_access, id); pop
-        # the oldest, detach it from its parent, add its slots to `freed` and take its tokens off
-        # self.evictable_size; push the parent when it just became an unlocked leaf (never the
-        # root). Stop once len(freed) >= num_tokens or nothing is left to evict.
+        # the oldest, detach it (out of parent.children; its parent becomes None), add its slots
+        # to `freed`, take its tokens off self.evictable_size, and push the parent when it just
+        # became an unlocked leaf (never the root). Stop once len(freed) >= num_tokens or nothing
+        # is left to evict.
         # Hint: self._leaves() yields the leaves; heapq.heappush(heap, (n.last_access, n.id, n)).
         ### BEGIN SOLUTION
         heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if leaf.lock_ref == 0]
@@ -291,7 +247,7 @@ class RadixCache:
             leaf.parent = None  # mark it detached: locking it later is an error
             freed.extend(leaf.value)
             self.evictable_size -= len(leaf.key)
-            if False:
+            if parent is not self.root and not parent.children and parent.lock_ref == 0:
                 heapq.heappush(heap, (parent.last_access, parent.id, parent))
         ### END SOLUTION
         return freed
@@ -309,10 +265,19 @@ class RadixCache:
             node = stack.pop()
             if node is not self.root:
                 yield node
-            stack.extend(node.children[k] for k in sorted(node.children, key=_sort_key, reverse=True))
+            # child keys are ints (page size 1) or tuples of ints (pages): both sort as tuples
+            order = sorted(node.children, key=lambda k: k if isinstance(k, tuple) else (k,), reverse=True)
+            stack.extend(node.children[k] for k in order)
 
     def _leaves(self) -> Iterator[TreeNode]:
-        return (node for node in self.nodes() if not node.children)
+        """Every node without children (not the root), in no particular order."""
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            else:
+                yield node
 
     def path_tokens(self, node: TreeNode) -> Tokens:
         """All tokens from the root down to the end of ``node``'s edge."""
@@ -369,7 +334,3 @@ class RadixCache:
             f"books say evictable={self.evictable_size} protected={self.protected_size}, "
             f"tree has evictable={evictable} protected={protected}")
 
-
-def _sort_key(child_key: object) -> tuple:
-    # child keys are ints (page size 1) or tuples of ints (pages): order both the same way
-    return child_key if isinstance(child_key, tuple) else (child_key,)

@@ -406,6 +406,58 @@ class RadixMachine(RuleBasedStateMachine):
 
 
 RadixMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=30, deadline=None,
+    max_examples=200, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 test_s05_random_operations_match_brute_force_model = RadixMachine.TestCase
+
+
+# -- the given tree view and the benchmark (smoke) ----------------------------------------------------
+def test_s05_view_records_every_step_and_renders_without_widgets(monkeypatch):
+    import base64
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from solutions import radix_view
+
+    view = radix_view.RadixView(RadixCache(), decode=lambda t: "".join(map(chr, t)))
+    view.insert([ord(c) for c in "abcd"])
+    match = view.match([ord(c) for c in "abx"])
+    view.lock(match)
+    view.unlock(match)
+    assert view.evict(1) == [2, 3]
+    assert [s.label.split()[0] for s in view.steps] == ["start", "insert", "match", "lock", "unlock", "evict"]
+    # the match split "abcd": the new node "ab" and the old one, now "cd", both changed
+    assert match.last_node.id == 2 and view.steps[2].touched == {1, 2}
+    assert view.steps[3].touched == {2}  # the lock touched "ab" only
+    assert "evicted: #1 'cd'" in view.caption()
+    # where ipywidgets cannot be built, the display is the picture alone
+    monkeypatch.setattr(radix_view.RadixView, "widget", property(lambda self: 1 / 0))
+    bundle = view._repr_mimebundle_()
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+
+
+def test_s05_view_widget_follows_the_newest_step():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from solutions.radix_view import RadixView
+
+    view = RadixView(RadixCache())
+    widget = view.widget
+    view.insert([1, 2, 3])
+    slider = widget.children[0].children[1]
+    assert (slider.max, slider.value) == (1, 1)
+    image = widget.children[2].value
+    slider.value = 0  # replaying an earlier step redraws it
+    assert widget.children[2].value != image
+    assert "application/vnd.jupyter.widget-view+json" in view._repr_mimebundle_()
+
+
+def test_s05_bench_radix_quick_runs(capsys):
+    from benchmarks import bench_radix
+
+    assert bench_radix.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "radix tree, page size 16" in out and "radix tree, page size 1" in out and "cycles/s" in out

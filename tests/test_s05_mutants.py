@@ -1,0 +1,164 @@
+"""Realistic wrong answers for each stage-5 TODO, graded by the real grader: each fails its TODO only.
+Also a few *right* answers written differently from the reference, which must pass everything."""
+from __future__ import annotations
+
+import pytest
+
+from autograder.testing import grade_variants
+
+# -- snippets of the reference (each occurs exactly once in solutions/s05_radix_tree.py) ---------------
+SPLIT_LOCK = "        new.lock_ref = child.lock_ref  # the same locks still cover these tokens\n"
+SPLIT_NEW = "new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access)"
+SPLIT_RELINK = "        parent.children[self._child_key(new.key)] = new\n"
+SPLIT_PARENT = "        child.parent = new\n"
+
+MATCH_STEP = """            if matched < len(child.key):
+                child = self._split_node(child, matched)  # make the match boundary a node
+            child.last_access = now
+            slots.extend(child.value)
+"""
+MATCH_LOOKUP = """            child = node.children.get(self._child_key(key, pos))
+            if child is None:
+                break
+"""
+MATCH_END = """            pos += matched
+        ### END SOLUTION
+        return PrefixMatch(slots, node)"""
+
+INSERT_LEAF = """                leaf = self._new_node(key[pos:], value[pos:], node, now)
+                node.children[self._child_key(key, pos)] = leaf
+                self.evictable_size += len(leaf.key)
+                break
+"""
+INSERT_STEP = """            if matched < len(child.key):
+                child = self._split_node(child, matched)
+            child.last_access = now
+            node = child
+"""
+
+INC_MOVE = """            if node.lock_ref == 0:
+                self.evictable_size -= len(node.key)
+                self.protected_size += len(node.key)
+                moved += len(node.key)
+            node.lock_ref += 1
+            node = node.parent
+"""
+DEC_MOVE = """            node.lock_ref -= 1
+            if node.lock_ref == 0:
+                self.protected_size -= len(node.key)
+                self.evictable_size += len(node.key)
+                moved += len(node.key)
+            node = node.parent
+"""
+
+EVICT_HEAP = "heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if leaf.lock_ref == 0]"
+EVICT_LOOP = "        while len(freed) < num_tokens and heap:\n"
+EVICT_PUSH = "            if parent is not self.root and not parent.children and parent.lock_ref == 0:\n"
+
+MUTANTS = {
+    # TODO 1: _split_node
+    "s05._split_node/no_lock_copy": ("s05._split_node", [(SPLIT_LOCK, "")]),
+    "s05._split_node/fresh_access_time": ("s05._split_node", [(SPLIT_NEW, SPLIT_NEW.replace("child.last_access)", "0)"))]),
+    "s05._split_node/parent_not_relinked": ("s05._split_node", [(SPLIT_RELINK, "")]),
+    "s05._split_node/child_parent_not_updated": ("s05._split_node", [(SPLIT_PARENT, "")]),
+    # TODO 2: match_prefix
+    "s05.match_prefix/no_split_on_partial_edge": ("s05.match_prefix", [
+        (MATCH_STEP, "            child.last_access = now\n            slots.extend(child.value[:matched])\n")]),
+    "s05.match_prefix/no_access_time": ("s05.match_prefix", [
+        (MATCH_STEP, MATCH_STEP.replace("            child.last_access = now\n", ""))]),
+    "s05.match_prefix/stamps_last_node_only": ("s05.match_prefix", [
+        (MATCH_STEP, MATCH_STEP.replace("            child.last_access = now\n", "")),
+        (MATCH_END, MATCH_END.replace("        ### END", "        node.last_access = now\n        ### END"))]),
+    "s05.match_prefix/first_token_lookup_with_pages": ("s05.match_prefix", [
+        (MATCH_LOOKUP, MATCH_LOOKUP.replace("self._child_key(key, pos)", "key[pos]"))]),
+    # TODO 3: insert
+    "s05.insert/no_split_where_paths_diverge": ("s05.insert", [
+        (INSERT_STEP, "            child.last_access = now\n            node = child\n")]),
+    "s05.insert/returns_new_tokens": ("s05.insert", [(INSERT_LEAF, INSERT_LEAF.replace("break", "return len(leaf.key)"))]),
+    "s05.insert/evictable_not_counted": ("s05.insert", [
+        (INSERT_LEAF, INSERT_LEAF.replace("                self.evictable_size += len(leaf.key)\n", ""))]),
+    "s05.insert/no_access_time": ("s05.insert", [(INSERT_STEP, INSERT_STEP.replace("            child.last_access = now\n", ""))]),
+    # TODO 4: inc_lock_ref
+    "s05.inc_lock_ref/locks_last_node_only": ("s05.inc_lock_ref", [
+        (INC_MOVE, INC_MOVE.replace("            node = node.parent\n", "            break\n"))]),
+    "s05.inc_lock_ref/moves_on_every_lock": ("s05.inc_lock_ref", [
+        (INC_MOVE, INC_MOVE.replace("if node.lock_ref == 0:", "if True:"))]),
+    "s05.inc_lock_ref/forgets_protected": ("s05.inc_lock_ref", [
+        (INC_MOVE, INC_MOVE.replace("                self.protected_size += len(node.key)\n", ""))]),
+    # TODO 5: dec_lock_ref
+    "s05.dec_lock_ref/unlocks_last_node_only": ("s05.dec_lock_ref", [
+        (DEC_MOVE, DEC_MOVE.replace("            node = node.parent\n", "            break\n"))]),
+    "s05.dec_lock_ref/moves_on_every_unlock": ("s05.dec_lock_ref", [
+        (DEC_MOVE, DEC_MOVE.replace("if node.lock_ref == 0:", "if True:"))]),
+    "s05.dec_lock_ref/off_by_one": ("s05.dec_lock_ref", [
+        (DEC_MOVE, DEC_MOVE.replace("if node.lock_ref == 0:", "if node.lock_ref <= 1:"))]),
+    # TODO 6: evict
+    "s05.evict/evicts_internal_nodes": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace("self._leaves()", "self.nodes()"))]),
+    "s05.evict/ignores_locks": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace(" if leaf.lock_ref == 0", ""))]),
+    "s05.evict/parent_never_a_candidate": ("s05.evict", [(EVICT_PUSH, "            if False:\n")]),
+    "s05.evict/most_recent_first": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace("(leaf.last_access,", "(-leaf.last_access,"))]),
+    "s05.evict/one_node_too_many": ("s05.evict", [(EVICT_LOOP, EVICT_LOOP.replace("<", "<="))]),
+    "s05.evict/evicted_node_keeps_its_parent": ("s05.evict", [
+        ("            leaf.parent = None  # mark it detached: locking it later is an error\n", "")]),
+}
+
+# Right answers that do not look like the reference: they must pass every TODO.
+EQUIVALENT = {
+    "match_breaks_after_split": [(MATCH_STEP, """            if matched < len(child.key):
+                child = self._split_node(child, matched)
+                child.last_access = now
+                slots.extend(child.value)
+                node = child
+                break
+            child.last_access = now
+            slots.extend(child.value)
+""")],
+    "locks_via_path_list": [(INC_MOVE, """            path = []
+            while node is not self.root:
+                path.append(node)
+                node = node.parent
+            for n in path:
+                if n.lock_ref == 0:
+                    self.evictable_size -= len(n.key)
+                    self.protected_size += len(n.key)
+                    moved += len(n.key)
+                n.lock_ref += 1
+            break
+""")],
+    "evict_by_min_over_candidates": [
+        (EVICT_HEAP, "heap = [leaf for leaf in self._leaves() if leaf.lock_ref == 0]"),
+        ("        heapq.heapify(heap)\n", ""),
+        ("            _, _, leaf = heapq.heappop(heap)\n",
+         "            leaf = min(heap, key=lambda n: (n.last_access, n.id))\n            heap.remove(leaf)\n"),
+        ("                heapq.heappush(heap, (parent.last_access, parent.id, parent))\n",
+         "                heap.append(parent)\n")],
+}
+
+
+@pytest.fixture(scope="module")
+def graded():
+    variants = {name: edits for name, (_, edits) in MUTANTS.items()}
+    variants.update({f"equivalent/{name}": edits for name, edits in EQUIVALENT.items()})
+    return grade_variants("s05", variants)
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_s05_mutant_fails_its_own_todo_only(graded, name):
+    todo_id, _ = MUTANTS[name]
+    result = graded[name]
+    assert result.error is None, result.error
+    assert result.failed_todos() == {todo_id}, {t.id: t.message for t in result.todos if not t.passed}
+
+
+@pytest.mark.parametrize("name", list(EQUIVALENT))
+def test_s05_equivalent_answer_passes(graded, name):
+    result = graded[f"equivalent/{name}"]
+    assert result.error is None, result.error
+    assert result.failed_todos() == set(), {t.id: t.message for t in result.todos if not t.passed}
+
+
+def test_s05_every_todo_has_three_mutants():
+    from autograder.spec import load_stage
+
+    for todo in load_stage("s05", hidden=False).todos:
+        assert sum(1 for t, _ in MUTANTS.values() if t == todo.id) >= 3, todo.id
