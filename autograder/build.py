@@ -86,8 +86,12 @@ def object_source(module: Path | str, name: str) -> str:
             while end < len(lines) and lines[end].strip().startswith("#") and lines[end][:1].isspace():
                 end += 1
             return "\n".join(lines[start: end])
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return "\n".join(lines[node.lineno - 1: node.end_lineno])
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            start = node.lineno - 1
+            while start > 0 and lines[start - 1].lstrip().startswith("#"):
+                start -= 1
+            return "\n".join(lines[start: node.end_lineno])
     raise KeyError(f"the reference module has no top-level {name!r}")
 
 
@@ -147,6 +151,12 @@ def instructor_notebook(stage: Stage, course: Course) -> NotebookNode:
             name = meta["solution"]
             new = nbformat.v4.new_code_cell(object_source(ref, name))
             new.metadata["nbgrader"] = _nbgrader(f"{stage.id}-code-{name}", solution=True)
+        elif "given" in meta:
+            # given code the learner reads but does not write: from the reference, run when grading
+            names = [n.strip() for n in meta["given"].split(",") if n.strip()]
+            new = nbformat.v4.new_code_cell("\n\n\n".join(object_source(ref, n) for n in names))
+            new.metadata["nbgrader"] = _nbgrader(f"{stage.id}-given-{len(cells)}", locked=True)
+            new.metadata["tags"] = ["setup", "given"]
         elif "check" in meta:
             todo = stage.todo(meta["check"])
             seen_checks.add(todo.id)

@@ -35,8 +35,9 @@ class Block:
     block_id: int
     ref_count: int = 0
     key: bytes | None = None
-    prev_free: Block | None = None
-    next_free: Block | None = None
+    # Quoted: in a notebook cell (no `from __future__ import annotations`) the class does not exist yet.
+    prev_free: "Block | None" = None
+    next_free: "Block | None" = None
 
 
 @runtime_checkable
@@ -60,36 +61,39 @@ class FreeQueue(Protocol):
 class SimpleFreeQueue:
     """First in, first out: ``popleft`` hands out the block that has been free the longest.
 
-    All three operations are O(1) (an insertion-ordered map from block id to block). Invariant: a
-    block is in the queue at most once; ``append`` of a block already in it raises ``ValueError``
-    (a double free), ``remove`` of a block not in it raises ``ValueError``.
+    All three operations are O(1): the queue is an insertion-ordered set of blocks (the keys of an
+    ``OrderedDict``; blocks hash by identity). Invariant: a block is in the queue at most once;
+    ``append`` of a block already in it raises ``ValueError`` (a double free), ``remove`` of a
+    block not in it raises ``ValueError``; neither changes the queue then.
     """
 
     def __init__(self) -> None:
-        self._blocks: OrderedDict[int, Block] = OrderedDict()
+        self._blocks: OrderedDict[Block, None] = OrderedDict()
 
     def append(self, block: Block) -> None:
-        if block.block_id in self._blocks:
+        if block in self._blocks:
             raise ValueError(f"block {block.block_id} is already free (double free)")
-        self._blocks[block.block_id] = block
+        self._blocks[block] = None
 
     def popleft(self) -> Block:
         if not self._blocks:
             raise IndexError("popleft from an empty free queue")
-        return self._blocks.popitem(last=False)[1]
+        return self._blocks.popitem(last=False)[0]
 
     def remove(self, block: Block) -> None:
-        if self._blocks.pop(block.block_id, None) is None:
-            raise ValueError(f"block {block.block_id} is not in the free queue")
+        try:
+            del self._blocks[block]
+        except KeyError:
+            raise ValueError(f"block {block.block_id} is not in the free queue") from None
 
     def __len__(self) -> int:
         return len(self._blocks)
 
     def __iter__(self) -> Iterator[Block]:
-        return iter(list(self._blocks.values()))
+        return iter(list(self._blocks))
 
     def __contains__(self, block: object) -> bool:
-        return isinstance(block, Block) and self._blocks.get(block.block_id) is block
+        return block in self._blocks
 
 
 class PoolFullError(RuntimeError):
@@ -133,7 +137,8 @@ class BlockPool:
       so a block in a live block table is never handed out again;
     - ``cached[k].key == k`` for every key ``k``, and every block with a key is in ``cached``
       under it: a key points at exactly one block, and only at KV that was committed;
-    - a block table holds distinct blocks, ``ceil(len(tokens) / block_size)`` of them.
+    - a block table holds distinct blocks (``ceil(len(tokens) / block_size)`` of them, by
+      construction in :meth:`admit`).
 
     Every method validates its arguments, and ``admit`` its capacity, before it changes anything.
     """
@@ -149,6 +154,8 @@ class BlockPool:
         for name, value in (("num_blocks", num_blocks), ("block_size", block_size)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not isinstance(root_seed, bytes) or not root_seed:
+            raise ValueError("root_seed must be non-empty bytes")
         queue: FreeQueue = SimpleFreeQueue() if free_queue is None else free_queue
         if len(queue) != 0:
             raise ValueError("free_queue must start empty: the pool fills it with its blocks")
@@ -194,15 +201,15 @@ class BlockPool:
         # TODO 1 (s03.lookup): collect self.cached[key] for the leading keys that are cached, stop at
         # the first miss, and never return more than `max_hits` blocks.
         # Hint: loop over keys[:max_hits]; self.cached.get(key) is None on a miss.
-        ### BEGIN SOLUTION
         hits: list[Block] = []
+        ### BEGIN SOLUTION
         for key in keys[:max_hits]:
             block = self.cached.get(key)
             if block is None:
                 break
             hits.append(block)
-        return hits
         ### END SOLUTION
+        return hits
 
     def allocate_block(self) -> Block:
         """Take the next block from the free queue for new content and return it in use.
@@ -212,8 +219,8 @@ class BlockPool:
         """
         if len(self.free_queue) == 0:
             raise PoolFullError("no free block")
-        # TODO 2 (s03.allocate_block): pop the next free block; if it has a key, forget it (in
-        # self.cached and on the block); give it ref_count 1 and return it.
+        # TODO 2 (s03.allocate_block): set `block` to the next free block; if it has a key, forget
+        # it (in self.cached and on the block); give it ref_count 1.
         # Hint: self.free_queue.popleft(); `del self.cached[block.key]`; block.key = None.
         ### BEGIN SOLUTION
         block = self.free_queue.popleft()
@@ -222,8 +229,8 @@ class BlockPool:
             del self.cached[block.key]
             block.key = None
         block.ref_count = 1
-        return block
         ### END SOLUTION
+        return block
 
     def admit(
         self,
@@ -259,8 +266,8 @@ class BlockPool:
         revived = sum(1 for block in hits if block.ref_count == 0)
         if num_new > len(self.free_queue) - revived:
             raise PoolFullError(
-                f"request {request_id!r} needs {num_new} fresh blocks, "
-                f"{len(self.free_queue) - revived} are free"
+                f"request {request_id!r} needs {num_new} fresh blocks; {len(self.free_queue)} are free, "
+                f"{revived} of them are its own cached hits"
             )
         for block in hits:
             if block.ref_count == 0:
@@ -300,20 +307,21 @@ class BlockPool:
         """The request is done: drop its references; blocks no one uses become free.
 
         A freed block keeps its key (and so stays cached) until :meth:`allocate_block` reuses it.
-        Blocks are handed to the free queue from the tail of the table to its head, so that a
-        first-in-first-out queue reuses a prompt's private tail before its (more widely shared)
-        head. Stage 4 revisits this order; stage 3's checks do not depend on it.
+        The order in which freed blocks enter the free queue decides which cached block is given
+        up first; stage 4 chooses it (tail first). Here any order is accepted: the reference goes
+        through the block table from its head, and stage 3's checks do not depend on the order.
         """
-        state = self.requests.pop(request_id)
+        state = self.requests[request_id]
         # TODO 5 (s03.release): for each block of the request, ref_count -= 1; a block whose
         # ref_count reaches 0 goes to the free queue (keeping its key).
         # Hint: a block shared with another live request must stay in use.
         ### BEGIN SOLUTION
-        for block in reversed(state.blocks):
+        for block in state.blocks:
             block.ref_count -= 1
             if block.ref_count == 0:
                 self.free_queue.append(block)
         ### END SOLUTION
+        del self.requests[request_id]
 
     # -- invariants -------------------------------------------------------------------------------
     def violations(self) -> list[str]:

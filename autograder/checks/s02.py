@@ -70,7 +70,7 @@ def extra_keys_are_tagged(impl):
     return [impl.hash_block(None, [1, 2], extra) for extra in ([("salt", "X")], [("lora", "X")])]
 
 
-@STAGE.check("s02.hash_block", call="hash_block(None, [5, 6], [('salt', '')]) == hash_block(None, [5, 6])",
+@STAGE.check("s02.hash_block", call="a = hash_block(None, [5, 6], [('salt', '')]); a == hash_block(None, [5, 6]), a",
              hint="Loop over `tags` (already normalized: empty values dropped, sorted), not over extra_keys.")
 def empty_salt_is_no_salt(impl):
     a = impl.hash_block(None, [5, 6], [("salt", "")])
@@ -92,7 +92,7 @@ def partial_tail_has_no_key(impl):
 
 
 @STAGE.check("s02.chain_keys",
-             call="a, b = byte tokens of the France / Spain prompts; chain_keys(a, 1)[-1] == chain_keys(b, 1)[-1]",
+             call="a, b = chain_keys(list(FRANCE.encode()), 1), chain_keys(list(SPAIN.encode()), 1); a[-1] == b[-1], a[-1]",
              hint="Pass the previous key as the parent: equal last blocks after different prefixes need different keys.")
 def france_and_spain_differ(impl):
     a = impl.chain_keys(byte_tokens(FRANCE), 1)

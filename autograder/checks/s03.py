@@ -59,11 +59,12 @@ def ids(blocks) -> list:
 
 
 def committed(impl, num_blocks: int, block_size: int, *prompts):
-    """A pool in which each prompt was admitted (as 'p0', 'p1', ...) and committed."""
+    """A pool in which each prompt was admitted (as 'a', then 'a1', 'a2', ...) and committed."""
     pool = impl.BlockPool(num_blocks, block_size)
     for i, tokens in enumerate(prompts):
-        pool.admit(f"p{i}", tokens)
-        pool.commit(f"p{i}")
+        rid = f"a{i}" if i else "a"
+        pool.admit(rid, tokens)
+        pool.commit(rid)
     return pool
 
 
@@ -107,8 +108,8 @@ def fresh_pool(impl):
 
 
 @STAGE.check("s03.allocate_block",
-             call="pool = BlockPool(2, 2); admit, commit, release [1, 2, 3]; allocate_block() twice; "
-                  "pool_state(pool), ids(pool.lookup(pool.keys_of([1, 2, 3]), 3))",
+             call="pool = BlockPool(2, 2); admit, commit, release [1, 2, 3]; taken = allocate_block() twice; "
+                  "sorted(ids(taken)), pool_state(pool), ids(pool.lookup(pool.keys_of([1, 2, 3]), 3))",
              hint="A reused block's old key must stop hitting: delete it from self.cached and set block.key = None.")
 def reuse_forgets_the_old_key(impl):
     pool = impl.BlockPool(2, 2)
@@ -120,7 +121,7 @@ def reuse_forgets_the_old_key(impl):
 
 
 @STAGE.check("s03.allocate_block", call="pool = BlockPool(1, 2); first = pool.allocate_block(); "
-                                         "pool_state(pool), then allocate_block() again",
+                                         "first.block_id, pool_state(pool), pool.allocate_block().block_id -> ?",
              hint="Take the block out of the free queue (popleft), so it cannot be handed out twice.")
 def a_block_is_handed_out_once(impl):
     pool = impl.BlockPool(1, 2)
@@ -174,7 +175,7 @@ def registers_full_blocks(impl):
     return pool_state(pool)
 
 
-@STAGE.check("s03.commit", call="pool = BlockPool(8, 4); admit + commit 'a' = range(10); admission(pool.admit('b', range(10)))",
+@STAGE.check("s03.commit", call="pool = BlockPool(8, 4); admit + commit 'a' = range(10); admission(pool.admit('b', range(10))), pool_state(pool)",
              hint="After commit, a request with the same prompt hits every registered block.")
 def later_request_hits(impl):
     pool = committed(impl, 8, 4, list(range(10)))
@@ -201,7 +202,7 @@ def first_writer_wins(impl):
 def drops_one_reference(impl):
     pool = committed(impl, 6, 2, [1, 2, 3])
     pool.admit("b", [1, 2, 4])
-    pool.release("p0")
+    pool.release("a")
     return pool_state(pool)
 
 
@@ -211,16 +212,16 @@ def drops_one_reference(impl):
              hint="A freed block keeps its key: it stays cached until it is reused for other content.")
 def freed_blocks_stay_cached(impl):
     pool = committed(impl, 4, 2, [1, 2, 3, 4, 5])
-    pool.release("p0")
+    pool.release("a")
     return pool_state(pool), admission(pool.admit("b", [1, 2, 3, 4, 9]))
 
 
 @STAGE.check("s03.release",
              call="pool = BlockPool(6, 2); admit + commit 'a' = [1, 2, 3]; pool.admit('b', [1, 2, 4]); "
-                  "pool.release('a'); pool.admit('c', [9] * 9) -> ?",
+                  "pool.release('a'); admission(pool.admit('c', [9] * 9)) -> ?, pool_state(pool)",
              hint="Never put a block that a live request still holds into the free queue.")
 def shared_block_is_never_handed_out(impl):
     pool = committed(impl, 6, 2, [1, 2, 3])
     pool.admit("b", [1, 2, 4])
-    pool.release("p0")
+    pool.release("a")
     return attempt(lambda: admission(pool.admit("c", [9] * 9))), pool_state(pool)

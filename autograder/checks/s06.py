@@ -265,7 +265,7 @@ def output_follows_the_pool(impl):
     if not isinstance(logits, torch.Tensor):
         return ledger, f"logits are not a tensor: {type(logits).__name__}"
     top = torch.topk(logits.float(), 3)
-    return ledger, top.indices.tolist(), [round(float(x), 4) for x in top.values]
+    return ledger, top.indices.tolist(), [float(x) for x in top.values]
 
 
 @STAGE.check("s06.prefill", call="a block manager that reports all 16 tokens of a prompt as cached; prefill it",

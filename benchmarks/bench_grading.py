@@ -1,0 +1,114 @@
+"""Grade a class at once: `python -m autograder grade` vs plain `nbgrader autograde`, same submissions.
+
+The baseline is nbgrader's own autograde with its default in-kernel execution (one kernel per
+notebook, every cell run), which is what a course without this project's grader would use. Both
+grade the same stage-1 submissions (reference, stub, and wrong answers in TODOs that no other TODO
+calls, so that in-kernel grading without isolation blames the same TODOs); the script checks the
+per-TODO scores agree, then prints both times and their ratio.
+
+    python benchmarks/bench_grading.py            # 50 submissions
+    python benchmarks/bench_grading.py --quick    # 6 submissions (smoke test)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+
+from autograder.testing import variant_notebook  # noqa: E402
+
+ASSIGNMENT = "01_prefix_match"
+SPLIT = "        reusable_prefix = prompt[:hit_len]\n        suffix = prompt[hit_len:]"
+STATS = "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"
+KINDS = {
+    "reference": [],
+    "split_off_by_one": [(SPLIT, SPLIT.replace("prompt[hit_len:]", "prompt[hit_len + 1:]"))],
+    "stats_unrounded": [(STATS, "reuse_ratio = hit_tokens / len(prompt) if prompt else 0.0")],
+    "stats_uncached_ratio": [(STATS, "reuse_ratio = round(uncached_tokens / len(prompt), 4) if prompt else 0.0")],
+}
+
+
+def make_class(course: Path, n: int) -> list[str]:
+    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    students = []
+    kinds = list(KINDS) + ["stub"]
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        nb = release if kind == "stub" else variant_notebook("s01", KINDS[kind])
+        if kind != "stub":  # keep the release's cells and metadata, fill only the solution cell
+            code = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+            nb = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+            for c in nb.cells:
+                if c.metadata.get("nbgrader", {}).get("solution"):
+                    c.source = code
+        student = f"student{i:03d}_{kind}"
+        d = course / "submitted" / student / ASSIGNMENT
+        shutil.copytree(course / "release" / ASSIGNMENT, d)
+        nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
+        students.append(student)
+    return students
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("-n", type=int, default=50)
+    args = ap.parse_args()
+    n = 6 if args.quick else args.n
+    with tempfile.TemporaryDirectory(prefix="pcw-bench-grading-") as tmp:
+        course = Path(tmp) / "course"
+        subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", "s01"], cwd=ROOT,
+                       check=True, capture_output=True)
+        # the baseline is plain nbgrader: keep only the course id, drop our isolated-grading config
+        (course / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "pcw-bench"\n'
+                                                   f'c.CourseDirectory.db_assignments = [{{"name": "{ASSIGNMENT}"}}]\n')
+        subprocess.run(["nbgrader", "generate_assignment", ASSIGNMENT, "--create"], cwd=course, check=True,
+                       capture_output=True)
+        students = make_class(course, n)
+        # in-kernel hidden checks need the reference: the kernels see the repository
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format", "json",
+                            "--no-progress"], cwd=ROOT, capture_output=True, text=True)
+        ours_s = time.perf_counter() - t0
+        ours = {}
+        for sub in json.loads(p.stdout)["submissions"]:
+            student = Path(sub["path"]).parts[-3]
+            ours[student] = {t["id"]: t["points"] for t in sub["todos"]}
+
+        t0 = time.perf_counter()
+        subprocess.run(["nbgrader", "autograde", ASSIGNMENT], cwd=course, env=env, check=True, capture_output=True)
+        nbg_s = time.perf_counter() - t0
+        from nbgrader.api import Gradebook
+
+        theirs = {}
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+            for s in students:
+                nb = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, s)
+                theirs[s] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.count("-") == 1}
+
+    mismatches = {s: (ours[s], theirs[s]) for s in students if ours[s] != theirs[s]}
+    print(f"submissions: {n} (stage 1, {os.cpu_count()} cores)")
+    print(f"python -m autograder grade : {ours_s:7.2f} s  ({ours_s / n * 1000:6.0f} ms per submission, isolated, hidden checks)")
+    print(f"nbgrader autograde (plain) : {nbg_s:7.2f} s  ({nbg_s / n * 1000:6.0f} ms per submission, in-kernel)")
+    print(f"speedup: {nbg_s / ours_s:.1f}x faster per submission than nbgrader")
+    print(f"per-TODO scores equal: {not mismatches}")
+    for s, (a, b) in mismatches.items():
+        print(f"  {s}: ours {a} vs nbgrader {b}")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

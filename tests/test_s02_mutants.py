@@ -1,0 +1,88 @@
+"""Realistic wrong answers for each stage-2 TODO, graded by the real grader: each fails its TODO only.
+Also a few *right* answers written differently from the reference, which must pass everything."""
+from __future__ import annotations
+
+import pytest
+
+from autograder.testing import grade_variants
+
+SPLIT = "blocks = list(zip(*[iter(tokens[: num_full * block_size])] * block_size))"
+DATA = "data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens))"
+TAG = "data += frame(kind.encode()) + frame(value.encode())"
+DIGEST = "    key = hashlib.sha256(data).digest()\n"
+CHAIN = "parent = hash_block(parent, block, extra_keys, root_seed=root_seed)"
+RUN = """        if key not in table:
+            break
+        hits += 1"""
+
+MUTANTS = {
+    # TODO 1: split_blocks
+    "s02.split_blocks/keeps_partial_tail": ("s02.split_blocks", [
+        (SPLIT, "blocks = [tuple(tokens[i : i + block_size]) for i in range(0, len(tokens), block_size)]")]),
+    "s02.split_blocks/lists_not_tuples": ("s02.split_blocks", [
+        (SPLIT, "blocks = [list(tokens[i : i + block_size]) for i in range(0, num_full * block_size, block_size)]")]),
+    "s02.split_blocks/overlapping_windows": ("s02.split_blocks", [
+        (SPLIT, "blocks = [tuple(tokens[i : i + block_size]) for i in range(num_full)]")]),
+    "s02.split_blocks/misses_last_block": ("s02.split_blocks", [
+        (SPLIT, "blocks = [tuple(tokens[i : i + block_size]) for i in range(0, len(tokens) - block_size, block_size)]")]),
+    # TODO 2: hash_block
+    "s02.hash_block/python_hash": ("s02.hash_block", [(DIGEST, "    key = hash(data).to_bytes(8, 'little', signed=True)\n")]),
+    "s02.hash_block/ignores_parent": ("s02.hash_block", [(DATA, DATA.replace("root_seed if parent is None else parent", "root_seed"))]),
+    "s02.hash_block/untagged_extra_keys": ("s02.hash_block", [(TAG, "data += frame(value.encode())")]),
+    "s02.hash_block/raw_extra_keys": ("s02.hash_block", [("for kind, value in tags:", "for kind, value in extra_keys or ():")]),
+    "s02.hash_block/str_encoding": ("s02.hash_block", [
+        (DATA, DATA.replace("frame(encode_tokens(block_tokens))", "frame(str(list(block_tokens)).encode())"))]),
+    "s02.hash_block/module_root_seed": ("s02.hash_block", [(DATA, DATA.replace("root_seed if", "ROOT_SEED if"))]),
+    # TODO 3: chain_keys
+    "s02.chain_keys/no_parent": ("s02.chain_keys", [(CHAIN, CHAIN.replace("hash_block(parent,", "hash_block(None,"))]),
+    "s02.chain_keys/drops_extra_keys": ("s02.chain_keys", [(CHAIN, "parent = hash_block(parent, block, root_seed=root_seed)")]),
+    "s02.chain_keys/drops_root_seed": ("s02.chain_keys", [(CHAIN, "parent = hash_block(parent, block, extra_keys)")]),
+    "s02.chain_keys/hashes_partial_tail": ("s02.chain_keys", [
+        ("for block in split_blocks(tokens, block_size):",
+         "for block in [tokens[i:i + block_size] for i in range(0, len(tokens), block_size)]:")]),
+    # TODO 4: longest_cached_run
+    "s02.longest_cached_run/skips_misses": ("s02.longest_cached_run", [(RUN, RUN.replace("break", "continue"))]),
+    "s02.longest_cached_run/tests_value": ("s02.longest_cached_run", [(RUN, RUN.replace("if key not in table:", "if not table.get(key):"))]),
+    "s02.longest_cached_run/from_the_end": ("s02.longest_cached_run", [("    for key in keys:\n", "    for key in reversed(keys):\n")]),
+}
+
+# Right answers that do not look like the reference: they must pass every TODO.
+EQUIVALENT = {
+    "split_by_slicing": [(SPLIT, "blocks = [tuple(tokens[i * block_size : (i + 1) * block_size]) for i in range(num_full)]")],
+    "hash_incrementally": [(DATA, "h = hashlib.sha256(frame(parent if parent is not None else root_seed))\n"
+                                  "    h.update(frame(encode_tokens(block_tokens)))\n    data = b''"),
+                           (TAG, "h.update(frame(kind.encode()) + frame(value.encode()))"),
+                           (DIGEST, "    key = h.digest()\n")],
+    "chain_by_index": [("    for block in split_blocks(tokens, block_size):\n        " + CHAIN + "\n        keys.append(parent)",
+                        "    blocks = split_blocks(tokens, block_size)\n    for i in range(len(blocks)):\n"
+                        "        keys.append(hash_block(keys[i - 1] if i else None, blocks[i], extra_keys, root_seed=root_seed))")],
+}
+
+
+@pytest.fixture(scope="module")
+def graded():
+    variants = {name: edits for name, (_, edits) in MUTANTS.items()}
+    variants.update({f"ok/{name}": edits for name, edits in EQUIVALENT.items()})
+    return grade_variants("s02", variants)
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_s02_mutant_fails_its_own_todo_only(graded, name):
+    todo_id, _ = MUTANTS[name]
+    result = graded[name]
+    assert result.failed_todos() == {todo_id}, [(t.id, t.message) for t in result.todos]
+    failed = next(t for t in result.todos if t.id == todo_id)
+    assert "not implemented" not in failed.message and failed.message
+
+
+@pytest.mark.parametrize("name", list(EQUIVALENT))
+def test_s02_equivalent_answer_passes(graded, name):
+    result = graded[f"ok/{name}"]
+    assert result.failed_todos() == set(), [(t.id, t.message) for t in result.todos if not t.passed]
+
+
+def test_s02_every_todo_has_three_mutants():
+    from autograder.checks.s02 import STAGE
+
+    for todo in STAGE.todos:
+        assert sum(1 for t, _ in MUTANTS.values() if t == todo.id) >= 3, todo.id

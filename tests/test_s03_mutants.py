@@ -1,0 +1,112 @@
+"""Realistic wrong answers for each stage-3 TODO, graded by the real grader: each fails its TODO only.
+Also right answers written differently from the reference (another release order among them),
+which must pass everything."""
+from __future__ import annotations
+
+import pytest
+
+from autograder.testing import grade_variants
+
+LOOKUP_LOOP = "        for key in keys[:max_hits]:\n"
+LOOKUP_BREAK = "                break\n            hits.append(block)"
+EVICT = """        if block.key is not None:
+            # Its KV is about to be overwritten: a hit under the old key would read other content.
+            del self.cached[block.key]
+            block.key = None
+"""
+CAPACITY = "        if num_new > len(self.free_queue) - revived:\n"
+TAKE_HITS = """        for block in hits:
+            if block.ref_count == 0:
+                self.free_queue.remove(block)
+            block.ref_count += 1
+"""
+ALLOCATE = "        blocks = hits + [self.allocate_block() for _ in range(num_new)]\n"
+REGISTER = """            if key not in self.cached:
+                block = state.blocks[i]
+                block.key = key
+                self.cached[key] = block
+"""
+RELEASE = """        for block in state.blocks:
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self.free_queue.append(block)
+"""
+
+MUTANTS = {
+    # TODO 1: lookup
+    "s03.lookup/no_cap": ("s03.lookup", [(LOOKUP_LOOP, "        for key in keys:\n")]),
+    "s03.lookup/skips_misses": ("s03.lookup", [(LOOKUP_BREAK, LOOKUP_BREAK.replace("break", "continue"))]),
+    "s03.lookup/full_blocks_cap": ("s03.lookup", [(LOOKUP_LOOP, "        for key in keys[: num_tokens // self.block_size]:\n")]),
+    "s03.lookup/takes_a_reference": ("s03.lookup", [(LOOKUP_BREAK, LOOKUP_BREAK + "\n            block.ref_count += 1")]),
+    # TODO 2: allocate_block
+    "s03.allocate_block/keeps_old_key": ("s03.allocate_block", [(EVICT, "")]),
+    "s03.allocate_block/forgets_map_entry_only": ("s03.allocate_block", [(EVICT, EVICT.replace("            block.key = None\n", ""))]),
+    "s03.allocate_block/no_ref_count": ("s03.allocate_block", [("        block.ref_count = 1\n", "")]),
+    "s03.allocate_block/clears_whole_cache": ("s03.allocate_block", [(EVICT, "        self.cached.clear()\n        block.key = None\n")]),
+    # TODO 3: admit
+    "s03.admit/capacity_ignores_revived_hits": ("s03.admit", [(CAPACITY, "        if num_new > len(self.free_queue):\n")]),
+    "s03.admit/no_capacity_check": ("s03.admit", [(CAPACITY, "        if False:\n")]),
+    "s03.admit/hit_without_ref_count": ("s03.admit", [(TAKE_HITS, TAKE_HITS.replace("            block.ref_count += 1\n", ""))]),
+    "s03.admit/hit_stays_in_free_queue": ("s03.admit", [(TAKE_HITS, "        for block in hits:\n            block.ref_count += 1\n")]),
+    "s03.admit/allocates_before_taking_hits": ("s03.admit", [
+        (TAKE_HITS + ALLOCATE, "        fresh = [self.allocate_block() for _ in range(num_new)]\n" + TAKE_HITS
+         + "        blocks = hits + fresh\n")]),
+    "s03.admit/registers_before_commit": ("s03.admit", [
+        (ALLOCATE, ALLOCATE + "        for key, block in zip(keys, blocks):\n            if key not in self.cached:\n"
+                             "                block.key = key\n                self.cached[key] = block\n")]),
+    # TODO 4: commit
+    "s03.commit/map_only": ("s03.commit", [(REGISTER, REGISTER.replace("                block.key = key\n", ""))]),
+    "s03.commit/block_key_only": ("s03.commit", [(REGISTER, REGISTER.replace("                self.cached[key] = block\n", ""))]),
+    "s03.commit/last_writer_wins": ("s03.commit", [
+        (REGISTER, "            block = state.blocks[i]\n            block.key = key\n            self.cached[key] = block\n")]),
+    "s03.commit/nothing_registered": ("s03.commit", [(REGISTER, "            pass\n")]),
+    # TODO 5: release
+    "s03.release/double_free": ("s03.release", [(RELEASE, "        for block in state.blocks:\n            block.ref_count -= 1\n"
+                                                          "            self.free_queue.append(block)\n")]),
+    "s03.release/frees_shared_blocks": ("s03.release", [(RELEASE, RELEASE.replace("block.ref_count -= 1", "block.ref_count = 0"))]),
+    "s03.release/drops_keys": ("s03.release", [
+        (RELEASE, RELEASE + "                if block.key is not None:\n                    del self.cached[block.key]\n"
+                            "                    block.key = None\n")]),
+    "s03.release/never_frees": ("s03.release", [(RELEASE, "        for block in state.blocks:\n            block.ref_count -= 1\n")]),
+}
+
+EQUIVALENT = {
+    "release_tail_first": [(RELEASE, RELEASE.replace("in state.blocks:", "in reversed(state.blocks):"))],
+    "lookup_with_while": [(LOOKUP_LOOP + "            block = self.cached.get(key)\n            if block is None:\n"
+                           "                break\n            hits.append(block)\n",
+                           "        while len(hits) < min(max_hits, len(keys)) and keys[len(hits)] in self.cached:\n"
+                           "            hits.append(self.cached[keys[len(hits)]])\n")],
+    "commit_with_zip": [("        for i in range(state.hit_blocks, len(state.keys)):\n            key = state.keys[i]\n" + REGISTER,
+                         "        fresh = zip(state.keys[state.hit_blocks:], state.blocks[state.hit_blocks:])\n"
+                         "        for key, block in fresh:\n            if self.cached.setdefault(key, block) is block:\n"
+                         "                block.key = key\n")],
+}
+
+
+@pytest.fixture(scope="module")
+def graded():
+    variants = {name: edits for name, (_, edits) in MUTANTS.items()}
+    variants.update({f"ok/{name}": edits for name, edits in EQUIVALENT.items()})
+    return grade_variants("s03", variants)
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_s03_mutant_fails_its_own_todo_only(graded, name):
+    todo_id, _ = MUTANTS[name]
+    result = graded[name]
+    assert result.failed_todos() == {todo_id}, [(t.id, t.message) for t in result.todos]
+    failed = next(t for t in result.todos if t.id == todo_id)
+    assert "not implemented" not in failed.message and failed.message
+
+
+@pytest.mark.parametrize("name", list(EQUIVALENT))
+def test_s03_equivalent_answer_passes(graded, name):
+    result = graded[f"ok/{name}"]
+    assert result.failed_todos() == set(), [(t.id, t.message) for t in result.todos if not t.passed]
+
+
+def test_s03_every_todo_has_three_mutants():
+    from autograder.checks.s03 import STAGE
+
+    for todo in STAGE.todos:
+        assert sum(1 for t, _ in MUTANTS.values() if t == todo.id) >= 3, todo.id
