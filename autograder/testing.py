@@ -54,3 +54,15 @@ def grade_variant(stage_id: str, edits: list[tuple[str, str]]) -> SubmissionResu
 
 def grade_notebook(path: Path) -> SubmissionResult:
     return grade_paths([path])[0]
+
+
+def assert_blamed_on(result: SubmissionResult, todo_id: str) -> None:
+    """A wrong answer for ``todo_id`` must fail that TODO, with a real reason, and no other TODO."""
+    assert result.failed_todos() == {todo_id}, [(t.id, t.message) for t in result.todos]
+    failed = next(t for t in result.todos if t.id == todo_id)
+    assert failed.message and "not implemented" not in failed.message, failed.message
+
+
+def assert_all_pass(result: SubmissionResult) -> None:
+    """A correct answer written differently from the reference must earn every point."""
+    assert result.failed_todos() == set(), [(t.id, t.message) for t in result.todos if not t.passed]

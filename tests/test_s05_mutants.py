@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.testing import grade_variants
+from autograder.testing import assert_all_pass, assert_blamed_on, grade_variants
 
 # -- snippets of the reference (each occurs exactly once in solutions/s05_radix_tree.py) ---------------
 SPLIT_LOCK = "        new.lock_ref = child.lock_ref  # the same locks still cover these tokens\n"
@@ -144,17 +144,14 @@ def graded():
 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_s05_mutant_fails_its_own_todo_only(graded, name):
-    todo_id, _ = MUTANTS[name]
-    result = graded[name]
-    assert result.error is None, result.error
-    assert result.failed_todos() == {todo_id}, {t.id: t.message for t in result.todos if not t.passed}
+    assert graded[name].error is None, graded[name].error
+    assert_blamed_on(graded[name], MUTANTS[name][0])
 
 
 @pytest.mark.parametrize("name", list(EQUIVALENT))
 def test_s05_equivalent_answer_passes(graded, name):
-    result = graded[f"equivalent/{name}"]
-    assert result.error is None, result.error
-    assert result.failed_todos() == set(), {t.id: t.message for t in result.todos if not t.passed}
+    assert graded[f"equivalent/{name}"].error is None
+    assert_all_pass(graded[f"equivalent/{name}"])
 
 
 def test_s05_every_todo_has_three_mutants():
