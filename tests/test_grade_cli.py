@@ -69,3 +69,20 @@ def test_grade_gradescope_results_have_one_test_per_todo(tmp_path):
     res = json.loads(out.read_text())
     assert res["score"] == 0 and len([t for t in res["tests"] if t["visibility"] == "visible"]) == 5
     assert all(t["status"] == "failed" for t in res["tests"] if t["visibility"] == "visible")
+
+
+def test_s01_normalize_hidden_failure_is_named_with_hint_but_no_values():
+    from autograder.testing import grade_variant
+
+    keep_caller_list = ("        normalized = list(tokens)\n",
+                        "        normalized = tokens if isinstance(tokens, list) else list(tokens)\n")
+    result = grade_variant("s01", [keep_caller_list])
+    todo = next(t for t in result.todos if t.id == "s01.normalize")
+    assert not todo.passed
+    assert todo.message.startswith("hidden check 'returns_a_copy' failed | hint: ")
+    for label in ("input:", "expected:", "got:"):
+        assert label not in todo.message
+    hidden = [c for c in todo.checks if c["hidden"] and not c["passed"]]
+    assert hidden and all("expected" not in c["message"] for c in hidden)
+    visible = [c for c in todo.checks if not c["hidden"]]
+    assert all(c["passed"] for c in visible)  # "all visible passed" and yet the TODO earns nothing
