@@ -39,7 +39,8 @@ def free_port() -> int:
 def lab(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    shutil.copy(ROOT / "solutions" / "01_prefix_match.ipynb", work)
+    for nb in ("01_prefix_match", "03_block_pool", "05_radix_tree"):
+        shutil.copy(ROOT / "solutions" / f"{nb}.ipynb", work)
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -49,7 +50,8 @@ def lab(tmp_path):
     (nb_settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port, token = free_port(), "pcw-test-token"
     env = dict(os.environ, PYTHONPATH=str(ROOT), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), MPLBACKEND="module://matplotlib_inline.backend_inline")
     proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
                              f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={work}"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -69,6 +71,19 @@ def lab(tmp_path):
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def open_and_run_all(page, url: str, token: str, notebook: str, shots) -> None:
+    # a fresh workspace per notebook: only this notebook's panel is in the page
+    page.goto(f"{url}/lab/workspaces/{notebook.split('.')[0]}/tree/{notebook}?token={token}&reset")
+    try:
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=90_000)
+    except Exception:
+        page.screenshot(path=str(shots / f"{notebook}-not-ready.png"))
+        raise
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator("[data-command='runmenu:run-all']").click(timeout=30_000)
 
 
 def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
@@ -93,3 +108,41 @@ def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
         page.screenshot(path=str(tmp / "s01_run_all.png"), full_page=False)
         browser.close()
     assert text.count("✅") >= 30 and "❌" not in text and "Traceback" not in text
+
+
+def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
+    """The block-table stepper (stage 3) and the radix-tree view (stage 5) render as live widgets,
+    and pressing "next" in the stepper redraws its picture."""
+    from playwright.sync_api import sync_playwright
+
+    url, token, tmp = lab
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        open_and_run_all(page, url, token, "03_block_pool.ipynb", tmp)
+        try:
+            page.wait_for_selector(".widget-slider", timeout=120_000)
+        finally:
+            page.screenshot(path=str(tmp / "s03_after_run.png"), full_page=True)
+        button = page.locator(".widget-button", has_text="next").first
+        button.scroll_into_view_if_needed()
+        slider = page.locator(".widget-slider .widget-readout").first
+        before = slider.inner_text()
+        button.click()
+        page.wait_for_function(f"() => document.querySelector('.widget-slider .widget-readout').innerText !== {before!r}",
+                               timeout=30_000)
+        # the stepper's output area redraws the pool for the new step
+        page.wait_for_selector(".widget-output .jp-RenderedImage img", timeout=60_000)
+        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
+        page.screenshot(path=str(tmp / "s03_stepper.png"))
+        outputs3 = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        open_and_run_all(page, url, token, "05_radix_tree.ipynb", tmp)
+        page.wait_for_selector(".jp-RenderedImage img", timeout=120_000)
+        page.wait_for_selector(".widget-slider", timeout=120_000)
+        page.screenshot(path=str(tmp / "s05_tree.png"))
+        outputs5 = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+        browser.close()
+    for text in (outputs3, outputs5):
+        assert "❌" not in text and "Traceback" not in text and "Error" not in text
