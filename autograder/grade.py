@@ -257,7 +257,7 @@ def _run_child(stage: Stage, todo: Todo, cells: list[tuple[str, str]]) -> tuple[
         read_fd, write_fd = os.pipe()
         payload = {
             "stage": stage.id, "todo": todo.id, "cells": cells, "modules": child_modules(stage, todo),
-            "memory_limit_mb": stage.memory_limit_mb, "time_limit_s": stage.time_limit_s,
+            "memory_limit_mb": stage.memory_limit_mb, "cpu_limit_s": stage.time_limit_s + _startup_allowance(stage) / 5,
             "workdir": workdir, "result_fd": write_fd, "root": str(ROOT), "denied_dirs": [str(SOLUTIONS)],
             "preload": stage.preload,
         }
@@ -273,7 +273,9 @@ def _run_child(stage: Stage, todo: Todo, cells: list[tuple[str, str]]) -> tuple[
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        events, status = _collect(proc, read_fd, stage.time_limit_s + _startup_allowance(stage))
+        # CPU time is the limit that matters (it does not depend on how busy the machine is); the
+        # wall clock only ends code that waits forever without computing.
+        events, status = _collect(proc, read_fd, 3 * stage.time_limit_s + _startup_allowance(stage), stage.time_limit_s)
         os.close(read_fd)
         return events, status
 
@@ -282,23 +284,26 @@ def _startup_allowance(stage: Stage) -> float:
     return 15.0 if "torch" in stage.preload else 5.0
 
 
-def _collect(proc: subprocess.Popen, fd: int, limit_s: float) -> tuple[list[dict], str | None]:
+def _collect(proc: subprocess.Popen, fd: int, limit_s: float, cpu_s: float) -> tuple[list[dict], str | None]:
+    """Read the child's events until its end of the pipe closes (or the wall clock runs out).
+
+    The child's last event is ``{"phase": "done"}`` when it finished; learner code can write lines
+    to the pipe too, so a "done" anywhere but last, or from a process that did not exit cleanly,
+    does not count, and reading always goes on to the end.
+    """
     events: list[dict] = []
     buf = b""
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
     deadline = time.monotonic() + limit_s
-    done = False
     status = None
     try:
-        while not done:
+        while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                status = f"stopped after {limit_s:.0f} s (an endless loop, or far too slow?)"
+                status = f"stopped after {limit_s:.0f} s of waiting (sleeping or blocked forever?)"
                 break
             if not sel.select(timeout=min(left, 0.5)):
-                if proc.poll() is not None and not sel.select(timeout=0):
-                    break
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -315,16 +320,17 @@ def _collect(proc: subprocess.Popen, fd: int, limit_s: float) -> tuple[list[dict
                     continue  # garbage written to the result pipe by learner code is ignored
                 if isinstance(event, dict):
                     events.append(event)
-                    done = done or event.get("phase") == "done"
     finally:
         sel.close()
         _kill(proc)
+    rc = proc.returncode
+    done = bool(events) and events[-1] == {"phase": "done"} and rc in (0, -signal.SIGKILL)
     if not done and status is None:
-        rc = proc.returncode
         if rc is not None and rc < 0:
             sig = signal.Signals(-rc).name
-            hint = {"SIGXCPU": "CPU time limit", "SIGKILL": "killed: memory or time limit",
-                    "SIGXFSZ": "output file limit", "SIGSEGV": "crashed (a very deep recursion?)"}.get(sig, "")
+            hint = {"SIGXCPU": f"more than {cpu_s:.0f} s of CPU time: an endless loop, or far too slow?",
+                    "SIGKILL": "killed: memory or time limit", "SIGXFSZ": "output file limit",
+                    "SIGSEGV": "crashed (a very deep recursion?)"}.get(sig, "")
             status = f"the grading process was ended by {sig}{f' ({hint})' if hint else ''}"
         else:
             status = f"your code ended the grading process (exit code {rc}: sys.exit, os._exit or a crash)"

@@ -115,6 +115,10 @@ def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleT
         if not callable(mine):
             raise MissingTarget(f"`{owner}` in your notebook is not a function")
         g[owner] = _rebind(mine, g)
+    # The reference module here is this child's own stubbed copy: point its name at the hybrid too,
+    # so reference code that calls the TODO (e.g. a reference `prefill` calling the TODO function
+    # `suffix_positions`) runs the learner's version instead of the stub.
+    vars(reference)[owner] = g[owner]
     # Learner helper functions defined at top level also see the hybrid names.
     for k, v in learner.items():
         if k not in ref_names and isinstance(v, types.FunctionType) and v.__globals__ is learner:

@@ -125,7 +125,7 @@ def main() -> None:
         while data:
             data = data[write(fd, data):]
 
-    _limit(payload["memory_limit_mb"], payload["time_limit_s"])
+    _limit(payload["memory_limit_mb"], payload["cpu_limit_s"])
     os.chdir(payload["workdir"])
     sys.meta_path.insert(0, SourceModules(payload["modules"], payload["root"]))
     sys.setrecursionlimit(3000)

@@ -13,6 +13,9 @@ Given to learners fully implemented:
 - :mod:`kernels.triton_paged_attention` -- the same paged attention as a Triton kernel (CUDA; on CPU
   only through Triton's interpreter, ``TRITON_INTERPRET=1`` set before import).
 - :mod:`kernels.device` -- picks the implementation for a device at run time.
+- :mod:`kernels.prefill` -- the no-cache ground truth (full prefill, greedy decoding) and an adapter
+  from a paged-attention kernel to the signature a cached prefill calls.
+- :mod:`kernels.flops` -- a FLOP model of prefill with and without a cached prefix.
 
 Importing this package is cheap: it imports torch, never triton (that happens on first use).
 """

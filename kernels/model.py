@@ -53,7 +53,7 @@ class ModelConfig:
     max_position_embeddings: int = 32768
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool = False
     qkv_bias: bool = True
     o_bias: bool = False
     model_type: str = "qwen2"

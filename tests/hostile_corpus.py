@@ -110,7 +110,7 @@ def cases() -> list[Case]:
                   + REF_CLASS, set(ALL)))
     c.append(only_fails("s01.match_prefix", "during check 'seed_match_3'", inject("match_prefix",
                         "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"), "ignores_sigterm"))
-    c.append(only_fails("s01.split_prompt", "no check results", inject("split_prompt",
+    c.append(only_fails("s01.split_prompt", "not implemented", inject("split_prompt",
                         "import os, json\nfor fd in range(3, 64):\n    try:\n"
                         "        os.write(fd, (json.dumps({'phase': 'done'}) + '\\n').encode())\n    except OSError:\n        pass\n"
                         "raise NotImplementedError()"), "forged_result_lines"))

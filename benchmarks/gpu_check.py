@@ -1,0 +1,164 @@
+"""GPU check of the paged-attention kernel and of cached prefill, in under 5 minutes on one GPU.
+
+1. **Kernel**: the Triton paged-attention kernel against the torch reference (``kernels.paged_attention``)
+   at Qwen2.5-0.5B's attention shape (14 query heads, 2 kv heads, head dim 64) with a shuffled block
+   table: max abs difference and time of each.
+2. **End to end**: a model with Qwen2.5-0.5B's dimensions (hidden 896, 24 layers, 14 heads / 2 kv
+   heads, MLP 4864, vocab 151936) and random weights. For cached prefixes of 1,024 and 4,096 tokens
+   plus a 64-token question: logits of the cached path (stage 6's ``PagedPrefiller`` with the Triton
+   kernel) against a full prefill (SDPA ``is_causal=True``) in fp32, then TTFT of both in bf16, the
+   measured speedup, and the FLOP model's prediction.
+
+``--quick`` runs everything tiny; on a machine without CUDA it runs the kernel through Triton's
+interpreter (``TRITON_INTERPRET=1``, set here before the kernel is imported), so a CPU test can smoke
+this script. Exit status 1 if a correctness check fails.
+
+    python benchmarks/gpu_check.py            # on a CUDA machine
+    python benchmarks/gpu_check.py --quick    # anywhere, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+if not torch.cuda.is_available():
+    # Must happen before kernels.triton_paged_attention is imported (the @triton.jit decorator reads it).
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from kernels.device import describe_device  # noqa: E402
+from kernels.flops import predicted_speedup  # noqa: E402
+from kernels.model import DecoderLM, ModelConfig  # noqa: E402
+from kernels.paged_attention import paged_attention_torch  # noqa: E402
+from kernels.triton_paged_attention import paged_attention_triton  # noqa: E402
+from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, pool_attention  # noqa: E402
+
+FAILURES: list[str] = []
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench(fn, device: torch.device, reps: int) -> tuple[float, object]:
+    """Median seconds of ``reps`` calls after one warm-up call, and the last result."""
+    out = fn()
+    times = []
+    for _ in range(reps):
+        sync(device)
+        start = time.perf_counter()
+        out = fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def expect(ok: bool, what: str) -> str:
+    if not ok:
+        FAILURES.append(what)
+    return "ok" if ok else "FAIL"
+
+
+def kernel_check(device: torch.device, quick: bool) -> None:
+    hq, hkv, d, block = (4, 2, 16, 4) if quick else (14, 2, 64, 16)
+    cases = [(8, 24), (5, 0)] if quick else [(64, 4096), (64, 1024), (512, 0), (1, 4095)]
+    dtypes = [torch.float32] if device.type != "cuda" else [torch.float32, torch.bfloat16]
+    reps = 1 if quick else 20
+    print(f"\n[1] paged attention kernel: Triton vs torch reference (Hq {hq}, Hkv {hkv}, D {d}, block {block}, "
+          f"shuffled table)")
+    print(f"{'dtype':>9} {'new T':>6} {'offset':>7} {'max|diff|':>10} {'torch ms':>9} {'triton ms':>10} {'check':>6}")
+    gen = torch.Generator(device=device).manual_seed(0)
+    for dtype in dtypes:
+        tol = 1e-4 if dtype == torch.float32 else 2e-2
+        for t, offset in cases:
+            n = offset + t
+            blocks = -(-n // block)
+            num_blocks = blocks + 8
+            table = torch.randperm(num_blocks, generator=gen, device=device)[:blocks]
+            kc = torch.randn(num_blocks, block, hkv, d, generator=gen, device=device).to(dtype)
+            vc = torch.randn(num_blocks, block, hkv, d, generator=gen, device=device).to(dtype)
+            q = torch.randn(t, hq, d, generator=gen, device=device).to(dtype)
+            t_ref, ref = bench(lambda: paged_attention_torch(q, kc, vc, table, offset), device, reps)
+            t_tri, got = bench(lambda: paged_attention_triton(q, kc, vc, table, offset), device, reps)
+            exact = paged_attention_torch(q.float(), kc.float(), vc.float(), table, offset)
+            diff = float((got.float() - exact).abs().max())
+            status = expect(diff <= tol, f"kernel {dtype} T={t} offset={offset}: diff {diff:.2e} > {tol}")
+            print(f"{str(dtype).removeprefix('torch.'):>9} {t:>6} {offset:>7} {diff:>10.2e} {t_ref * 1e3:>9.3f} "
+                  f"{t_tri * 1e3:>10.3f} {status:>6}")
+
+
+def end_to_end(device: torch.device, quick: bool) -> None:
+    cfg = ModelConfig.tiny() if quick else ModelConfig.qwen2_5_0_5b()
+    prefixes = [32] if quick else [1024, 4096]
+    question, block = (8, 4) if quick else (64, 16)
+    reps = 1 if quick else 5
+    print(f"\n[2] end to end: {cfg.num_parameters() / 1e6:.0f}M-parameter model "
+          f"(hidden {cfg.hidden_size}, {cfg.num_hidden_layers} layers, {cfg.num_attention_heads}/"
+          f"{cfg.num_key_value_heads} heads, vocab {cfg.vocab_size}), random weights; question {question} tokens")
+    attention = pool_attention(paged_attention_triton)
+    dtypes = [torch.float32] + ([torch.bfloat16] if device.type == "cuda" else [])
+    print(f"{'dtype':>9} {'prefix':>7} {'hit':>6} {'max|diff|':>10} {'argmax':>7} {'full ms':>9} {'cached ms':>10} "
+          f"{'speedup':>8} {'predicted':>10} {'check':>6}")
+    for dtype in dtypes:
+        model = DecoderLM.random(cfg, seed=0, dtype=dtype, device=device)
+        for prefix in prefixes:
+            rng = random.Random(prefix)
+            system = [rng.randrange(cfg.vocab_size) for _ in range(prefix)]
+            questions = [[rng.randrange(cfg.vocab_size) for _ in range(question)] for _ in range(reps + 3)]
+            num_blocks = -(-(prefix + question) // block) + (reps + 4) * (-(-question // block) + 1)
+            engine = PagedPrefiller(model, num_blocks, block, attention=attention)
+            engine.prefill(system + questions[0])  # caches the system prompt
+            fresh = iter(questions[1:])  # every cached run gets a new question, so only the prefix hits
+
+            def cached_run():
+                return engine.prefill(system + next(fresh))
+
+            prompt = system + questions[-1]
+            t_full, ref = bench(lambda: full_prefill(model, prompt), device, reps)
+            t_cached, _ = bench(cached_run, device, reps)
+            logits, ledger = engine.prefill(prompt)
+            diff = float((logits.float() - ref.float()).abs().max())
+            same_argmax = int(logits.argmax()) == int(ref.argmax())
+            if dtype == torch.float32:
+                tol = 1e-4 if device.type == "cpu" else 2e-3
+                status = expect(diff <= tol and same_argmax and ledger["hit_tokens"] == prefix,
+                                f"end to end {dtype} prefix {prefix}: diff {diff:.2e}, argmax {same_argmax}, {ledger}")
+            else:
+                status = "info"  # bf16 rounding differs between two attention paths; fp32 is the check
+            print(f"{str(dtype).removeprefix('torch.'):>9} {prefix:>7} {ledger['hit_tokens']:>6} {diff:>10.2e} "
+                  f"{str(same_argmax):>7} {t_full * 1e3:>9.2f} {t_cached * 1e3:>10.2f} {t_full / t_cached:>7.1f}x "
+                  f"{predicted_speedup(cfg, prefix, question):>9.1f}x {status:>6}")
+        del model
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny shapes; runs on CPU via the Triton interpreter")
+    args = parser.parse_args(argv)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != "cuda" and not args.quick:
+        print("no CUDA device: run with --quick (Triton interpreter, tiny shapes) or on a GPU machine")
+        return 2
+    print(f"device: {describe_device(device)}; triton interpreter: {os.environ.get('TRITON_INTERPRET', '0')}")
+    start = time.perf_counter()
+    kernel_check(device, args.quick)
+    end_to_end(device, args.quick)
+    print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + '; '.join(FAILURES)} "
+          f"({time.perf_counter() - start:.1f} s)")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""Smoke tests of the benchmark scripts: ``--quick`` runs them tiny, on CPU, in seconds."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_kernels_gpu_check_quick_runs_on_cpu_through_the_interpreter():
+    proc = run_script("gpu_check.py", "--quick")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "triton interpreter: 1" in out and "[1] paged attention kernel" in out and "[2] end to end" in out
+    assert "all checks passed" in out
+
+
+def test_kernels_bench_prefill_quick_reports_measured_and_predicted():
+    proc = run_script("bench_prefill.py", "--quick")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["prefix", "full"])
+    rows = [line.split() for line in lines[header + 1:] if line.split() and line.split()[0].isdigit()]
+    assert [r[0] for r in rows] == ["32", "64"]
+    for r in rows:
+        assert r[3].endswith("x") and r[4].endswith("x") and float(r[5]) > 0
+    assert "MISMATCH" not in proc.stdout
