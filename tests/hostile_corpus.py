@@ -97,7 +97,8 @@ def cases() -> list[Case]:
     c.append(only_fails("s01.match_prefix", "not allowed", inject("match_prefix",
                         f"src = open({str(ROOT / 'solutions' / 's01_prefix_match.py')!r}).read()\n"
                         f"hidden = open({str(ROOT / 'solutions' / 'hidden' / 's01.py')!r}).read()"), "read_reference_from_disk"))
-    c.append(only_fails("s01.match_prefix", "not implemented", inject("match_prefix",
+    # the imported "reference" is the grader's copy, whose match_prefix is this very method
+    c.append(only_fails("s01.match_prefix", "check 'seed_match_3' failed", inject("match_prefix",
                         "import solutions.s01_prefix_match as ref\nreturn ref.PrefixCacheManager.match_prefix(self, prompt_tokens)"),
                         "import_reference"))
     c.append(only_fails("s01.normalize", "not allowed", inject("_normalize",
