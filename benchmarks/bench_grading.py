@@ -73,7 +73,7 @@ def main() -> int:
         # the baseline is plain nbgrader: keep only the course id, drop our isolated-grading config
         (course / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "pcw-bench"\n'
                                                    f'c.CourseDirectory.db_assignments = [{{"name": "{ASSIGNMENT}"}}]\n')
-        subprocess.run(["nbgrader", "generate_assignment", ASSIGNMENT, "--create"], cwd=course, check=True,
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], cwd=course, check=True,
                        capture_output=True)
         students = make_class(course, n)
         # in-kernel hidden checks need the reference: the kernels see the repository
@@ -89,7 +89,7 @@ def main() -> int:
             ours[student] = {t["id"]: t["points"] for t in sub["todos"]}
 
         t0 = time.perf_counter()
-        subprocess.run(["nbgrader", "autograde", ASSIGNMENT], cwd=course, env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, env=env, check=True, capture_output=True)
         nbg_s = time.perf_counter() - t0
         from nbgrader.api import Gradebook
 

@@ -80,14 +80,14 @@ def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
     course = tmp_path / "course"
     subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", "s01"], cwd=ROOT, check=True,
                    capture_output=True)
-    subprocess.run(["nbgrader", "generate_assignment", "01_prefix_match", "--create"], cwd=course, check=True,
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "01_prefix_match", "--create"], cwd=course, check=True,
                    capture_output=True)
     gradable = [n for n, c in CASES.items() if c.raw is None]
     for name in gradable:
         d = course / "submitted" / name / "01_prefix_match"
         shutil.copytree(course / "release" / "01_prefix_match", d)
         shutil.copy(paths[name], d / "01_prefix_match.ipynb")
-    p = subprocess.run(["nbgrader", "autograde", "01_prefix_match"], cwd=course, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "01_prefix_match"], cwd=course, capture_output=True, text=True,
                        timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     from nbgrader.api import Gradebook

@@ -28,7 +28,7 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT)
-    run(["nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
+    run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
     release = root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     subs = {
         "correct": nbformat.read(ROOT / "solutions" / f"{ASSIGNMENT}.ipynb", as_version=4),
@@ -44,8 +44,8 @@ def course(tmp_path_factory):
         d = root / "submitted" / student / ASSIGNMENT
         shutil.copytree(root / "release" / ASSIGNMENT, d)
         nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
-    run(["nbgrader", "autograde", ASSIGNMENT], root)
-    run(["nbgrader", "generate_feedback", ASSIGNMENT], root)
+    run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], root)
+    run([sys.executable, "-m", "nbgrader", "generate_feedback", ASSIGNMENT], root)
     return root
 
 
