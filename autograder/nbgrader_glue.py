@@ -100,7 +100,6 @@ from autograder.nbgrader_glue import HideHiddenTestCode, IsolatedGrade
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
-c.CourseDirectory.db_assignments = {assignments!r}
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 # Grade in isolated processes instead of executing learner code in a kernel.
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
@@ -155,5 +154,5 @@ def layout_course(dest: Path, stage_ids: list[str] | None = None) -> list[str]:
             shutil.copy(src, target)
         assignments.append(stage.notebook)
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(ROOT), assignments=[{"name": a} for a in assignments]), encoding="utf-8")
+        CONFIG_TEMPLATE.format(root=str(ROOT)), encoding="utf-8")
     return assignments

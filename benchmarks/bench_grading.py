@@ -66,18 +66,19 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=50)
     args = ap.parse_args()
     n = 6 if args.quick else args.n
+    # in-kernel hidden checks need the reference: the kernels see the repository; nbgrader shells
+    # out to tools next to this interpreter (alembic)
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     with tempfile.TemporaryDirectory(prefix="pcw-bench-grading-") as tmp:
         course = Path(tmp) / "course"
         subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", "s01"], cwd=ROOT,
                        check=True, capture_output=True)
         # the baseline is plain nbgrader: keep only the course id, drop our isolated-grading config
-        (course / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "pcw-bench"\n'
-                                                   f'c.CourseDirectory.db_assignments = [{{"name": "{ASSIGNMENT}"}}]\n')
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], cwd=course, check=True,
+        (course / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "pcw-bench"\n')
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], cwd=course, env=env, check=True,
                        capture_output=True)
         students = make_class(course, n)
-        # in-kernel hidden checks need the reference: the kernels see the repository
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
 
         t0 = time.perf_counter()
         p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format", "json",

@@ -1,6 +1,7 @@
 """Shared fixtures: the repository root on sys.path, and graded results reused across tests."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# Subprocesses use the tools of the interpreter running the tests (nbgrader shells out to `alembic`;
+# CI runs `.venv/bin/python -m pytest` without an activated venv).
+os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
 from autograder.spec import available_stages, load_stage  # noqa: E402
 
