@@ -23,7 +23,7 @@ class PrefixCacheManager:
     def _normalize(self, tokens: Sequence[int]) -> list[int]:
         """Return ``tokens`` as a new list in the same order; ``TypeError`` if any is not an int."""
         # TODO 1 (s01.normalize): copy `tokens` into a list (any iterable may come in: list,
-        # tuple, generator) and raise TypeError if one of them is not an int.
+        # tuple, generator), raise TypeError if one of them is not an int, and return the list.
         # Hint: build the list first, then check every element with isinstance(token, int).
         ### BEGIN SOLUTION
         normalized = list(tokens)
@@ -35,8 +35,8 @@ class PrefixCacheManager:
 
     def add_prefix(self, prefix_tokens: Sequence[int]) -> None:
         """Register ``prefix_tokens``; ``ValueError`` if empty; a duplicate is not added again."""
-        # TODO 2 (s01.add_prefix): normalize the prefix, refuse an empty one with ValueError, and
-        # keep it as a tuple so that equal prefixes compare equal in `cached_prefixes`.
+        # TODO 2 (s01.add_prefix): set `prefix` to the normalized tokens as a tuple (so that equal
+        # prefixes compare equal in `cached_prefixes`), and refuse an empty one with ValueError.
         # Hint: validate everything before you append anything.
         ### BEGIN SOLUTION
         prefix = tuple(self._normalize(prefix_tokens))
@@ -53,8 +53,8 @@ class PrefixCacheManager:
         for cached_prefix in self.cached_prefixes:
             if len(cached_prefix) > len(prompt):
                 continue
-            # TODO 3 (s01.match_prefix): decide whether `cached_prefix` equals the *beginning* of
-            # the prompt. A run of equal tokens in the middle of the prompt never counts.
+            # TODO 3 (s01.match_prefix): set `is_match` to whether `cached_prefix` equals the
+            # *beginning* of the prompt. Equal tokens in the middle of the prompt never count.
             # Hint: compare the tuple with the first len(cached_prefix) tokens of the prompt.
             ### BEGIN SOLUTION
             is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix
@@ -67,8 +67,8 @@ class PrefixCacheManager:
         """``(prompt[:hit], prompt[hit:], hit)``: the reusable prefix, the suffix to prefill, hit."""
         prompt = self._normalize(prompt_tokens)
         hit_len = self.match_prefix(prompt)
-        # TODO 4 (s01.split_prompt): cut the prompt at `hit_len` into the reusable prefix and the
-        # suffix that still needs prefill. Together they must give back the whole prompt.
+        # TODO 4 (s01.split_prompt): cut the prompt at `hit_len` into `reusable_prefix` and the
+        # `suffix` that still needs prefill. Together they must give back the whole prompt.
         # Hint: two slices of `prompt`, both lists.
         ### BEGIN SOLUTION
         reusable_prefix = prompt[:hit_len]
@@ -82,8 +82,8 @@ class PrefixCacheManager:
         This counts tokens; it says nothing yet about KV memory or time to first token.
         """
         prompt = self._normalize(prompt_tokens)
-        # TODO 5 (s01.cache_stats): count the hit tokens and the tokens still to prefill, and the
-        # reuse ratio hit / len(prompt) rounded to 4 decimals (0.0 for an empty prompt).
+        # TODO 5 (s01.cache_stats): set `hit_tokens`, `uncached_tokens` (still to prefill) and
+        # `reuse_ratio` = hit / len(prompt) rounded to 4 decimals (0.0 for an empty prompt).
         # Hint: round(x, 4); guard the division for the empty prompt.
         ### BEGIN SOLUTION
         hit_tokens = self.match_prefix(prompt)
