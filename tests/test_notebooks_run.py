@@ -32,12 +32,15 @@ def outputs(cell) -> str:
     return "".join(parts)
 
 
+def error_cells(nb) -> list[str]:
+    return [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
+
+
 @pytest.mark.parametrize("stage_id", STAGES)
 def test_instructor_notebook_runs_all_green(stage_id):
     stage = load_stage(stage_id, hidden=False)
     nb, seconds = execute(ROOT / "solutions" / f"{stage.notebook}.ipynb")
-    errors = [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
-    assert not errors, errors
+    assert not error_cells(nb), error_cells(nb)
     checks = [outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert len(checks) == len(stage.todos)
     for text in checks:
@@ -49,8 +52,7 @@ def test_instructor_notebook_runs_all_green(stage_id):
 def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id):
     stage = load_stage(stage_id, hidden=False)
     nb, _ = execute(ROOT / "notebooks" / f"{stage.notebook}.ipynb")
-    errors = [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
-    assert not errors, errors
+    assert not error_cells(nb), error_cells(nb)
     for c in nb.cells:
         gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
         if c.metadata.get("nbgrader", {}).get("grade"):
