@@ -36,10 +36,14 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict) -> CheckVerdict
                             not_implemented=todo.id, detail=[f"finish TODO {todo.number} first"])
     if data.outcomes_equal(expected, got, check.atol):
         return CheckVerdict(check, True, check.name)
+    note = []
+    if got["kind"] == "raised" and got["type"] == "NameError":
+        # the usual cause when grading: a helper defined in a cell that is not a TODO cell
+        note = ["note:     only the cells with TODOs are graded; define your helpers inside them"]
     if check.hidden:
-        return CheckVerdict(check, False, f"hidden check '{check.name}' failed", detail=[f"hint:     {check.hint}"])
+        return CheckVerdict(check, False, f"hidden check '{check.name}' failed", detail=[f"hint:     {check.hint}", *note])
     lines = []
     if check.call:
         lines.append(f"input:    {check.call}")
-    lines += [f"expected: {data.show(expected)}", f"got:      {data.show(got)}", f"hint:     {check.hint}"]
+    lines += [f"expected: {data.show(expected)}", f"got:      {data.show(got)}", f"hint:     {check.hint}", *note]
     return CheckVerdict(check, False, check.name, detail=lines)

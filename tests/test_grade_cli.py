@@ -86,3 +86,20 @@ def test_s01_normalize_hidden_failure_is_named_with_hint_but_no_values():
     assert hidden and all("expected" not in c["message"] for c in hidden)
     visible = [c for c in todo.checks if not c["hidden"]]
     assert all(c["passed"] for c in visible)  # "all visible passed" and yet the TODO earns nothing
+
+
+def test_s01_match_prefix_helper_outside_todo_cell_is_explained(tmp_path):
+    import nbformat
+
+    from autograder.grade import grade_paths
+    from autograder.testing import variant_notebook
+
+    nb = variant_notebook("s01", [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
+                                   "is_match = starts_with(prompt, cached_prefix)")])
+    # the helper lives in a new, ungraded cell, as a learner might write it
+    nb.cells.append(nbformat.v4.new_code_cell("def starts_with(p, q):\n    return tuple(p[:len(q)]) == q"))
+    path = tmp_path / "helper.ipynb"
+    nbformat.write(nb, path)
+    todo = next(t for t in grade_paths([path])[0].todos if t.id == "s01.match_prefix")
+    assert not todo.passed and "NameError" in todo.message
+    assert "only the cells with TODOs are graded" in todo.message
