@@ -166,8 +166,23 @@ def setup_cells(stage: Stage) -> list[str]:
         return _setup[stage.id]
 
 
+_modules: dict[tuple[str, str], dict[str, str]] = {}
+
+
 def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
-    """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``."""
+    """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``.
+
+    Built once per TODO, under the lock: CPython 3.11's ``ast.parse`` is not safe to run from
+    several threads at once ("AST constructor recursion depth mismatch").
+    """
+    with _lock:
+        key = (stage.id, todo.id)
+        if key not in _modules:
+            _modules[key] = _child_modules(stage, todo)
+        return _modules[key]
+
+
+def _child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
     modules: dict[str, str] = {}
     own = stage.reference.split(".")[-1] + ".py"
     for p in sorted(SOLUTIONS.glob("*.py")):
