@@ -7,9 +7,7 @@ to commit (``never_commits`` below). "Zero computed tokens" is caught with a blo
 reports a fully cached prompt (stage 3's own pool already caps its hits, see its ``no_cap`` mutant)."""
 from __future__ import annotations
 
-import pytest
 
-from autograder.testing import grade_variants
 
 POSITIONS = "positions = torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)"
 SLOTS = "slots = table[positions // block_size] * block_size + positions % block_size"
@@ -48,17 +46,3 @@ MUTANTS = {
     "s06.prefill/attention_without_offset": ("s06.prefill", [(
         "return self.attention(q, self.pool, layer, table, hit)", "return self.attention(q, self.pool, layer, table, 0)")]),
 }
-
-
-@pytest.fixture(scope="module")
-def graded():
-    return grade_variants("s06", {name: edits for name, (_, edits) in MUTANTS.items()})
-
-
-@pytest.mark.parametrize("name", list(MUTANTS))
-def test_s06_mutant_fails_its_own_todo_only(graded, name):
-    todo_id, _ = MUTANTS[name]
-    result = graded[name]
-    assert result.failed_todos() == {todo_id}, [(t.id, t.message) for t in result.todos]
-    failed = next(t for t in result.todos if t.id == todo_id)
-    assert "not implemented" not in failed.message and failed.message

@@ -1,0 +1,52 @@
+"""Realistic wrong answers, per TODO, graded by the real grader: each fails its own TODO only.
+
+The wrong answers of stage NN live in ``tests/mutants_sNN.py``: ``MUTANTS`` maps
+``"<todo id>/<what is wrong>"`` to ``(todo id, edits)`` (text replacements in the reference module),
+and an optional ``EQUIVALENT`` maps names to edits that are correct but written differently, which
+must earn every point. Each stage's variants are graded in one parallel run, once per session.
+"""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from autograder.spec import load_stage
+from autograder.testing import assert_all_pass, assert_blamed_on, grade_variants
+from tests.conftest import built_stages
+
+DATA = {sid: importlib.import_module(f"tests.mutants_{sid}") for sid in built_stages()}
+MUTANTS = [(sid, name) for sid, mod in DATA.items() for name in mod.MUTANTS]
+EQUIVALENT = [(sid, name) for sid, mod in DATA.items() for name in getattr(mod, "EQUIVALENT", {})]
+TODOS = [(sid, t.id) for sid in DATA for t in load_stage(sid, hidden=False).todos]
+_graded: dict[str, dict] = {}
+
+
+def graded(stage_id: str) -> dict:
+    if stage_id not in _graded:
+        mod = DATA[stage_id]
+        variants = {name: edits for name, (_, edits) in mod.MUTANTS.items()}
+        variants.update({f"ok/{name}": edits for name, edits in getattr(mod, "EQUIVALENT", {}).items()})
+        _graded[stage_id] = grade_variants(stage_id, variants)
+    return _graded[stage_id]
+
+
+@pytest.mark.parametrize("stage_id,name", MUTANTS, ids=[name for _, name in MUTANTS])
+def test_todo_mutant_fails_its_own_todo_only(stage_id, name):
+    result = graded(stage_id)[name]
+    assert result.error is None, result.error
+    assert_blamed_on(result, DATA[stage_id].MUTANTS[name][0])
+
+
+@pytest.mark.parametrize("stage_id,name", EQUIVALENT, ids=[f"{s}/{n}" for s, n in EQUIVALENT])
+def test_todo_equivalent_answer_passes(stage_id, name):
+    result = graded(stage_id)[f"ok/{name}"]
+    assert result.error is None, result.error
+    assert_all_pass(result)
+
+
+@pytest.mark.parametrize("stage_id,todo_id", TODOS, ids=[t for _, t in TODOS])
+def test_todo_has_three_mutants(stage_id, todo_id):
+    named = [n for n, (t, _) in DATA[stage_id].MUTANTS.items() if t == todo_id]
+    assert len(named) >= 3, f"{todo_id} has {len(named)} wrong answers; write at least 3"
+    assert all(n.startswith(todo_id + "/") for n in named)
