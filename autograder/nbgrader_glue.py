@@ -131,8 +131,6 @@ def assignment_files(stage_id: str) -> list[tuple[Path, str]]:
         if p.name[:1] == "s" and p.name[1:3].isdigit() and int(p.name[1:3]) >= stage.number:
             continue
         files.append((p, f"solutions/{p.name}"))
-    for name in ("__init__.py", "workload.py"):  # demo cells generate traffic with the benchmark workload
-        files.append((ROOT / "benchmarks" / name, f"benchmarks/{name}"))
     if stage.number >= 4:  # the trace experiments read the Mooncake traces
         files += [(p, f"data/{p.name}") for p in sorted((ROOT / "data").iterdir()) if p.is_file()]
     return files

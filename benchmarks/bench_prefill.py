@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kernels.device import describe_device, paged_attention_for  # noqa: E402
+from kernels.timing import timed  # noqa: E402
 from kernels.flops import predicted_speedup, prefill_flops  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
 from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, pool_attention  # noqa: E402
@@ -54,14 +55,6 @@ CPU_BENCH_MODELS = {
 QUICK_MODEL = ModelConfig.tiny()
 
 
-def timed(fn, device: torch.device) -> tuple[float, object]:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    out = fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter() - start, out
 
 
 def measure(model: DecoderLM, prefix_len: int, question_len: int, full_reps: int, cached_reps: int,

@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.workload import make_workload  # noqa: E402
+from solutions.workload import make_workload  # noqa: E402
 from solutions.s02_block_hash import chain_keys  # noqa: E402
 from solutions.s05_radix_tree import RadixCache  # noqa: E402
 

@@ -39,15 +39,11 @@ from kernels.device import describe_device  # noqa: E402
 from kernels.flops import predicted_speedup  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
 from kernels.paged_attention import paged_attention_torch  # noqa: E402
+from kernels.timing import timed  # noqa: E402
 from kernels.triton_paged_attention import paged_attention_triton  # noqa: E402
 from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, pool_attention  # noqa: E402
 
 FAILURES: list[str] = []
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def bench(fn, device: torch.device, reps: int) -> tuple[float, object]:
@@ -55,11 +51,8 @@ def bench(fn, device: torch.device, reps: int) -> tuple[float, object]:
     out = fn()
     times = []
     for _ in range(reps):
-        sync(device)
-        start = time.perf_counter()
-        out = fn()
-        sync(device)
-        times.append(time.perf_counter() - start)
+        seconds, out = timed(fn, device)
+        times.append(seconds)
     return statistics.median(times), out
 
 

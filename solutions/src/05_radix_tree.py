@@ -207,7 +207,7 @@ with demo("s05.evict"):
 # %%
 import time
 
-from benchmarks.workload import make_workload
+from solutions.workload import make_workload
 from solutions.s03_block_pool import BlockPool
 
 requests = make_workload(seed=0, num_prompts=10, prompt_len=300, num_requests=400, fresh_tokens=20)

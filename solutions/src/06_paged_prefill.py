@@ -185,17 +185,7 @@ import matplotlib.pyplot as plt
 
 from kernels.device import default_device, describe_device, paged_attention_for
 from kernels.flops import predicted_speedup
-
-
-def timed(fn, device):
-    """(seconds, result) of one call; waits for the GPU so that its time is counted."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    out = fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start, out
+from kernels.timing import timed  # waits for the GPU, so its work is counted
 
 
 def measure_ttft(engine, model, system, question_len, reps, rng):
