@@ -9,7 +9,6 @@ the notebook table in ``README.md``.
 """
 from __future__ import annotations
 
-import ast
 import copy
 import importlib
 import json
@@ -21,13 +20,13 @@ import jupytext
 import nbformat
 from nbformat import NotebookNode
 
-from autograder import data
-from autograder.inline import reference_outcome
-from autograder.spec import Stage, available_stages, load_stage
+from autograder import data, layout
+from autograder.probe import reference_outcome
+from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, object_source, top_level_imports
+from autograder.spec import Stage, load_stage
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
 README_BEGIN, README_END = "<!-- notebooks:begin -->", "<!-- notebooks:end -->"
+STAGES_BEGIN, STAGES_END = "<!-- stages:begin -->", "<!-- stages:end -->"
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,8 @@ class Course:
         return f"https://colab.research.google.com/github/{gh}/blob/{self.branch}/{path}"
 
 
-def load_course(root: Path = ROOT) -> Course:
-    cfg = tomllib.loads((root / "course.toml").read_text(encoding="utf-8"))["course"]
+def load_course(path: Path = layout.COURSE_TOML) -> Course:
+    cfg = tomllib.loads(path.read_text(encoding="utf-8"))["course"]
     return Course(cfg["repository"].rstrip("/"), cfg.get("branch", "main"), cfg.get("name", "prefix-cache-workbook"))
 
 
@@ -71,49 +70,6 @@ from autograder import check, demo
 '''
 
 
-# -- reading sources ----------------------------------------------------------------------------
-def object_source(module: Path | str, name: str) -> str:
-    """Source of top-level ``name`` in a module (a path, or its text), with the comment lines right above it."""
-    text = module.read_text(encoding="utf-8") if isinstance(module, Path) else module
-    lines = text.splitlines()
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-            while start > 0 and lines[start - 1].lstrip().startswith("#"):
-                start -= 1
-            end = node.end_lineno
-            # the AST ends at the last statement: keep indented comments after it (an END marker)
-            while end < len(lines) and lines[end].strip().startswith("#") and lines[end][:1].isspace():
-                end += 1
-            return "\n".join(lines[start: end])
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            start = node.lineno - 1
-            while start > 0 and lines[start - 1].lstrip().startswith("#"):
-                start -= 1
-            return "\n".join(lines[start: node.end_lineno])
-    raise KeyError(f"the reference module has no top-level {name!r}")
-
-
-def module_imports(module: Path) -> str:
-    """The reference module's top-level import statements, so its code runs in the notebook."""
-    text = module.read_text(encoding="utf-8")
-    lines = text.splitlines()
-    out = []
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
-            out.append("\n".join(lines[node.lineno - 1: node.end_lineno]))
-    return "\n".join(out)
-
-
-def reference_path(stage: Stage) -> Path:
-    return ROOT / (stage.reference.replace(".", "/") + ".py")
-
-
-def source_path(stage: Stage) -> Path:
-    return ROOT / "solutions" / "src" / f"{stage.notebook}.py"
-
-
 def _nbgrader(grade_id: str, *, solution=False, grade=False, locked=False, points: int | None = None) -> dict:
     meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
             "solution": solution, "task": False}
@@ -123,13 +79,14 @@ def _nbgrader(grade_id: str, *, solution=False, grade=False, locked=False, point
 
 
 def check_cell_source(todo_id: str) -> str:
-    return f'check("{todo_id}")\n### BEGIN HIDDEN TESTS\ncheck("{todo_id}", hidden=True)\n### END HIDDEN TESTS'
+    return f'check("{todo_id}")\n{HIDDEN_BEGIN}\ncheck("{todo_id}", hidden=True)\n{HIDDEN_END}'
 
 
 def instructor_notebook(stage: Stage, course: Course) -> NotebookNode:
     """The instructor notebook: prose, reference code in solution cells, nbgrader metadata."""
-    src = jupytext.read(source_path(stage), fmt="py:percent")
-    ref = reference_path(stage)
+    files = layout.stage_files(stage.id)
+    src = jupytext.read(files.source, fmt="py:percent")
+    ref = files.reference
     cells = []
     seen_checks: set[str] = set()
     for cell in src.cells:
@@ -139,7 +96,7 @@ def instructor_notebook(stage: Stage, course: Course) -> NotebookNode:
             continue
         if "setup" in meta:
             body = SETUP_TEMPLATE.format(clone_url=course.raw_clone_url, branch=course.branch, name=course.name)
-            imports = module_imports(ref)
+            imports = top_level_imports(ref)
             if imports:
                 body += "\n# What the code below imports\n" + imports + "\n"
             if cell.source.strip():
@@ -167,7 +124,7 @@ def instructor_notebook(stage: Stage, course: Course) -> NotebookNode:
         cells.append(new)
     missing = {t.id for t in stage.todos} - seen_checks
     if missing:
-        raise ValueError(f"{source_path(stage).name}: no check cell for {sorted(missing)}")
+        raise ValueError(f"{layout.rel(files.source)}: no check cell for {sorted(missing)}")
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
@@ -201,15 +158,33 @@ def expected_values(stage: Stage) -> dict:
     return {"stage": stage.id, "checks": checks}
 
 
+def _badge(url: str) -> str:
+    return f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})"
+
+
 def readme_table(stages: list[Stage], course: Course) -> str:
     rows = ["| stage | learner notebook | instructor notebook |", "|---|---|---|"]
     for s in stages:
-        learner = f"notebooks/{s.notebook}.ipynb"
-        instructor = f"solutions/{s.notebook}.ipynb"
-        badge = f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({course.colab_url(learner)})"
-        rows.append(f"| {s.number}. {s.title} · {s.subtitle} | {badge} [`{learner}`]({learner}) | "
-                    f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({course.colab_url(instructor)}) |")
+        files = layout.stage_files(s.id)
+        learner, instructor = layout.rel(files.learner()), layout.rel(files.instructor())
+        rows.append(f"| {s.number}. {s.title} · {s.subtitle} | {_badge(course.colab_url(learner))} [`{learner}`]({learner}) | "
+                    f"{_badge(course.colab_url(instructor))} |")
     return "\n".join(rows)
+
+
+def stages_table(stages: list[Stage]) -> str:
+    """The README's "what you build" table, from each stage's ``summary``."""
+    rows = ["| stage | what you build |", "|---|---|"]
+    rows += [f"| {s.number} | {s.summary} |" for s in stages]
+    return "\n".join(rows)
+
+
+def _replace_between(text: str, begin: str, end: str, body: str) -> str:
+    if begin not in text or end not in text:
+        return text
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
 
 
 # -- writing / checking ---------------------------------------------------------------------------
@@ -219,25 +194,23 @@ def _dump_nb(nb: NotebookNode) -> str:
 
 
 def generated_files(stage_ids: list[str] | None = None) -> dict[Path, str]:
-    """Every generated file's path and its exact content."""
+    """Every generated file's path and its exact content (complete stages only)."""
     course = load_course()
-    stages = [load_stage(s, hidden=False) for s in (stage_ids or available_stages())]
+    complete = [f.id for f in layout.all_stages() if f.is_complete]
+    stages = [load_stage(s, hidden=False) for s in complete]
     out: dict[Path, str] = {}
     for stage in stages:
-        if not source_path(stage).exists():
+        if stage_ids is not None and stage.id not in stage_ids:
             continue
+        files = layout.stage_files(stage.id)
         inst = instructor_notebook(stage, course)
-        out[ROOT / "solutions" / f"{stage.notebook}.ipynb"] = _dump_nb(inst)
-        out[ROOT / "notebooks" / f"{stage.notebook}.ipynb"] = _dump_nb(learner_notebook(inst))
-        out[ROOT / "autograder" / "expected" / f"{stage.id}.json"] = json.dumps(expected_values(stage), indent=1, sort_keys=True) + "\n"
-    readme = ROOT / "README.md"
-    if readme.exists():
-        text = readme.read_text(encoding="utf-8")
-        if README_BEGIN in text and README_END in text:
-            head, rest = text.split(README_BEGIN, 1)
-            _, tail = rest.split(README_END, 1)
-            built = [s for s in stages if source_path(s).exists()]
-            out[readme] = f"{head}{README_BEGIN}\n{readme_table(built, course)}\n{README_END}{tail}"
+        out[files.instructor()] = _dump_nb(inst)
+        out[files.learner()] = _dump_nb(learner_notebook(inst))
+        out[files.expected] = json.dumps(expected_values(stage), indent=1, sort_keys=True) + "\n"
+    if layout.README.exists():
+        text = layout.README.read_text(encoding="utf-8")
+        text = _replace_between(text, README_BEGIN, README_END, readme_table(stages, course))
+        out[layout.README] = _replace_between(text, STAGES_BEGIN, STAGES_END, stages_table(stages))
     return out
 
 
@@ -247,7 +220,7 @@ def _same(path: Path, content: str) -> bool:
     old = path.read_text(encoding="utf-8")
     if old == content:
         return True
-    if path.suffix == ".json" and path.parent.name == "expected":
+    if path.suffix == ".json" and path.parent == layout.EXPECTED:
         # floats from torch may differ in the last bits between machines: compare with tolerance
         a, b = json.loads(old), json.loads(content)
         if a.keys() != b.keys() or a["checks"].keys() != b["checks"].keys():

@@ -6,11 +6,14 @@ import sys
 
 
 def _build(args: argparse.Namespace) -> int:
-    from autograder.build import ROOT, build
+    from autograder import layout
+    from autograder.build import build
 
+    for line in (m for s in layout.all_stages() for m in s.missing_sources()):
+        print(f"skipped, not complete yet: {line}")
     stale = build(check_only=args.check)
     for p in stale:
-        print(f"{'stale' if args.check else 'wrote'}: {p.relative_to(ROOT)}")
+        print(f"{'stale' if args.check else 'wrote'}: {layout.rel(p)}")
     if args.check and stale:
         print("generated files differ from their sources: run `python -m autograder build`", file=sys.stderr)
         return 1
@@ -30,6 +33,16 @@ def _course(args: argparse.Namespace) -> int:
     return 0
 
 
+def _new_stage(args: argparse.Namespace) -> int:
+    from autograder import layout
+    from autograder.scaffold import new_stage
+
+    for path in new_stage(args.stage, args.name, args.title):
+        print(f"wrote: {layout.rel(path)}")
+    print("next: edit those files, then `python -m autograder build` and `python -m pytest`")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -40,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("dest", help="folder to create (e.g. ~/courses/prefix-cache)")
     c.add_argument("--stage", action="append", help="stage id to include (repeatable; default: all built stages)")
     c.set_defaults(func=_course)
+    n = sub.add_parser("new-stage", help="write a new stage's source files from the stage template")
+    n.add_argument("stage", help="stage id, e.g. s09")
+    n.add_argument("name", help="lower_snake_case name, e.g. shared_prefix")
+    n.add_argument("--title", required=True, help="the stage's title")
+    n.set_defaults(func=_new_stage)
     from autograder import grade_cli
 
     grade_cli.add_commands(sub)

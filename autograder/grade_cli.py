@@ -7,13 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from autograder.grade import SubmissionResult, expand, grade_paths
+from autograder.grade import grade_paths
+from autograder.results import SubmissionResult
+from autograder.submission import expand
 
 
 def _table(results: list[SubmissionResult]) -> str:
     lines = []
     for r in results:
-        if r.error and not r.todos:
+        if not r.graded:
             lines.append(f"{r.path}: NOT GRADED — {r.error}")
             continue
         lines.append(f"{r.path}  (stage {r.stage})  score {r.score:g}/{r.max_score:g}")
@@ -21,8 +23,8 @@ def _table(results: list[SubmissionResult]) -> str:
         for t in r.todos:
             mark = "✅" if t.passed else "❌"
             lines.append(f"  TODO {t.number}  {t.id:<{width}}  {t.points:g}/{t.max_points:g}  {mark} {t.message}")
-        if r.error:
-            lines.append(f"  warning: {r.error}")
+        for w in r.warnings:
+            lines.append(f"  warning: {w}")
     return "\n".join(lines)
 
 
@@ -34,7 +36,7 @@ def write_summaries(results: list[SubmissionResult], csv_path: Path | None, json
             w.writerow(["path", "stage", "score", "max_score", *todo_ids, "error"])
             for r in results:
                 pts = {t.id: t.points for t in r.todos}
-                w.writerow([r.path, r.stage or "", r.score, r.max_score, *[pts.get(i, "") for i in todo_ids], r.error or ""])
+                w.writerow([r.path, r.stage or "", r.score, r.max_score, *[pts.get(i, "") for i in todo_ids], r.error or "; ".join(r.warnings)])
     if json_path:
         per_todo: dict[str, dict] = {}
         for r in results:
@@ -46,7 +48,8 @@ def write_summaries(results: list[SubmissionResult], csv_path: Path | None, json
         for s in per_todo.values():
             s["mean_points"] = round(s["mean_points"] / s["submissions"], 3)
         json_path.write_text(json.dumps({"per_todo": per_todo, "per_submission": [
-            {"path": r.path, "score": r.score, "max_score": r.max_score, "error": r.error} for r in results]}, indent=1))
+            {"path": r.path, "status": r.status.value, "score": r.score, "max_score": r.max_score, "error": r.error,
+             "warnings": r.warnings} for r in results]}, indent=1))
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -74,7 +77,7 @@ def _grade(args: argparse.Namespace) -> int:
 
         Path(args.gradescope).write_text(json.dumps(results_json(results[0]), indent=1, ensure_ascii=False))
     write_summaries(results, Path(args.csv) if args.csv else None, Path(args.summary_json) if args.summary_json else None)
-    unreadable = [r for r in results if r.error and not r.todos]
+    unreadable = [r for r in results if not r.graded]
     for r in unreadable:
         print(f"error: {r.path}: {r.error}", file=sys.stderr)
     return 1 if unreadable else 0

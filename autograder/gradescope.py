@@ -10,8 +10,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from autograder.build import ROOT
-from autograder.grade import SubmissionResult
+from autograder import layout
+from autograder.results import SubmissionResult
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope image set-up: Python deps (CPU torch from PyTorch's CPU index).
@@ -36,9 +36,6 @@ fi
 exit 0
 """
 
-BUNDLED = ["autograder", "solutions", "kernels", "requirements.txt", "course.toml"]
-
-
 def results_json(r: SubmissionResult) -> dict:
     """Gradescope's ``results.json`` for one graded notebook."""
     tests = []
@@ -52,8 +49,8 @@ def results_json(r: SubmissionResult) -> dict:
                           "status": "passed" if all(c["passed"] for c in hidden) else "failed",
                           "output": "\n".join(lines), "visibility": "after_published"})
     out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden", "visibility": "visible"}
-    if r.error:
-        out["output"] = r.error
+    if r.error or r.warnings:
+        out["output"] = "\n".join([r.error] if r.error else r.warnings)
     return out
 
 
@@ -65,11 +62,6 @@ def build_bundle(dest: Path) -> Path:
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             z.writestr(info, text)
-        for item in BUNDLED:
-            p = ROOT / item
-            files = [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
-            for f in files:
-                if "__pycache__" in f.parts or f.suffix == ".pyc":
-                    continue
-                z.write(f, str(f.relative_to(ROOT)))
+        for f in layout.grader_files():
+            z.write(f, layout.rel(f))
     return dest

@@ -2,59 +2,17 @@
 
 Grading TODO k this way blames a mistake on the TODO that made it: a wrong ``_normalize`` cannot
 fail the checks of ``match_prefix``. The reference given here is already stubbed at TODO k (see
-:func:`stub_region`), so the process that runs learner code never holds the answer it is graded on.
+:func:`autograder.pysource.stub_region`), so the process that runs learner code never holds the answer it is graded on.
 """
 from __future__ import annotations
 
-import ast
 import types
 from typing import Any
 
 from autograder.spec import Stage, Todo
 
-SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
-
-
 class MissingTarget(Exception):
     """The learner's notebook does not define the object or method a TODO needs."""
-
-
-def _function_node(tree: ast.Module, target: str) -> ast.FunctionDef:
-    parts = target.split(".")
-    body = tree.body
-    node: Any = None
-    for part in parts:
-        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == part), None)
-        if node is None:
-            raise KeyError(f"no {target!r} in the reference module")
-        body = getattr(node, "body", [])
-    return node
-
-
-def solution_region(source: str, target: str) -> tuple[int, int]:
-    """0-based line indices (begin marker, end marker) of the one solution region in ``target``."""
-    lines = source.splitlines()
-    node = _function_node(ast.parse(source), target)
-    end = node.end_lineno
-    body_indent = node.col_offset
-    # the AST ends at the last statement; trailing comments (an END marker after a return) belong too
-    while end < len(lines) and (not lines[end].strip() or
-                                (lines[end].lstrip().startswith("#") and len(lines[end]) - len(lines[end].lstrip()) > body_indent)):
-        end += 1
-    marks = [i for i in range(node.lineno - 1, end) if lines[i].strip() in (SOLUTION_BEGIN, SOLUTION_END)]
-    if len(marks) != 2 or lines[marks[0]].strip() != SOLUTION_BEGIN:
-        raise ValueError(f"{target}: expected exactly one {SOLUTION_BEGIN}/{SOLUTION_END} region")
-    return marks[0], marks[1]
-
-
-def stub_region(source: str, target: str) -> str:
-    """``source`` with ``target``'s solution region replaced by the learner's stub."""
-    lines = source.splitlines()
-    begin, end = solution_region(source, target)
-    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-    stub = [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
-    return "\n".join(lines[:begin] + stub + lines[end + 1:]) + "\n"
 
 
 def _rebind(fn: Any, globals_: dict, class_cells: list | None = None) -> Any:

@@ -7,7 +7,6 @@ hidden checks need the reference itself and so only run where ``solutions/`` exi
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import signal
@@ -15,14 +14,13 @@ import sys
 import threading
 import types
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
 
-from autograder.probe import run_probe, todo_of_function
-from autograder.spec import Check, has_hidden_checks, load_stage, stage_of
+from autograder import layout
+from autograder.probe import innermost_function, reference_outcome, run_probe, todo_of_function
+from autograder.spec import has_hidden_checks, load_stage, stage_of
 from autograder.verdict import CheckVerdict, judge
 
-EXPECTED_DIR = Path(__file__).with_name("expected")
 INLINE_TIME_LIMIT_S = 10
 
 
@@ -44,12 +42,8 @@ class CheckReport:
 
 
 def load_expected(stage_id: str) -> dict[str, dict]:
-    path = EXPECTED_DIR / f"{stage_id}.json"
+    path = layout.stage_files(stage_id).expected
     return json.loads(path.read_text(encoding="utf-8"))["checks"]
-
-
-def reference_outcome(check: Check, reference: str) -> dict:
-    return run_probe(check, importlib.import_module(reference))
 
 
 @contextlib.contextmanager
@@ -146,7 +140,5 @@ def demo(todo_id: str) -> Iterator[None]:
     try:
         yield
     except NotImplementedError as exc:
-        from autograder.probe import innermost_function
-
         todo = todo_of_function(stage, innermost_function(exc.__traceback__)) or stage.todo(todo_id)
         print(f"⏳ finish {todo.label} to see this")

@@ -8,6 +8,7 @@ nbgrader's ``SaveAutoGrades`` records exactly the points the CLI reports.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -15,8 +16,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.build import ROOT
-from autograder.spec import available_stages, load_stage
+from autograder import layout
+from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
 
 
 def _error_output(message: str) -> nbformat.NotebookNode:
@@ -72,10 +73,10 @@ class HideHiddenTestCode(NbGraderPreprocessor):
             keep, hidden = [], False
             for line in cell.source.splitlines():
                 s = line.strip()
-                if s == "### BEGIN HIDDEN TESTS":
+                if s == HIDDEN_BEGIN:
                     hidden = True
                     continue
-                if s == "### END HIDDEN TESTS":
+                if s == HIDDEN_END:
                     hidden = False
                     continue
                 if not hidden:
@@ -100,7 +101,7 @@ from autograder.nbgrader_glue import HideHiddenTestCode, IsolatedGrade
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
-c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+c.ClearSolutions.code_stub = {{"python": {stub}}}
 # Grade in isolated processes instead of executing learner code in a kernel.
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
@@ -111,46 +112,20 @@ c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHi
 '''
 
 
-def assignment_files(stage_id: str) -> list[tuple[Path, str]]:
-    """(source path, path inside the assignment) of everything a learner's copy needs besides the notebook.
-
-    The ``solutions`` package of a release holds only the given modules and earlier stages'
-    references, never this stage's or later ones, nor hidden checks.
-    """
-    stage = load_stage(stage_id, hidden=False)
-    files: list[tuple[Path, str]] = []
-    for p in sorted((ROOT / "autograder").rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
-            files.append((p, str(p.relative_to(ROOT))))
-    for p in sorted((ROOT / "kernels").rglob("*.py")):
-        files.append((p, str(p.relative_to(ROOT))))
-    files.append((ROOT / "solutions" / "__init__.py", "solutions/__init__.py"))
-    for p in sorted((ROOT / "solutions").glob("*.py")):
-        if p.name == "__init__.py":
-            continue
-        if p.name[:1] == "s" and p.name[1:3].isdigit() and int(p.name[1:3]) >= stage.number:
-            continue
-        files.append((p, f"solutions/{p.name}"))
-    if stage.number >= 4:  # the trace experiments read the Mooncake traces
-        files += [(p, f"data/{p.name}") for p in sorted((ROOT / "data").iterdir()) if p.is_file()]
-    return files
-
-
 def layout_course(dest: Path, stage_ids: list[str] | None = None) -> list[str]:
     """Create an nbgrader course directory: config, and ``source/<assignment>/`` per stage."""
     dest.mkdir(parents=True, exist_ok=True)
-    ids = stage_ids or [s for s in available_stages() if (ROOT / "solutions" / f"{load_stage(s, hidden=False).notebook}.ipynb").exists()]
     assignments = []
-    for sid in ids:
-        stage = load_stage(sid, hidden=False)
-        adir = dest / "source" / stage.notebook
+    for sid in stage_ids or layout.built_stages():
+        files = layout.stage_files(sid)
+        adir = dest / "source" / files.notebook
         adir.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / "solutions" / f"{stage.notebook}.ipynb", adir / f"{stage.notebook}.ipynb")
-        for src, rel in assignment_files(sid):
+        shutil.copy(files.instructor(), adir / files.instructor().name)
+        for src, rel in layout.release_files(sid):
             target = adir / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, target)
-        assignments.append(stage.notebook)
+        assignments.append(files.notebook)
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(ROOT)), encoding="utf-8")
+        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE)), encoding="utf-8")
     return assignments

@@ -16,7 +16,6 @@ import json
 import os
 import resource
 import sys
-import types
 
 BLOCKED_EVENTS = {
     "os.system": "starting a shell",
@@ -141,9 +140,9 @@ def main() -> None:
     # before the audit hook forbids dlopen; dlsym and foreign calls stay forbidden afterwards.
     for name in ["ctypes", *payload.get("preload", [])]:
         __import__(name)
-    stage = load_stage(payload["stage"], hidden=True)
+    stage = load_stage(payload["stage"], hidden=True, reference=payload["reference"])
     todo = stage.todo(payload["todo"])
-    reference = __import__(stage.reference, fromlist=["_"])
+    reference = __import__(payload["reference"], fromlist=["_"])
     checks = stage.checks_for(todo.id)
     run_probe, build_impl, missing_target = probe.run_probe, hybrid.build_impl, hybrid.MissingTarget
     pristine_builtins = dict(vars(builtins))

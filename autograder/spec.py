@@ -9,8 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
+
+from autograder import layout
+from autograder.layout import stage_number
 
 Probe = Callable[[Any], Any]
 
@@ -81,29 +84,37 @@ class Check:
 class Stage:
     """A stage of the course: its TODOs in order, and the checks registered on them.
 
-    Invariants: TODO ids and numbers are unique; every check names one of this stage's TODOs; check
-    names are unique per TODO and visibility.
+    Where the stage's files live is not stated here: :mod:`autograder.layout` finds them, and
+    :func:`load_stage` fills in ``notebook`` and ``reference`` from it.
+
+    Invariants: TODO ids and numbers are unique and belong to this stage; every check names one of
+    this stage's TODOs; check names are unique per TODO and visibility.
     """
 
     id: str
-    number: int
     title: str
-    notebook: str
-    reference: str
     todos: list[Todo]
     subtitle: str = ""
+    summary: str = ""  # one line for the README's "what you build" table
     time_limit_s: float = 10.0
     memory_limit_mb: int = 1024
     preload: list[str] = field(default_factory=list)  # imported in the child before learner code (e.g. torch)
     checks: list[Check] = field(default_factory=list)
+    notebook: str = field(default="", compare=False)   # filled by load_stage (layout), e.g. "02_block_hash"
+    reference: str = field(default="", compare=False)  # filled by load_stage, e.g. "solutions.s02_block_hash"
 
     def __post_init__(self) -> None:
+        stage_number(self.id)  # validates the id
         ids = [t.id for t in self.todos]
         if len(set(ids)) != len(ids) or len({t.number for t in self.todos}) != len(ids):
             raise ValueError(f"stage {self.id}: TODO ids and numbers must be unique")
         for t in self.todos:
             if not t.id.startswith(self.id + "."):
                 raise ValueError(f"TODO {t.id} does not belong to stage {self.id}")
+
+    @property
+    def number(self) -> int:
+        return stage_number(self.id)
 
     # -- registration -------------------------------------------------------------------------
     def check(
@@ -148,23 +159,18 @@ class Stage:
         return list(dict.fromkeys(t.owner for t in self.todos))
 
 
-STAGE_IDS = ("s01", "s02", "s03", "s04", "s05", "s06")
-
-
 def available_stages() -> list[str]:
-    """The stage ids whose public spec module exists."""
-    found = []
-    for sid in STAGE_IDS:
-        if importlib.util.find_spec(f"autograder.checks.{sid}") is not None:
-            found.append(sid)
-    return found
+    """The stage ids whose spec module exists (see :mod:`autograder.layout`)."""
+    return [s.id for s in layout.all_stages() if s.spec.exists()]
 
 
-def load_stage(stage_id: str, *, hidden: bool = True) -> Stage:
+def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = None) -> Stage:
     """The stage spec with its public checks, plus hidden checks when ``hidden`` and available.
 
     Hidden checks are absent from a learner's copy of the course; asking for them there is not an
-    error, there are just none.
+    error, there are just none. With ``hidden=False`` the result holds only public checks, whatever
+    was imported before. ``reference`` names the reference module where the layout cannot be read
+    (the grading child sees no ``solutions/`` folder).
     """
     module = importlib.import_module(f"autograder.checks.{stage_id}")
     stage: Stage = module.STAGE
@@ -174,6 +180,14 @@ def load_stage(stage_id: str, *, hidden: bool = True) -> Stage:
         except ModuleNotFoundError as exc:
             if exc.name not in ("solutions", "solutions.hidden", f"solutions.hidden.{stage_id}"):
                 raise
+    if reference is not None:
+        stage.reference = reference
+    elif not stage.reference:
+        files = layout.stage_files(stage_id)
+        if files.slug is not None:
+            stage.notebook, stage.reference = files.notebook, files.reference_module
+    if not hidden:
+        return replace(stage, checks=[c for c in stage.checks if not c.hidden])
     return stage
 
 

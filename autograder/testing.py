@@ -10,9 +10,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.build import ROOT, object_source, reference_path
-from autograder.grade import SubmissionResult, grade_paths
-from autograder.spec import load_stage
+from autograder import layout
+from autograder.grade import grade_paths
+from autograder.pysource import object_source
+from autograder.results import SubmissionResult
 
 
 def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
@@ -26,9 +27,9 @@ def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
 
 def variant_notebook(stage_id: str, edits: list[tuple[str, str]]) -> nbformat.NotebookNode:
     """The learner notebook with every solution cell filled from the edited reference."""
-    stage = load_stage(stage_id, hidden=False)
-    text = apply_edits(reference_path(stage).read_text(encoding="utf-8"), edits)
-    nb = nbformat.read(ROOT / "notebooks" / f"{stage.notebook}.ipynb", as_version=4)
+    files = layout.stage_files(stage_id)
+    text = apply_edits(files.reference.read_text(encoding="utf-8"), edits)
+    nb = nbformat.read(files.learner(), as_version=4)
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):

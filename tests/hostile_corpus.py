@@ -12,10 +12,12 @@ from pathlib import Path
 import nbformat
 
 from autograder.build import object_source
+from autograder import layout
 from tests.conftest import ROOT
 
 ALL = {"s01.normalize", "s01.add_prefix", "s01.match_prefix", "s01.split_prompt", "s01.cache_stats"}
-REFERENCE_TEXT = (ROOT / "solutions" / "s01_prefix_match.py").read_text(encoding="utf-8")
+S01 = layout.stage_files("s01")
+REFERENCE_TEXT = S01.reference.read_text(encoding="utf-8")
 REF_CLASS = object_source(REFERENCE_TEXT, "PrefixCacheManager")
 METHOD_OF = {"s01.normalize": "_normalize", "s01.add_prefix": "add_prefix", "s01.match_prefix": "match_prefix",
              "s01.split_prompt": "split_prompt", "s01.cache_stats": "cache_stats"}
@@ -95,8 +97,8 @@ def cases() -> list[Case]:
                         "import torch\nreturn {'hit_tokens': torch.tensor(3), 'uncached_tokens': 1, 'reuse_ratio': 0.75}"),
                         "torch_values"))
     c.append(only_fails("s01.match_prefix", "not allowed", inject("match_prefix",
-                        f"src = open({str(ROOT / 'solutions' / 's01_prefix_match.py')!r}).read()\n"
-                        f"hidden = open({str(ROOT / 'solutions' / 'hidden' / 's01.py')!r}).read()"), "read_reference_from_disk"))
+                        f"src = open({str(S01.reference)!r}).read()\n"
+                        f"hidden = open({str(S01.hidden)!r}).read()"), "read_reference_from_disk"))
     # the imported "reference" is the grader's copy, whose match_prefix is this very method
     c.append(only_fails("s01.match_prefix", "check 'seed_match_3' failed", inject("match_prefix",
                         "import solutions.s01_prefix_match as ref\nreturn ref.PrefixCacheManager.match_prefix(self, prompt_tokens)"),
@@ -128,7 +130,7 @@ def cases() -> list[Case]:
 
 def write_corpus(dest: Path) -> dict[str, Path]:
     """Write every case as ``dest/<name>.ipynb``; return name -> path."""
-    base = nbformat.read(ROOT / "notebooks" / "01_prefix_match.ipynb", as_version=4)
+    base = nbformat.read(S01.learner(), as_version=4)
     dest.mkdir(parents=True, exist_ok=True)
     out = {}
     for case in cases():

@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 
+from autograder import layout
 from tests.conftest import ROOT
 
 
 def test_s01_setup_cell_clones_the_course_and_check_runs(tmp_path):
-    nb = json.loads((ROOT / "notebooks" / "01_prefix_match.ipynb").read_text())
+    nb = json.loads(layout.stage_files("s01").learner().read_text())
     code = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"]
             if c["cell_type"] == "code"]
     setup = next(c for c in code if "REPO_URL" in c)

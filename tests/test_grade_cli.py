@@ -6,10 +6,11 @@ import shutil
 import subprocess
 import sys
 
+from autograder import layout
 from tests.conftest import ROOT
 
-SOL = ROOT / "solutions" / "01_prefix_match.ipynb"
-STUB = ROOT / "notebooks" / "01_prefix_match.ipynb"
+SOL = layout.stage_files("s01").instructor()
+STUB = layout.stage_files("s01").learner()
 
 
 def cli(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -36,9 +37,9 @@ def test_grade_table_names_every_todo():
 
 def test_grade_folder_in_nbgrader_layout_writes_csv_and_summary(tmp_path):
     for student, src in (("alice", SOL), ("bob", STUB)):
-        d = tmp_path / "submitted" / student / "01_prefix_match"
+        d = tmp_path / "submitted" / student / STUB.stem
         d.mkdir(parents=True)
-        shutil.copy(src, d / "01_prefix_match.ipynb")
+        shutil.copy(src, d / STUB.name)
     p = cli("grade", str(tmp_path / "submitted"), "--csv", str(tmp_path / "g.csv"),
             "--summary-json", str(tmp_path / "s.json"), "--format", "json")
     assert p.returncode == 0, p.stderr

@@ -9,6 +9,7 @@ import sys
 import zipfile
 
 from autograder.testing import variant_notebook
+from autograder import layout
 from tests.conftest import ROOT
 
 WRONG_STATS = [("reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0",
@@ -26,7 +27,7 @@ def test_gradescope_bundle_runs_and_writes_valid_results(tmp_path):
     with zipfile.ZipFile(bundle) as z:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "requirements.txt"} <= names
-        assert "solutions/hidden/s01.py" in names and "autograder/grade.py" in names
+        assert layout.rel(layout.stage_files("s01").hidden) in names and "autograder/grade.py" in names
         z.extractall(root / "source")
     os.chmod(root / "source" / "run_autograder", 0o755)
     (root / "submission").mkdir()

@@ -16,8 +16,11 @@ import time
 import nbformat
 import pytest
 
+from autograder import layout
 from tests.conftest import ROOT
 from tests.hostile_corpus import ALL, cases, write_corpus
+
+S01 = layout.stage_files("s01")
 
 CASES = {c.name: c for c in cases()}
 BOUND_S = 240  # the whole corpus, 2 cores: generous; a hang would blow it
@@ -68,7 +71,7 @@ def test_hostile_cli_verdict(cli_run, name):
 
 
 def test_hostile_files_outside_the_sandbox_are_untouched():
-    assert not (ROOT / "solutions" / "s01_prefix_match.py").read_text().startswith("x")
+    assert not layout.stage_files("s01").reference.read_text().startswith("x")
     assert (ROOT / "autograder" / "grade.py").exists()
     import os
     assert not os.path.exists("/tmp/pcw_pwned.txt")
@@ -84,20 +87,20 @@ def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
                    capture_output=True)
     gradable = [n for n, c in CASES.items() if c.raw is None]
     for name in gradable:
-        d = course / "submitted" / name / "01_prefix_match"
-        shutil.copytree(course / "release" / "01_prefix_match", d)
-        shutil.copy(paths[name], d / "01_prefix_match.ipynb")
-    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "01_prefix_match"], cwd=course, capture_output=True, text=True,
+        d = course / "submitted" / name / S01.notebook
+        shutil.copytree(course / "release" / S01.notebook, d)
+        shutil.copy(paths[name], d / S01.learner().name)
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", S01.notebook], cwd=course, capture_output=True, text=True,
                        timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for name in gradable:
-            nb = gb.find_submission_notebook("01_prefix_match", "01_prefix_match", name)
+            nb = gb.find_submission_notebook(S01.notebook, S01.notebook, name)
             book = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.replace("-", ".") in ALL}
             cli = {t["id"]: t["points"] for t in results[name]["todos"]}
             if book != cli:
-                graded = nbformat.read(course / "autograded" / name / "01_prefix_match" / "01_prefix_match.ipynb", as_version=4)
+                graded = nbformat.read(course / "autograded" / name / S01.notebook / S01.learner().name, as_version=4)
                 said = [o.get("evalue") or o.get("text") for c in graded.cells for o in c.get("outputs", [])]
                 pytest.fail(f"{name}: gradebook {book} != CLI {cli}; nbgrader outputs: {said}")

@@ -11,9 +11,11 @@ import nbformat
 import pytest
 
 from autograder.testing import variant_notebook
+from autograder import layout
 from tests.conftest import ROOT
 
-ASSIGNMENT = "01_prefix_match"
+S01 = layout.stage_files("s01")
+ASSIGNMENT = S01.notebook
 WRONG_MATCH = [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
                 "is_match = all(t in prompt for t in cached_prefix)")]
 
@@ -31,7 +33,7 @@ def course(tmp_path_factory):
     run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
     release = root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     subs = {
-        "correct": nbformat.read(ROOT / "solutions" / f"{ASSIGNMENT}.ipynb", as_version=4),
+        "correct": nbformat.read(S01.instructor(), as_version=4),
         "stub": nbformat.read(release, as_version=4),
         "wrong_match": nbformat.read(release, as_version=4),
     }
@@ -66,11 +68,11 @@ def cli_points(path: Path) -> dict[str, float]:
 
 def test_release_is_the_committed_learner_notebook(course):
     release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    ours = nbformat.read(ROOT / "notebooks" / f"{ASSIGNMENT}.ipynb", as_version=4)
+    ours = nbformat.read(S01.learner(), as_version=4)
     assert [c.source for c in release.cells] == [c.source for c in ours.cells]
     assert "BEGIN HIDDEN TESTS" not in json.dumps([c.source for c in release.cells])
-    released = {p.name for p in (course / "release" / ASSIGNMENT / "solutions").iterdir()}
-    assert "s01_prefix_match.py" not in released and "hidden" not in released
+    released = {layout.rel(p.relative_to(course / "release" / ASSIGNMENT)) for p in (course / "release" / ASSIGNMENT).rglob("*")}
+    assert layout.rel(S01.reference) not in released and not any(r.startswith(layout.rel(layout.HIDDEN)) for r in released)
 
 
 @pytest.mark.parametrize("student,expected_total", [("correct", 11), ("stub", 0), ("wrong_match", 8)])

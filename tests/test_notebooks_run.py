@@ -8,10 +8,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from autograder import layout
 from autograder.spec import load_stage
-from tests.conftest import ROOT, built_stages
-
-STAGES = built_stages()
+from tests.conftest import stage_params
 
 
 def execute(path):
@@ -36,10 +35,10 @@ def error_cells(nb) -> list[str]:
     return [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
 
 
-@pytest.mark.parametrize("stage_id", STAGES)
+@pytest.mark.parametrize("stage_id", stage_params())
 def test_instructor_notebook_runs_all_green(stage_id):
     stage = load_stage(stage_id, hidden=False)
-    nb, seconds = execute(ROOT / "solutions" / f"{stage.notebook}.ipynb")
+    nb, seconds = execute(layout.stage_files(stage_id).instructor())
     assert not error_cells(nb), error_cells(nb)
     checks = [outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert len(checks) == len(stage.todos)
@@ -48,10 +47,10 @@ def test_instructor_notebook_runs_all_green(stage_id):
     assert seconds < 120, f"{stage.notebook} took {seconds:.0f} s"
 
 
-@pytest.mark.parametrize("stage_id", STAGES)
+@pytest.mark.parametrize("stage_id", stage_params())
 def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id):
     stage = load_stage(stage_id, hidden=False)
-    nb, _ = execute(ROOT / "notebooks" / f"{stage.notebook}.ipynb")
+    nb, _ = execute(layout.stage_files(stage_id).learner())
     assert not error_cells(nb), error_cells(nb)
     for c in nb.cells:
         gid = c.metadata.get("nbgrader", {}).get("grade_id", "")

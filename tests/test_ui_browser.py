@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 
+from autograder import layout
 from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -39,8 +40,8 @@ def free_port() -> int:
 def lab(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    for nb in ("01_prefix_match", "03_block_pool", "05_radix_tree"):
-        shutil.copy(ROOT / "solutions" / f"{nb}.ipynb", work)
+    for sid in ("s01", "s03", "s05"):
+        shutil.copy(layout.stage_files(sid).instructor(), work)
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -93,7 +94,7 @@ def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}/lab/tree/01_prefix_match.ipynb?token={token}")
+        page.goto(f"{url}/lab/tree/{layout.stage_files('s01').instructor().name}?token={token}")
         page.wait_for_selector(".jp-Notebook", timeout=60_000)
         # the kernel must be up before Run All, or the click is lost
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=90_000)
@@ -119,7 +120,7 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        open_and_run_all(page, url, token, "03_block_pool.ipynb", tmp)
+        open_and_run_all(page, url, token, layout.stage_files("s03").instructor().name, tmp)
         try:
             page.wait_for_selector(".widget-slider", timeout=120_000)
         finally:
@@ -138,7 +139,7 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
         outputs3 = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
 
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        open_and_run_all(page, url, token, "05_radix_tree.ipynb", tmp)
+        open_and_run_all(page, url, token, layout.stage_files("s05").instructor().name, tmp)
         page.wait_for_selector(".jp-RenderedImage img", timeout=120_000)
         page.wait_for_selector(".widget-slider", timeout=120_000)
         page.screenshot(path=str(tmp / "s05_tree.png"))

@@ -5,11 +5,9 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s02",
-    number=2,
     title="Chained block hashing",
     subtitle="链式块哈希",
-    notebook="02_block_hash",
-    reference="solutions.s02_block_hash",
+    summary="chained block hashing: `key_i = H(key_{i-1}, tokens of block i, extra keys)`, full blocks only",
     todos=[
         Todo("s02.split_blocks", 1, target="split_blocks", points=2, title="split a prompt into full blocks"),
         Todo("s02.hash_block", 2, target="hash_block", points=3, title="hash one block with its parent"),

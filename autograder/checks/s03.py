@@ -11,11 +11,9 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s03",
-    number=3,
     title="Block pool and block tables",
     subtitle="块池与块表",
-    notebook="03_block_pool",
-    reference="solutions.s03_block_pool",
+    summary="a block pool: ref-counted physical blocks, per-request block tables, commit after prefill",
     todos=[
         Todo("s03.lookup", 1, target="BlockPool.lookup", points=2, title="find the cached leading blocks"),
         Todo("s03.allocate_block", 2, target="BlockPool.allocate_block", points=2,

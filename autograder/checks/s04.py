@@ -5,11 +5,9 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s04",
-    number=4,
     title="Eviction: LRU, pinning and residence",
     subtitle="缓存淘汰：LRU、固定与最短驻留",
-    notebook="04_eviction",
-    reference="solutions.s04_eviction",
+    summary="eviction: an O(1) LRU free queue, pinning, minimum residence time, hit rates on real traces",
     todos=[
         Todo("s04.append", 1, target="LRUFreeQueue.append", points=2, title="free a block (most recent end)"),
         Todo("s04.popleft", 2, target="LRUFreeQueue.popleft", points=2, title="hand out the least recent block"),

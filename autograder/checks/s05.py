@@ -11,11 +11,9 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s05",
-    number=5,
     title="A radix tree prefix cache",
     subtitle="基数树前缀缓存",
-    notebook="05_radix_tree",
-    reference="solutions.s05_radix_tree",
+    summary="a radix tree: longest match, node split, leaf eviction, lock refs, with a live tree view",
     todos=[
         Todo("s05._split_node", 1, target="RadixCache._split_node", points=2,
              title="split an edge in two"),

@@ -11,11 +11,9 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s06",
-    number=6,
     title="Paged prefill with a cached prefix",
     subtitle="分页 KV 与前缀复用的预填充",
-    notebook="06_paged_prefill",
-    reference="solutions.s06_paged_prefill",
+    summary="a paged-attention prefill that skips the cached prefix on a small Llama-style model",
     todos=[
         Todo("s06.suffix_positions", 1, target="suffix_positions", points=2,
              title="absolute positions of the uncached tokens"),

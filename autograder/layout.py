@@ -1,0 +1,327 @@
+"""What is in this course and where: the one module that knows the repository's layout.
+
+Stages are discovered from their files; there is no list to edit. Stage ``NN`` (id ``sNN``) with
+slug ``name`` is made of these sources (see ``docs/AUTHORING.md``):
+
+=============================  =====================================================
+``autograder/checks/sNN.py``   the stage spec (TODOs, points, hints) and public checks
+``solutions/sNN_name.py``      the reference module (TODO regions between markers)
+``solutions/src/NN_name.py``   the notebook source (jupytext percent format)
+``solutions/hidden/sNN.py``    hidden checks
+``tests/mutants_sNN.py``       realistic wrong answers per TODO
+``tests/test_sNN_reference.py`` unit and property tests of the reference
+=============================  =====================================================
+
+and ``python -m autograder build`` generates from them the instructor and learner notebooks of each
+edition (``solutions/[zh/]NN_name.ipynb``, ``notebooks/[zh/]NN_name.ipynb``) and the public expected
+values ``autograder/expected/sNN.json``. This module imports nothing from the course, so every other
+module (and the grading child) can ask it.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+AUTOGRADER = ROOT / "autograder"
+CHECKS = AUTOGRADER / "checks"
+EXPECTED = AUTOGRADER / "expected"
+SOLUTIONS = ROOT / "solutions"
+SOURCES = SOLUTIONS / "src"
+HIDDEN = SOLUTIONS / "hidden"
+NOTEBOOKS = ROOT / "notebooks"
+TESTS = ROOT / "tests"
+KERNELS = ROOT / "kernels"
+DATA = ROOT / "data"
+README = ROOT / "README.md"
+COURSE_TOML = ROOT / "course.toml"
+REQUIREMENTS = ROOT / "requirements.txt"
+
+#: Editions of every notebook: the default one (English) lives at the top of ``notebooks/`` and
+#: ``solutions/``; every other one in a subfolder named after its language.
+LANGUAGES = ("en",)  # "zh" joins when the Chinese edition is generated
+DEFAULT_LANGUAGE = "en"
+
+_STAGE_ID = re.compile(r"^s(\d\d)$")
+_REFERENCE = re.compile(r"^s(\d\d)_([a-z0-9_]+)\.py$")
+_SOURCE = re.compile(r"^(\d\d)_([a-z0-9_]+)\.py$")
+_SPEC = re.compile(r"^s(\d\d)\.py$")
+
+
+def stage_number(stage_id: str) -> int:
+    m = _STAGE_ID.match(stage_id)
+    if not m:
+        raise ValueError(f"a stage id looks like 's07', not {stage_id!r}")
+    return int(m.group(1))
+
+
+def stage_id(number: int) -> str:
+    return f"s{number:02d}"
+
+
+@dataclass(frozen=True)
+class StageFiles:
+    """Every path of one stage, and what is still missing.
+
+    Invariant: ``slug`` is the name shared by the reference module and the notebook source; it is
+    ``None`` only while neither exists, and then no path that needs it can be asked for.
+    """
+
+    id: str
+    slug: str | None
+
+    @property
+    def number(self) -> int:
+        return stage_number(self.id)
+
+    @property
+    def notebook(self) -> str:
+        """The notebook stem, e.g. ``02_block_hash`` (also the nbgrader assignment's name)."""
+        if self.slug is None:
+            raise LookupError(f"{self.id} has neither a reference module nor a notebook source yet")
+        return f"{self.number:02d}_{self.slug}"
+
+    # -- sources ------------------------------------------------------------------------------
+    @property
+    def spec(self) -> Path:
+        return CHECKS / f"{self.id}.py"
+
+    @property
+    def spec_module(self) -> str:
+        return f"autograder.checks.{self.id}"
+
+    @property
+    def reference(self) -> Path:
+        return SOLUTIONS / f"{self.id}_{self.slug}.py"
+
+    @property
+    def reference_module(self) -> str:
+        return f"solutions.{self.id}_{self.slug}"
+
+    @property
+    def source(self) -> Path:
+        return SOURCES / f"{self.notebook}.py"
+
+    @property
+    def hidden(self) -> Path:
+        return HIDDEN / f"{self.id}.py"
+
+    @property
+    def hidden_module(self) -> str:
+        return f"solutions.hidden.{self.id}"
+
+    @property
+    def mutants(self) -> Path:
+        return TESTS / f"mutants_{self.id}.py"
+
+    @property
+    def mutants_module(self) -> str:
+        return f"tests.mutants_{self.id}"
+
+    @property
+    def reference_tests(self) -> Path:
+        return TESTS / f"test_{self.id}_reference.py"
+
+    # -- generated ----------------------------------------------------------------------------
+    def instructor(self, lang: str = DEFAULT_LANGUAGE) -> Path:
+        return _edition_dir(SOLUTIONS, lang) / f"{self.notebook}.ipynb"
+
+    def learner(self, lang: str = DEFAULT_LANGUAGE) -> Path:
+        return _edition_dir(NOTEBOOKS, lang) / f"{self.notebook}.ipynb"
+
+    @property
+    def expected(self) -> Path:
+        return EXPECTED / f"{self.id}.json"
+
+    def sources(self) -> dict[str, Path]:
+        """What an author writes, by role."""
+        if self.slug is None:
+            return {"spec": self.spec}
+        return {"spec": self.spec, "reference": self.reference, "source": self.source, "hidden": self.hidden,
+                "mutants": self.mutants, "reference tests": self.reference_tests}
+
+    def generated(self) -> list[Path]:
+        """What ``python -m autograder build`` writes for this stage."""
+        return [self.expected, *(p for lang in LANGUAGES for p in (self.instructor(lang), self.learner(lang)))]
+
+    def missing_sources(self) -> list[str]:
+        """``"sNN: write <path>"`` for every source not written yet (empty when complete)."""
+        if self.slug is None:
+            return [f"{self.id}: write {rel(SOLUTIONS)}/{self.id}_<name>.py and {rel(SOURCES)}/{self.number:02d}_<name>.py"]
+        return [f"{self.id}: write {rel(p)}" for p in self.sources().values() if not p.exists()]
+
+    def missing(self) -> list[str]:
+        """Missing sources, then missing generated files (``"sNN: run python -m autograder build"``)."""
+        out = self.missing_sources()
+        if not out and not all(p.exists() for p in self.generated()):
+            out.append(f"{self.id}: run `python -m autograder build` (generated files are missing)")
+        return out
+
+    @property
+    def is_complete(self) -> bool:
+        """Every source exists: the build can generate its notebooks."""
+        return not self.missing_sources()
+
+    @property
+    def is_built(self) -> bool:
+        """Every source and every generated file exists: the stage can be graded and released."""
+        return not self.missing()
+
+
+def _edition_dir(base: Path, lang: str) -> Path:
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; editions: {LANGUAGES}")
+    return base if lang == DEFAULT_LANGUAGE else base / lang
+
+
+def rel(path: Path) -> str:
+    """A path relative to the repository root, for messages."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+# -- discovery ------------------------------------------------------------------------------------
+def _slugs_by_number() -> dict[int, set[str]]:
+    found: dict[int, set[str]] = {}
+    for folder, pattern in ((SOLUTIONS, _REFERENCE), (SOURCES, _SOURCE)):
+        for p in folder.glob("*.py") if folder.is_dir() else ():
+            m = pattern.match(p.name)
+            if m:
+                found.setdefault(int(m.group(1)), set()).add(m.group(2))
+    for p in CHECKS.glob("s*.py") if CHECKS.is_dir() else ():
+        m = _SPEC.match(p.name)
+        if m:
+            found.setdefault(int(m.group(1)), set())
+    return found
+
+
+def stage_ids() -> list[str]:
+    """Every stage that has at least one of its files, in order."""
+    return [stage_id(n) for n in sorted(_slugs_by_number())]
+
+
+def stage_files(sid: str) -> StageFiles:
+    """The paths of stage ``sid``. Raises ``LookupError`` when its reference module and notebook
+    source disagree on the stage's name."""
+    slugs = _slugs_by_number().get(stage_number(sid), set())
+    if len(slugs) > 1:
+        raise LookupError(f"{sid}: the reference module and the notebook source disagree on the name: "
+                          f"{sorted(slugs)} (they must be sNN_<name>.py and NN_<name>.py)")
+    return StageFiles(sid, next(iter(slugs), None))
+
+
+def all_stages() -> list[StageFiles]:
+    return [stage_files(s) for s in stage_ids()]
+
+
+def built_stages() -> list[str]:
+    """Stages whose sources and generated files all exist."""
+    return [s.id for s in all_stages() if s.is_built]
+
+
+def stage_of_notebook(stem: str) -> str | None:
+    """The stage whose notebook stem begins ``stem`` (e.g. a renamed copy ``02_block_hash-alice``)."""
+    for s in all_stages():
+        if s.slug is not None and stem.startswith(s.notebook):
+            return s.id
+    return None
+
+
+# -- which modules a stage may see --------------------------------------------------------------
+def _solutions_imports(path: Path) -> set[str]:
+    """The ``solutions.*`` modules a file imports (by name, at any depth of its code)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("solutions."):
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("solutions.")}
+    return names
+
+
+def solutions_modules() -> dict[str, Path]:
+    """Every importable module directly in ``solutions/`` (references and given modules)."""
+    return {f"solutions.{p.stem}": p for p in sorted(SOLUTIONS.glob("*.py")) if p.name != "__init__.py"}
+
+
+def _owner_number(module: str) -> int | None:
+    m = _REFERENCE.match(module.split(".")[-1] + ".py")
+    return int(m.group(1)) if m else None
+
+
+@lru_cache(maxsize=None)
+def _closure(module: str) -> frozenset[str]:
+    """``module`` and every ``solutions`` module it imports, transitively."""
+    mods = solutions_modules()
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in mods:
+            continue
+        seen.add(m)
+        todo += sorted(_solutions_imports(mods[m]))
+    return frozenset(seen)
+
+
+def visible_modules(sid: str) -> dict[str, Path]:
+    """The ``solutions`` modules that stage ``sid``'s grading child and its release may see.
+
+    The one rule: a module is visible to stage N when neither it nor anything it imports is the
+    reference module of stage N or of a later stage. So earlier stages' references and the given
+    modules built on them are visible; the stage's own reference (the answers) never is.
+    """
+    n = stage_number(sid)
+    out = {}
+    for name, path in solutions_modules().items():
+        owners = [o for o in map(_owner_number, _closure(name)) if o is not None]
+        if all(o < n for o in owners):
+            out[name] = path
+    return out
+
+
+# -- what a release ships ------------------------------------------------------------------------
+def _runtime_files() -> list[Path]:
+    """The course runtime every release carries: the grader/helper package and the kernels."""
+    files = [p for p in sorted(AUTOGRADER.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += sorted(KERNELS.rglob("*.py"))
+    return files + [COURSE_TOML]
+
+
+def data_files_used(texts: list[str]) -> list[Path]:
+    """Files of ``data/`` whose names occur in any of ``texts`` (modules and notebook source)."""
+    if not DATA.is_dir():
+        return []
+    return [p for p in sorted(DATA.iterdir()) if p.is_file() and any(p.name in t for t in texts)]
+
+
+def release_files(sid: str) -> list[tuple[Path, str]]:
+    """``(source path, path inside the release)`` of everything a learner's copy of stage ``sid``
+    needs besides its notebook: the runtime, the visible ``solutions`` modules, and the data files
+    those modules or the notebook name. Never this stage's or a later stage's reference, nor hidden
+    checks."""
+    visible = visible_modules(sid)
+    files = _runtime_files() + [SOLUTIONS / "__init__.py", *visible.values()]
+    sf = stage_files(sid)
+    # data: what the notebook and the modules it (or its reference's imports) load may read
+    roots = [p for p in (sf.source, sf.reference) if sf.slug is not None and p.exists()]
+    used_modules = set().union(*(_closure(m) for p in roots for m in _solutions_imports(p))) if roots else set()
+    texts = [p.read_text(encoding="utf-8") for p in roots] + \
+        [visible[m].read_text(encoding="utf-8") for m in sorted(used_modules) if m in visible]
+    used = data_files_used(texts)
+    if used and (DATA / "README.md").exists() and DATA / "README.md" not in used:
+        used.append(DATA / "README.md")  # the attribution travels with the data
+    return [(p, rel(p)) for p in files + used]
+
+
+def grader_files() -> list[Path]:
+    """Everything a grading machine (e.g. a Gradescope image) needs: runtime, every reference,
+    hidden check and instructor notebook, the data, and the requirements."""
+    files = _runtime_files()
+    files += [p for p in sorted(SOLUTIONS.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [p for p in sorted(DATA.iterdir()) if p.is_file()] if DATA.is_dir() else []
+    return files + [REQUIREMENTS]

@@ -1,0 +1,108 @@
+"""Reading Python source as text: where a definition is, where its TODO region is, and the markers.
+
+One rule for "the source of a definition", used by the build (to put reference code into notebook
+cells) and by the grader (to stub a TODO region), so both always cut the same lines.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+#: nbgrader's markers around a solution region and around hidden tests (its defaults).
+SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+#: What a learner's copy has in place of a solution region (nbgrader's ``ClearSolutions.code_stub``).
+STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
+STUB_CODE = "\n".join(STUB_LINES)
+
+_DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _text(module: Path | str) -> str:
+    return module.read_text(encoding="utf-8") if isinstance(module, Path) else module
+
+
+def _node(tree: ast.Module, target: str) -> ast.AST:
+    """The definition named ``target`` (``name`` or ``Class.method``), or the assignment of ``name``."""
+    body: list[ast.stmt] = tree.body
+    node: ast.AST | None = None
+    for part in target.split("."):
+        node = None
+        for n in body:
+            if isinstance(n, _DEFS) and n.name == part:
+                node = n
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Name) and t.id == part for t in targets):
+                    node = n
+            if node is not None:
+                break
+        if node is None:
+            raise KeyError(f"no top-level {target!r} in the module")
+        body = getattr(node, "body", [])
+    assert node is not None
+    return node
+
+
+def definition_span(module: Path | str, target: str, *, with_comments_above: bool = True) -> tuple[int, int]:
+    """0-based ``[start, end)`` lines of ``target``'s definition.
+
+    The span starts at its first decorator, or at the comment lines right above it when
+    ``with_comments_above``; it ends after the last statement plus any more-indented comment lines
+    that follow (an END marker after a ``return`` belongs to the function).
+    """
+    text = _text(module)
+    lines = text.splitlines()
+    node = _node(ast.parse(text), target)
+    decorators = getattr(node, "decorator_list", [])
+    start = (decorators[0].lineno if decorators else node.lineno) - 1
+    if with_comments_above:
+        while start > 0 and lines[start - 1].lstrip().startswith("#"):
+            start -= 1
+    end = node.end_lineno
+    if isinstance(node, _DEFS):
+        indent, j = node.col_offset, end
+        while j < len(lines) and (not lines[j].strip() or (
+                lines[j].lstrip().startswith("#") and len(lines[j]) - len(lines[j].lstrip()) > indent)):
+            j += 1
+            if lines[j - 1].strip():
+                end = j
+    return start, end
+
+
+def object_source(module: Path | str, name: str) -> str:
+    """Source of top-level ``name`` (a class, function or assignment), with the comments right above it."""
+    text = _text(module)
+    start, end = definition_span(text, name)
+    return "\n".join(text.splitlines()[start:end])
+
+
+def solution_region(module: Path | str, target: str) -> tuple[int, int]:
+    """0-based line indices (begin marker, end marker) of the one solution region in ``target``."""
+    text = _text(module)
+    lines = text.splitlines()
+    start, end = definition_span(text, target, with_comments_above=False)
+    marks = [i for i in range(start, end) if lines[i].strip() in (SOLUTION_BEGIN, SOLUTION_END)]
+    if len(marks) != 2 or lines[marks[0]].strip() != SOLUTION_BEGIN:
+        raise ValueError(f"{target}: expected exactly one {SOLUTION_BEGIN}/{SOLUTION_END} region")
+    return marks[0], marks[1]
+
+
+def stub_region(module: Path | str, target: str) -> str:
+    """The module's text with ``target``'s solution region replaced by the learner's stub."""
+    text = _text(module)
+    lines = text.splitlines()
+    begin, end = solution_region(text, target)
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    return "\n".join(lines[:begin] + [indent + s for s in STUB_LINES] + lines[end + 1:]) + "\n"
+
+
+def top_level_imports(module: Path | str) -> str:
+    """The module's top-level import statements (without ``from __future__``), in order."""
+    text = _text(module)
+    lines = text.splitlines()
+    out = []
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            out.append("\n".join(lines[node.lineno - 1: node.end_lineno]))
+    return "\n".join(out)

@@ -1,0 +1,95 @@
+"""What grading returns: per TODO and per submission, with an explicit status.
+
+These are plain data: the CLI table, JSON, CSV, nbgrader's gradebook and Gradescope's results are all
+written from them, so every report agrees.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class TodoStatus(str, Enum):
+    """How one TODO ended."""
+
+    PASSED = "passed"                     # every check (public and hidden) passed
+    FAILED = "failed"                     # a check failed: wrong answer
+    NOT_IMPLEMENTED = "not_implemented"   # the TODO (or one it needs) is still the stub
+    MISSING = "missing"                   # the notebook does not define what the TODO needs
+    STOPPED = "stopped"                   # the child was stopped: time, memory, exit, crash
+    GRADER_ERROR = "grader_error"         # a fault of the grader itself, reported on this TODO
+
+
+class SubmissionStatus(str, Enum):
+    GRADED = "graded"          # every TODO has a result (``warnings`` may still say something)
+    NOT_GRADED = "not_graded"  # the file could not be graded at all; ``error`` says why
+
+
+@dataclass
+class TodoResult:
+    """The verdict on one TODO of one submission.
+
+    Invariants: ``0 <= points <= max_points``; ``passed`` iff ``status is PASSED``; ``message`` is
+    one line composed by the grader; ``checks`` holds one entry per check (name, hidden, passed,
+    message), in the order the stage lists them.
+    """
+
+    id: str
+    number: int
+    title: str
+    points: float
+    max_points: float
+    status: TodoStatus
+    message: str
+    checks: list[dict] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status is TodoStatus.PASSED
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["status"] = self.status.value
+        d["passed"] = self.passed
+        return d
+
+
+@dataclass
+class SubmissionResult:
+    """The verdict on one notebook.
+
+    Invariants: ``status is NOT_GRADED`` iff ``error`` is set, and then ``todos`` is empty;
+    a graded submission has one :class:`TodoResult` per TODO of its stage, in TODO order.
+    """
+
+    path: str
+    stage: str | None
+    status: SubmissionStatus = SubmissionStatus.GRADED
+    todos: list[TodoResult] = field(default_factory=list)
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @classmethod
+    def not_graded(cls, path: str, reason: str, stage: str | None = None) -> "SubmissionResult":
+        return cls(path, stage, SubmissionStatus.NOT_GRADED, error=reason)
+
+    @property
+    def graded(self) -> bool:
+        return self.status is SubmissionStatus.GRADED
+
+    @property
+    def score(self) -> float:
+        return sum(t.points for t in self.todos)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_points for t in self.todos)
+
+    def failed_todos(self) -> set[str]:
+        return {t.id for t in self.todos if not t.passed}
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "stage": self.stage, "status": self.status.value, "score": self.score,
+                "max_score": self.max_score, "error": self.error, "warnings": self.warnings,
+                "todos": [t.to_json() for t in self.todos]}

@@ -1,0 +1,54 @@
+"""Trusted material for grading a stage, computed in the grader and cached per stage or TODO.
+
+The reference's outcome of every check, the setup cells (from the instructor notebook, never from a
+submission), and the ``solutions`` modules a child may import, the stage's own reference stubbed at
+the TODO under test (see :func:`autograder.layout.visible_modules` for the rule).
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+from autograder import layout
+from autograder.probe import reference_outcome
+from autograder.pysource import stub_region
+from autograder.spec import Stage, Todo
+from autograder.submission import cell_source
+
+# CPython 3.11's ``ast.parse`` is not safe to run from several threads at once ("AST constructor
+# recursion depth mismatch"), and each item is computed once: one lock for all of them.
+_lock = threading.Lock()
+_expected: dict[str, dict[str, dict]] = {}
+_setup: dict[str, list[str]] = {}
+_modules: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def expected_outcomes(stage: Stage) -> dict[str, dict]:
+    """The reference's outcome for every check of the stage, computed here, once."""
+    with _lock:
+        if stage.id not in _expected:
+            _expected[stage.id] = {c.key: reference_outcome(c, stage.reference) for c in stage.checks}
+        return _expected[stage.id]
+
+
+def setup_cells(stage: Stage) -> list[str]:
+    """Setup and given cells come from the instructor notebook, never from the submission."""
+    with _lock:
+        if stage.id not in _setup:
+            nb = json.loads(layout.stage_files(stage.id).instructor().read_text(encoding="utf-8"))
+            _setup[stage.id] = [cell_source(c) for c in nb["cells"] if "setup" in c.get("metadata", {}).get("tags", [])]
+        return _setup[stage.id]
+
+
+def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
+    """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``."""
+    with _lock:
+        key = (stage.id, todo.id)
+        if key not in _modules:
+            files = layout.stage_files(stage.id)
+            modules = {name: path.read_text(encoding="utf-8") for name, path in layout.visible_modules(stage.id).items()}
+            modules[files.reference_module] = stub_region(files.reference, todo.target)
+            if files.hidden.exists():
+                modules[files.hidden_module] = files.hidden.read_text(encoding="utf-8")
+            _modules[key] = modules
+        return _modules[key]

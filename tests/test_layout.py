@@ -1,0 +1,171 @@
+"""The course's layout: every stage complete, no stage path built outside ``autograder/layout.py``,
+the visibility rule, every stage's release importable, and a new stage made from the template alone."""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import layout
+from tests.conftest import ROOT
+
+
+def test_every_stage_is_complete():
+    missing = [line for s in layout.all_stages() for line in s.missing()]
+    assert not missing, "\n".join(missing)
+
+
+def test_stage_ids_are_discovered_from_files():
+    assert layout.stage_ids() == sorted(layout.stage_ids())
+    for s in layout.all_stages():
+        assert s.spec.exists() and s.reference.exists() and s.source.exists(), s.id
+
+
+# -- one place for paths ---------------------------------------------------------------------------
+# A string literal that names a stage file or folder by hand (outside docstrings and comments).
+_HAND_BUILT = re.compile(
+    r"solutions/(src|hidden)|autograder/expected|mutants_s\d\d|mutants_s\{"
+    r"|\b\d\d_[a-z_]+\.ipynb|\bs\d\d_[a-z_]+\.py|\{[a-z_.]*notebook\}\.ipynb")
+_FOLDER = re.compile(r"^(solutions|notebooks|expected|hidden|src|checks)$")  # a path part joined with `/`
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def _path_literals(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _docstrings(tree)
+    joined = {id(side) for node in ast.walk(tree) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+              for side in (node.left, node.right)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            if _HAND_BUILT.search(node.value) or (id(node) in joined and _FOLDER.match(node.value)):
+                out.append(f"{layout.rel(path)}:{node.lineno}: {node.value[:60]!r}")
+    return out
+
+
+def test_no_stage_path_is_built_outside_the_layout_module():
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    allowed = {"autograder/layout.py", "tests/test_layout.py"}
+    # notebook sources are prose for learners; mutation data quotes reference code
+    found = [hit for f in files if f not in allowed and not f.startswith(("solutions/src/", "tests/mutants_"))
+             and (ROOT / f).exists() for hit in _path_literals(ROOT / f)]
+    assert not found, "build these paths with autograder.layout:\n" + "\n".join(found)
+
+
+# -- visibility -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stage_id", layout.stage_ids())
+def test_visible_modules_never_include_this_or_a_later_reference(stage_id):
+    n = layout.stage_number(stage_id)
+    visible = layout.visible_modules(stage_id)
+    for s in layout.all_stages():
+        if s.slug is None:
+            continue
+        assert (s.reference_module in visible) == (s.number < n), (s.id, sorted(visible))
+
+
+def test_a_given_module_built_on_a_later_stage_is_hidden_with_it():
+    # cache_sim imports stage 3's reference: visible from stage 4 on, never to stages 1-3
+    assert "solutions.cache_sim" not in layout.visible_modules("s03")
+    assert "solutions.cache_sim" in layout.visible_modules("s04")
+
+
+# -- releases ---------------------------------------------------------------------------------------
+def test_release_of_every_stage_builds_and_imports(tmp_path):
+    course = tmp_path / "course"
+    env = dict(os.environ, PYTHONPATH="")
+    subprocess.run([sys.executable, "-m", "autograder", "course", str(course)], cwd=ROOT, check=True,
+                   capture_output=True, env=env)
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "--create", "*"], cwd=course, check=True,
+                   capture_output=True, timeout=600)
+    for sid in layout.built_stages():
+        files = layout.stage_files(sid)
+        release = course / "release" / files.notebook
+        nb = json.loads((release / files.learner().name).read_text(encoding="utf-8"))
+        shipped = {layout.rel(p.relative_to(release)) for p in release.rglob("*.py")}
+        assert layout.rel(files.reference) not in shipped and layout.rel(files.hidden) not in shipped, sid
+        # the release's setup and given cells run in a fresh interpreter from the release folder alone
+        setup = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in nb["cells"]
+                 if "setup" in c.get("metadata", {}).get("tags", [])]
+        script = "\n".join(setup) + f"\nimport autograder.checks.{sid}\nprint('ok')"
+        p = subprocess.run([sys.executable, "-c", script], cwd=release, capture_output=True, text=True, timeout=120,
+                           env=env)
+        assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (sid, p.stderr[-2000:])
+
+
+# -- a new stage from the template ------------------------------------------------------------------
+def _copy_checkout(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    for f in files:
+        if (ROOT / f).is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dest / f)
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {layout.rel(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.mark.slow
+def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
+    repo = tmp_path / "repo"
+    _copy_checkout(repo)
+    before = _digests(repo)
+    number = max(layout.stage_number(s) for s in layout.stage_ids()) + 1
+    sid = layout.stage_id(number)
+    env = dict(os.environ, PYTHONPATH="")
+
+    def run(*args: str, cwd: Path = repo, check: bool = True) -> subprocess.CompletedProcess:
+        p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+        assert not check or p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        return p
+
+    run(sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes")
+    run(sys.executable, "-m", "autograder", "build")
+    query = (f"from autograder import layout; f = layout.stage_files({sid!r}); "
+             "import json; print(json.dumps([str(f.instructor()), str(f.learner()), f.notebook, f.missing()]))")
+    instructor, learner, notebook, missing = json.loads(run(sys.executable, "-c", query).stdout)
+    assert missing == []
+
+    after = _digests(repo)
+    changed = {f for f in before if after.get(f) != before[f]}
+    assert changed == {layout.rel(layout.README)}, changed  # only the generated stage tables
+    readme = (repo / layout.rel(layout.README)).read_text(encoding="utf-8")
+    assert "Shared prefixes" in readme and f"| {number} |" in readme
+
+    graded = json.loads(run(sys.executable, "-m", "autograder", "grade", instructor, learner, "--format", "json").stdout)
+    by_path = {s["path"]: s for s in graded["submissions"]}
+    assert by_path[instructor]["score"] == by_path[instructor]["max_score"] > 0
+    assert by_path[learner]["score"] == 0
+    assert all("not implemented yet" in t["message"] for t in by_path[learner]["todos"])
+
+    course = tmp_path / "course"
+    run(sys.executable, "-m", "autograder", "course", str(course), "--stage", sid)
+    run(sys.executable, "-m", "nbgrader", "generate_assignment", notebook, "--create", cwd=course)
+    released = (course / "release" / notebook / Path(learner).name).read_text(encoding="utf-8")
+    assert "raise NotImplementedError()" in released and "BEGIN HIDDEN TESTS" not in released
+
+    # half-written: the completeness check names the missing file; the generic tests skip the stage
+    (repo / layout.rel(layout.StageFiles(sid, "shared_prefix").mutants)).unlink()
+    probe = ("import sys; sys.path.insert(0, '.'); from tests.conftest import stage_params; "
+             f"p = [x for x in stage_params() if x.values[0] == {sid!r}][0]; print(p.marks[0].kwargs['reason'])")
+    assert f"{sid}: write tests/mutants_{sid}.py" in run(sys.executable, "-c", probe).stdout
