@@ -1,21 +1,10 @@
 """What is in this course and where: the one module that knows the repository's layout.
 
-Stages are discovered from their files; there is no list to edit. Stage ``NN`` (id ``sNN``) with
-slug ``name`` is made of these sources (see ``docs/AUTHORING.md``):
-
-=============================  =====================================================
-``autograder/checks/sNN.py``   the stage spec (TODOs, points, hints) and public checks
-``solutions/sNN_name.py``      the reference module (TODO regions between markers)
-``solutions/src/NN_name.py``   the notebook source (jupytext percent format)
-``solutions/hidden/sNN.py``    hidden checks
-``tests/mutants_sNN.py``       realistic wrong answers per TODO
-``tests/test_sNN_reference.py`` unit and property tests of the reference
-=============================  =====================================================
-
-and ``python -m autograder build`` generates from them the instructor and learner notebooks of each
-edition (``solutions/[zh/]NN_name.ipynb``, ``notebooks/[zh/]NN_name.ipynb``) and the public expected
-values ``autograder/expected/sNN.json``. This module imports nothing from the course, so every other
-module (and the grading child) can ask it.
+Stages are discovered from their files; there is no list to edit. Stage ``NN`` (id ``sNN``) named
+``name`` is made of the sources :meth:`StageFiles.sources` lists (spec and public checks, reference
+module, notebook source, hidden checks, wrong answers, reference tests; see ``docs/AUTHORING.md``),
+and ``python -m autograder build`` generates from them the notebooks of each edition and the public
+expected values. This module imports nothing from the course, so every other module can ask it.
 """
 from __future__ import annotations
 
@@ -88,10 +77,6 @@ class StageFiles:
     @property
     def spec(self) -> Path:
         return CHECKS / f"{self.id}.py"
-
-    @property
-    def spec_module(self) -> str:
-        return f"autograder.checks.{self.id}"
 
     @property
     def reference(self) -> Path:
@@ -292,13 +277,6 @@ def _runtime_files() -> list[Path]:
     return files + [COURSE_TOML]
 
 
-def data_files_used(texts: list[str]) -> list[Path]:
-    """Files of ``data/`` whose names occur in any of ``texts`` (modules and notebook source)."""
-    if not DATA.is_dir():
-        return []
-    return [p for p in sorted(DATA.iterdir()) if p.is_file() and any(p.name in t for t in texts)]
-
-
 def release_files(sid: str) -> list[tuple[Path, str]]:
     """``(source path, path inside the release)`` of everything a learner's copy of stage ``sid``
     needs besides its notebook: the runtime, the visible ``solutions`` modules, and the data files
@@ -312,7 +290,7 @@ def release_files(sid: str) -> list[tuple[Path, str]]:
     used_modules = set().union(*(_closure(m) for p in roots for m in _solutions_imports(p))) if roots else set()
     texts = [p.read_text(encoding="utf-8") for p in roots] + \
         [visible[m].read_text(encoding="utf-8") for m in sorted(used_modules) if m in visible]
-    used = data_files_used(texts)
+    used = [p for p in sorted(DATA.iterdir()) if p.is_file() and any(p.name in t for t in texts)] if DATA.is_dir() else []
     if used and (DATA / "README.md").exists() and DATA / "README.md" not in used:
         used.append(DATA / "README.md")  # the attribution travels with the data
     return [(p, rel(p)) for p in files + used]

@@ -1,6 +1,7 @@
 """Stage 1 spec and public checks: longest-prefix match (the seed exercise's contract)."""
 from __future__ import annotations
 
+from autograder.checks.common import raised
 from autograder.spec import Stage, Todo
 
 STAGE = Stage(
@@ -36,14 +37,7 @@ def seed_fixture(impl):
 
 def outcome_and_state(action, m):
     """Run ``action``; return (exception type name or None, cached_prefixes afterwards)."""
-    try:
-        action()
-        err = None
-    except NotImplementedError:
-        raise  # an unfinished TODO is reported as such, not as a wrong answer
-    except Exception as exc:  # the probe records which exception, the grader compares it
-        err = type(exc).__name__
-    return err, m.cached_prefixes
+    return raised(action), m.cached_prefixes
 
 
 # -- TODO 1: _normalize -------------------------------------------------------------------------

@@ -7,6 +7,7 @@ freed block is handed out again.
 """
 from __future__ import annotations
 
+from autograder.checks.common import attempt  # noqa: F401 (hidden checks import it from here)
 from autograder.spec import Stage, Todo
 
 STAGE = Stage(
@@ -40,16 +41,6 @@ def pool_state(pool) -> dict:
 
 def admission(a) -> list:
     return [a.request_id, a.block_table, a.hit_blocks, a.hit_tokens]
-
-
-def attempt(action):
-    """``action()``'s result, or the name of the exception it raised (NotImplementedError passes)."""
-    try:
-        return action()
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # the probe records which exception; the grader compares it
-        return type(exc).__name__
 
 
 def ids(blocks) -> list:
