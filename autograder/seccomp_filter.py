@@ -20,18 +20,14 @@ Signals are not filtered here: seccomp cannot tell the grader's pid from the chi
 Landlock's signal scoping and the pid namespace already cover them.
 
 Compiling needs a libseccomp binding (the ``seccomp`` module of Debian's python3-seccomp, or the
-``pyseccomp`` package over the system's libseccomp); loading needs nothing but ``prctl``, so the
-child imports neither.
+``pyseccomp`` package over the system's libseccomp), in the grader; the child loads the compiled
+program with one ``prctl`` (:func:`autograder.confine.load_seccomp`) and imports neither.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import functools
-import os
 import tempfile
-
-_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _PR_SET_NO_NEW_PRIVS = 22, 2, 38
 
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
           "setsid", "setpgid", "socket",
@@ -94,21 +90,3 @@ def _add(sc, f, action: int, name: str, *args) -> None:
     if number < 0:
         return
     f.add_rule(action, number, *args)
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def load(prog: bytes) -> None:
-    """Install ``prog`` on the calling process for good (sets no_new_privs first, as seccomp requires).
-
-    Call it while the process has one thread: a filter binds the calling thread and what it starts.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    buf = ctypes.create_string_buffer(prog, len(prog))
-    fprog = _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
-            libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"installing the seccomp filter: {os.strerror(err)}")

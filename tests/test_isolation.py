@@ -28,6 +28,8 @@ from autograder.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 
 LEVELS = ("namespaces", "fallback")
+# What a child must never see (the venv may live inside the repository, so not the repository itself)
+HIDDEN = [str(ROOT / "solutions"), str(ROOT / "tests"), str(ROOT / ".git")]
 
 
 def _select(level: str) -> isolation.Isolation | None:
@@ -102,7 +104,7 @@ def _attack(level: str, iso: isolation.Isolation | None):
                         f"import sys; sys.path[0:0] = [{str(staging)!r}]; import isolation_attacks as a; a.{entry.split(':')[1]}()"]
                 return None, subprocess.Popen(argv, stdin=subprocess.PIPE, pass_fds=fds, cwd=scratch, start_new_session=True)
             plan = isolation.plan_child(isolation.ChildSpec(
-                sys.executable, entry, str(staging), scratch, pass_fds=fds, hidden=[str(ROOT)],
+                sys.executable, entry, str(staging), scratch, pass_fds=fds, hidden=HIDDEN,
                 env={"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch}), iso)
             return plan, subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE)
 
@@ -136,7 +138,7 @@ def _attack(level: str, iso: isolation.Isolation | None):
         try:
             listener.accept()[0].close()
             facts["listener_accepted"] = True
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             facts["listener_accepted"] = False
         marker = Path(scratch, "marker")
         if marker.exists():
@@ -275,3 +277,26 @@ def test_child_that_cannot_confine_itself_runs_nothing(tmp_path):
     boot = isolation._BOOT.format(root=str(staging))
     proc = subprocess.run([sys.executable, "-I", "-c", boot, json.dumps(policy)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == EXIT_NOT_CONFINED and "could not confine" in proc.stderr
+
+
+def test_fallback_child_becomes_nobody_where_it_can_reach_the_interpreter(tmp_path):
+    """As root without namespaces, a child whose interpreter is world-readable (the system's python,
+    not one under /root) runs as uid 65534; the venv under /root gets uid 0 without capabilities."""
+    system_python = "/usr/bin/python3"
+    if os.geteuid() != 0 or not os.path.exists(system_python):
+        pytest.skip("needs root and a system python3 (this tests the root grader's user switch)")
+    iso = isolation.select("no-namespaces", system_python)
+    if "landlock" not in iso.layers:
+        pytest.skip(f"no Landlock here: {iso.offer.problems.get('landlock')}")
+    base = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    try:
+        os.chmod(base, 0o755)
+        entry = Path(base, "whoami.py")
+        entry.write_text("import os\n\ndef main():\n    print(os.getuid(), os.getgid(), os.getgroups())\n")
+        staging = isolation.stage_tree(Path(base) / "staging", {**isolation.confinement_files(), "whoami.py": entry})
+        plan = isolation.plan_child(isolation.ChildSpec(system_python, "whoami:main", str(staging),
+                                                        isolation.make_scratch(iso, base), hidden=HIDDEN), iso)
+        proc = subprocess.run(**plan.popen_kwargs(), capture_output=True, text=True, timeout=60)
+        assert proc.stdout.split() == ["65534", "65534", "[]"], proc.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
