@@ -143,3 +143,9 @@ def main() -> None:
 def sleep() -> None:
     """A sibling child that just stays alive."""
     time.sleep(60)
+
+
+def linger() -> None:
+    """A child that leaves a detached grandchild behind and then hangs: the supervisor's timeout case."""
+    _detached_grandchild(os.path.join(os.getcwd(), "marker"))
+    time.sleep(60)

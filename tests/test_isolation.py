@@ -248,6 +248,35 @@ def test_child_runs_the_venv_interpreter_isolated(attacked):
     assert me["prefix"] == os.path.realpath(sys.prefix) and me["base_prefix"] == os.path.realpath(sys.base_prefix)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_killing_a_hung_child_ends_everything_it_started(level):
+    """The supervisor's timeout path: one process-group kill of what it launched ends the child and a
+    detached grandchild (namespaces: bubblewrap dies, and the pid namespace with it)."""
+    iso = _select(level)
+    base = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    try:
+        os.chmod(base, 0o755)
+        staging = isolation.stage_tree(Path(base) / "staging", {
+            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+        scratch = isolation.make_scratch(iso, base)
+        plan = isolation.plan_child(isolation.ChildSpec(sys.executable, "isolation_attacks:linger", str(staging), scratch,
+                                                        hidden=HIDDEN), iso)
+        proc = subprocess.Popen(**plan.popen_kwargs())
+        marker = Path(scratch, "marker")
+        deadline = time.monotonic() + 30
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marker.exists(), "the grandchild never started"
+        plan.kill(proc)
+        assert proc.returncode is not None
+        time.sleep(0.2)
+        size = marker.stat().st_size
+        time.sleep(0.4)
+        assert marker.stat().st_size == size, "a process the child started outlived the kill"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # -- detection, selection, refusals -----------------------------------------------------------------
 def test_detection_names_a_level_and_how_to_get_the_rest():
     offer = isolation.detect()
