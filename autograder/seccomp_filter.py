@@ -1,0 +1,92 @@
+"""A seccomp filter for the learner child: compiled in the grader with libseccomp, loaded in the child.
+
+The filter is a deny list on top of the other layers (namespaces, Landlock). It refuses, with
+EPERM, the system calls that reach into other processes or widen the child's world:
+
+- ``ptrace``, ``process_vm_readv``/``writev``, ``process_madvise``, ``pidfd_getfd``, ``kcmp``:
+  reading or changing another process's memory or file descriptors;
+- ``prlimit64``, ``setpriority``, ``ioprio_set`` aimed at any process but the caller (pid 0):
+  starving the grader of file descriptors, memory or CPU when it runs as the same user;
+- ``setsid``, ``setpgid``: every process the child starts stays in the child's process group, so the
+  supervisor's ``killpg`` reaches all of them (no detached process outlives grading);
+- ``socket`` of any family (``socketpair`` stays allowed): no network, no UNIX socket of a host
+  service, also where no network namespace is available;
+- namespaces, mounts, kernel modules, BPF, perf, keyrings, io_uring, ``userfaultfd``, handle-based
+  opens: kernel surface that learner code never needs; ``clone`` with a namespace flag is refused,
+  and ``clone3`` answers ENOSYS so that the C library falls back to ``clone``, whose flags the
+  filter can read. A call from a foreign ABI (32-bit entry on a 64-bit kernel) ends the process.
+
+Signals are not filtered here: seccomp cannot tell the grader's pid from the child's own, and
+Landlock's signal scoping and the pid namespace already cover them.
+
+Compiling needs a libseccomp binding (the ``seccomp`` module of Debian's python3-seccomp, or the
+``pyseccomp`` package over the system's libseccomp), in the grader; the child loads the compiled
+program with one ``prctl`` (:func:`autograder.confine.load_seccomp`) and imports neither.
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import tempfile
+
+DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
+          "setsid", "setpgid", "socket",
+          "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount",
+          "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
+          "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+          "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+          "io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at")
+# (syscall, index of the pid-like argument): refused unless that argument is 0 (the caller itself)
+OTHER_PROCESS = (("prlimit64", 0), ("setpriority", 1), ("ioprio_set", 1))
+CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
+                         0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+
+
+class SeccompUnavailable(RuntimeError):
+    """No libseccomp binding here, so no filter can be compiled."""
+
+
+def _binding():
+    try:
+        import seccomp  # Debian's python3-seccomp, libseccomp's own binding
+        return seccomp
+    except ImportError:
+        pass
+    try:
+        import pyseccomp  # same API, over the system's libseccomp.so.2
+        return pyseccomp
+    except (ImportError, RuntimeError, OSError) as exc:
+        raise SeccompUnavailable(f"no libseccomp binding: {exc}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def compile_filter() -> bytes:
+    """The filter as a classic BPF program (struct sock_filter array), for this machine's ABI."""
+    sc = _binding()
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    deny = sc.ERRNO(errno.EPERM)
+    for name in DENIED:
+        _add(sc, f, deny, name)
+    for name, arg in OTHER_PROCESS:
+        _add(sc, f, deny, name, sc.Arg(arg, sc.NE, 0))
+    for flag in CLONE_NAMESPACE_FLAGS:
+        _add(sc, f, deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    _add(sc, f, sc.ERRNO(errno.ENOSYS), "clone3")
+    with tempfile.TemporaryFile() as out:
+        f.export_bpf(out)
+        out.seek(0)
+        prog = out.read()
+    if not prog or len(prog) % 8:
+        raise SeccompUnavailable(f"libseccomp exported a malformed program ({len(prog)} bytes)")
+    return prog
+
+
+def _add(sc, f, action: int, name: str, *args) -> None:
+    try:
+        number = sc.resolve_syscall(sc.Arch.NATIVE, name)
+    except (ValueError, OSError):
+        return  # a call this architecture does not have
+    if number < 0:
+        return
+    f.add_rule(action, number, *args)

@@ -1,0 +1,151 @@
+"""What a hostile learner child tries, run *inside* a confined child by tests/test_isolation.py.
+
+Staged into the child's import root and run as its entry (``isolation_attacks:main``). Reads its
+targets as JSON on stdin, tries each attack, and writes one JSON object of outcomes to the result
+descriptor it was given: ``"ok"`` (the attack worked) or the name of the error that stopped it.
+Nothing here judges; the test asserts.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+
+
+def _try(fn) -> str:
+    try:
+        fn()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, type(exc).__name__) if exc.errno else type(exc).__name__
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__
+    return "ok"
+
+
+def _read(path: str) -> None:
+    if os.path.isdir(path):
+        os.listdir(path)
+    else:
+        with open(path, "rb") as f:
+            f.read(1)
+
+
+def _write(path: str) -> None:
+    with open(path, "w") as f:
+        f.write("planted")
+
+
+def _read_via_dir_fd(path: str) -> None:
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = os.open(path.lstrip("/"), os.O_RDONLY, dir_fd=root)
+        os.read(fd, 1)
+        os.close(fd)
+    finally:
+        os.close(root)
+
+
+def _read_via_symlink(path: str, scratch: str) -> None:
+    link = os.path.join(scratch, "link")
+    os.symlink(path, link)
+    _read(link)
+
+
+def _ptrace_seize(pid: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.ptrace(0x4206, pid, None, None) != 0:  # PTRACE_SEIZE: would not even stop the target
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def _pidfd_signal(pid: int) -> None:
+    fd = os.pidfd_open(pid)
+    try:
+        signal.pidfd_send_signal(fd, 0)  # 0: the same permission check, no harm
+    finally:
+        os.close(fd)
+
+
+def _visible_pids() -> list[int]:
+    return sorted(int(d) for d in os.listdir("/proc") if d.isdigit())
+
+
+def _detached_grandchild(marker: str) -> str:
+    """Start a double-forked process that tries to leave the process group and then keeps touching
+    ``marker``; return whether its setsid worked. The test watches the marker after the child ends."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            os.write(w, _try(os.setsid).encode())
+            os.close(w)
+            while True:
+                with open(marker, "a") as f:
+                    f.write(".")
+                time.sleep(0.02)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(w)
+    setsid = os.read(r, 64).decode()
+    while not os.path.exists(marker):
+        time.sleep(0.01)
+    return setsid
+
+
+def main() -> None:
+    t = json.loads(sys.stdin.read())
+    out: dict[str, object] = {}
+    for name, path in t["secrets"].items():
+        out[f"read:{name}"] = _try(lambda p=path: _read(p))
+    out["read:dir_fd"] = _try(lambda: _read_via_dir_fd(t["secrets"]["secret_file"]))
+    out["read:symlink"] = _try(lambda: _read_via_symlink(t["secrets"]["secret_file"], t["scratch"]))
+    out["read:proc_1_root"] = _try(lambda: _read("/proc/1/root" + t["secrets"]["secret_file"]))
+    for name, path in t["writes"].items():
+        out[f"write:{name}"] = _try(lambda p=path: _write(p))
+    out["write:scratch"] = _try(lambda: _write(os.path.join(t["scratch"], "mine.txt")))
+    grader, sibling = t["grader_pid"], t["sibling_pid"]
+    for who, pid in (("grader", grader), ("sibling", sibling)):
+        out[f"proc:{who}:cmdline"] = _try(lambda p=pid: _read(f"/proc/{p}/cmdline"))
+        out[f"proc:{who}:cwd"] = _try(lambda p=pid: _read(f"/proc/{p}/cwd"))
+        out[f"proc:{who}:fd"] = _try(lambda p=pid: _read(f"/proc/{p}/fd"))
+        out[f"kill:{who}"] = _try(lambda p=pid: os.kill(p, 0))
+        out[f"pidfd_signal:{who}"] = _try(lambda p=pid: _pidfd_signal(p))
+        out[f"prlimit:{who}"] = _try(lambda p=pid: resource.prlimit(p, resource.RLIMIT_NOFILE, tuple(t["nofile"])))
+        if not t.get("control"):  # the unconfined control run must not really trace the test runner
+            out[f"ptrace:{who}"] = _try(lambda p=pid: _ptrace_seize(p))
+    out["kill:process_group_of_grader"] = _try(lambda: os.killpg(os.getpgid(grader), 0))
+    out["visible_pids"] = _try(_visible_pids) if _try(_visible_pids) != "ok" else _visible_pids()
+    out["connect:loopback"] = _try(lambda: socket.create_connection(("127.0.0.1", t["port"]), timeout=2).close())
+    out["udp:loopback"] = _try(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", t["port"])))
+    libc = ctypes.CDLL(None, use_errno=True)
+    from autograder.confine import capabilities
+
+    out["identity"] = {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                       "caps": list(capabilities()), "no_new_privs": libc.prctl(39, 0, 0, 0, 0),
+                       "seccomp_mode": libc.prctl(21, 0, 0, 0, 0),
+                       "bounding": [c for c in range(64) if libc.prctl(23, c, 0, 0, 0) == 1],
+                       "isolated": sys.flags.isolated, "prefix": sys.prefix, "base_prefix": sys.base_prefix}
+    out["import:numpy"] = _try(lambda: __import__("numpy"))
+    if not t.get("control"):  # unconfined, a detached grandchild would really outlive the test
+        out["grandchild:setsid"] = _detached_grandchild(os.path.join(t["scratch"], "marker"))
+    data = json.dumps(out).encode()
+    while data:
+        data = data[os.write(t["result_fd"], data):]
+    os._exit(0)
+
+
+def sleep() -> None:
+    """A sibling child that just stays alive."""
+    time.sleep(60)
+
+
+def linger() -> None:
+    """A child that leaves a detached grandchild behind and then hangs: the supervisor's timeout case."""
+    _detached_grandchild(os.path.join(os.getcwd(), "marker"))
+    time.sleep(60)

@@ -1,0 +1,331 @@
+"""Kernel isolation of learner children, proven from inside a real child (autograder/isolation.py).
+
+For each level this machine offers (namespaces+landlock+seccomp, and the forced fallback without
+namespaces), one confined child runs every attack of tests/isolation_attacks.py against real
+targets: a secret file, the repository's solutions/tests/.git, a sibling child, this test process
+(standing in for the grader), a loopback listener. An unconfined control child runs the same
+attacks and must succeed, so each refusal below is the isolation's doing, not the file system's.
+A level this machine lacks is skipped with the reason detection gave.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import isolation
+from autograder.confine import EXIT_NOT_CONFINED
+from tests.conftest import ROOT
+
+LEVELS = ("namespaces", "fallback")
+# What a child must never see (the venv may live inside the repository, so not the repository itself)
+HIDDEN = [str(ROOT / "solutions"), str(ROOT / "tests"), str(ROOT / ".git")]
+
+
+def _select(level: str) -> isolation.Isolation | None:
+    offer = isolation.detect()
+    if level == "namespaces":
+        if "namespaces" not in offer.layers:
+            pytest.skip(f"no namespaces here: {offer.problems.get('namespaces')}")
+        return isolation.select("best")
+    if level == "fallback":
+        if "landlock" not in offer.layers:
+            pytest.skip(f"no Landlock here: {offer.problems.get('landlock')}")
+        iso = isolation.select("no-namespaces")
+        assert "namespaces" not in iso.layers and "landlock" in iso.layers
+        return iso
+    return None
+
+
+def _world_dir(base: str, name: str, mode: int = 0o755) -> str:
+    path = os.path.join(base, name)
+    os.mkdir(path)
+    os.chmod(path, mode)
+    return path
+
+
+def _read_until_closed(fd: int, seconds: float) -> bytes:
+    """Everything written to the pipe until every writer closed it, or ``seconds`` ran out (a
+    descendant that outlived the child would hold the pipe open: that must not hang the suite)."""
+    data, deadline = b"", time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return data
+
+
+@pytest.fixture(scope="module", params=LEVELS)
+def attacked(request):
+    """The attack child, run once per level: (level, isolation, outcomes, after-the-fact facts)."""
+    iso = _select(request.param)
+    yield from _attack(request.param, iso)
+
+
+@pytest.fixture(scope="module")
+def unconfined():
+    """The same attacks from an unconfined child: the control."""
+    yield from _attack("control", None)
+
+
+def _attack(level: str, iso: isolation.Isolation | None):
+    world = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    os.chmod(world, 0o755)  # readable by anyone: only the isolation may stand between a child and it
+    secret_dir = _world_dir(world, "secret")
+    Path(secret_dir, "answer.py").write_text("ANSWER = 42\n")
+    course = _world_dir(world, "course")
+    Path(_world_dir(course, "source"), "reference.ipynb").write_text("{}")
+    other = _world_dir(world, "other", 0o777)
+    staging = isolation.stage_tree(Path(world) / "staging", {
+        **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    sibling = child = None
+    try:
+        def launch(entry: str, scratch: str, fds=()):
+            if iso is None:  # the control: the same child, unconfined
+                argv = [sys.executable, "-I", "-c",
+                        f"import sys; sys.path[0:0] = [{str(staging)!r}]; import isolation_attacks as a; a.{entry.split(':')[1]}()"]
+                return None, subprocess.Popen(argv, stdin=subprocess.PIPE, pass_fds=fds, cwd=scratch, start_new_session=True)
+            plan = isolation.plan_child(isolation.ChildSpec(
+                sys.executable, entry, str(staging), scratch, pass_fds=fds, hidden=HIDDEN,
+                env={"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch}), iso)
+            return plan, subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE)
+
+        def scratch_dir() -> str:
+            return isolation.make_scratch(iso, world) if iso else tempfile.mkdtemp(dir=world)
+
+        sib_scratch = scratch_dir()
+        _, sibling = launch("isolation_attacks:sleep", sib_scratch)
+        scratch = scratch_dir()
+        read_fd, write_fd = os.pipe()
+        control = iso is None
+        targets = {
+            "secrets": {"secret_file": f"{secret_dir}/answer.py", "solutions": str(ROOT / "solutions" / "s01_prefix_match.py"),
+                        "tests": str(ROOT / "tests" / "conftest.py"), "git": str(ROOT / ".git"),
+                        "course_source": f"{course}/source/reference.ipynb", "sibling_scratch": sib_scratch},
+            "writes": {"world_writable_dir": f"{other}/planted.py",
+                       **({} if control else {"staging": f"{staging}/planted.py", "repo": str(ROOT / "planted_by_child.py")})},
+            "scratch": scratch, "grader_pid": os.getpid(), "sibling_pid": sibling.pid,
+            "port": listener.getsockname()[1], "nofile": list(resource.getrlimit(resource.RLIMIT_NOFILE)),
+            "result_fd": write_fd, "control": control,
+        }
+        plan, child = launch("isolation_attacks:main", scratch, (write_fd,))
+        os.close(write_fd)
+        child.stdin.write(json.dumps(targets).encode())
+        child.stdin.close()
+        rc = child.wait(timeout=60)
+        if plan is not None and "namespaces" not in plan.isolation.layers:
+            plan.kill(child)  # what the supervisor does after every child; under namespaces it is not needed
+        raw = _read_until_closed(read_fd, seconds=5)
+        facts = {"rc": rc}
+        try:
+            listener.accept()[0].close()
+            facts["listener_accepted"] = True
+        except TimeoutError:
+            facts["listener_accepted"] = False
+        marker = Path(scratch, "marker")
+        if marker.exists():
+            time.sleep(0.2)
+            before = marker.stat().st_size
+            time.sleep(0.4)
+            facts["marker_grew_after_end"] = marker.stat().st_size != before
+        facts["planted"] = [p for p in targets["writes"].values() if os.path.exists(p) and not control]
+        assert raw, f"the child wrote no outcomes (exit {rc})"
+        yield level, iso, json.loads(raw), facts
+    finally:
+        listener.close()
+        for proc in (sibling, child):
+            if proc is not None and proc.poll() is None:
+                isolation.LaunchPlan.kill(proc)
+        (ROOT / "planted_by_child.py").unlink(missing_ok=True)
+        shutil.rmtree(world, ignore_errors=True)
+
+
+def test_unconfined_control_reaches_every_target(unconfined):
+    _, _, out, facts = unconfined
+    reached = ["read:secret_file", "read:solutions", "read:tests", "read:git", "read:course_source", "read:dir_fd",
+               "read:symlink", "write:world_writable_dir", "proc:grader:cmdline", "proc:grader:cwd", "kill:grader",
+               "kill:sibling", "pidfd_signal:grader", "prlimit:grader", "connect:loopback"]
+    assert {k: out[k] for k in reached} == {k: "ok" for k in reached}
+    assert os.getpid() in out["visible_pids"] and facts["listener_accepted"]
+
+
+def test_child_cannot_read_outside_its_view(attacked):
+    """Not the secret next door, not solutions/, tests/, .git, the course's source/, a sibling's
+    scratch dir; not through a dir_fd of '/', a symlink planted in scratch, or /proc/1/root."""
+    _, _, out, _ = attacked
+    reads = {k: v for k, v in out.items() if k.startswith("read:")}
+    assert len(reads) == 9 and all(v != "ok" for v in reads.values()), reads
+
+
+def test_child_cannot_write_outside_its_scratch(attacked):
+    _, _, out, facts = attacked
+    writes = {k: v for k, v in out.items() if k.startswith("write:")}
+    assert writes.pop("write:scratch") == "ok"
+    assert writes and all(v != "ok" for v in writes.values()), writes
+    assert facts["planted"] == []
+
+
+def test_child_cannot_see_grader_or_sibling_in_proc(attacked):
+    level, _, out, _ = attacked
+    procs = {k: v for k, v in out.items() if k.startswith("proc:")}
+    assert len(procs) == 6 and all(v != "ok" for v in procs.values()), procs
+    if level == "namespaces":  # its own /proc: bwrap's init and the child's processes only
+        assert isinstance(out["visible_pids"], list) and max(out["visible_pids"]) < 10
+    else:
+        assert out["visible_pids"] == "EACCES"
+
+
+def test_child_cannot_signal_grader_or_sibling(attacked):
+    """kill, killpg and pidfd_send_signal (signal 0: the same permission check, harmless if it passed)."""
+    _, _, out, _ = attacked
+    signals = {k: v for k, v in out.items() if k.startswith(("kill:", "pidfd_signal:"))}
+    assert len(signals) == 5 and all(v != "ok" for v in signals.values()), signals
+
+
+def test_child_cannot_prlimit_or_trace_grader_or_sibling(attacked):
+    _, _, out, _ = attacked
+    calls = {k: v for k, v in out.items() if k.startswith(("prlimit:", "ptrace:"))}
+    assert len(calls) == 4 and all(v != "ok" for v in calls.values()), calls
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 16
+
+
+def test_child_has_no_network(attacked):
+    _, _, out, facts = attacked
+    assert out["connect:loopback"] != "ok" and out["udp:loopback"] != "ok"
+    assert facts["listener_accepted"] is False
+
+
+def test_child_runs_unprivileged(attacked):
+    """No capability, no way to gain one (no_new_privs, empty bounding set or a non-root uid), seccomp on;
+    as root: uid 65534, or uid 0 stripped of every capability where nobody cannot reach the interpreter."""
+    _, iso, out, _ = attacked
+    me = out["identity"]
+    assert me["caps"] == [0, 0, 0] and me["no_new_privs"] == 1 and me["groups"] in ([], [me["gid"]])
+    assert me["seccomp_mode"] == (2 if "seccomp" in iso.layers else 0)
+    if os.geteuid() == 0:
+        assert me["bounding"] == []  # no exec can ever grant a capability back
+        user = isolation.child_user(iso)
+        if user == isolation.ROOT_WITHOUT_CAPS:
+            assert me["uid"] == 0
+        else:
+            assert (me["uid"], me["gid"]) == user == isolation.NOBODY
+    else:
+        assert me["uid"] != 0
+
+
+def test_child_descendants_die_with_it(attacked):
+    """A double-forked grandchild that tries setsid stops when the child ends (namespaces: by itself;
+    fallback: by the supervisor's process-group kill, which setsid can no longer escape)."""
+    _, iso, out, facts = attacked
+    if "seccomp" in iso.layers:
+        assert out["grandchild:setsid"] == "EPERM"
+    assert facts["marker_grew_after_end"] is False
+
+
+def test_child_runs_the_venv_interpreter_isolated(attacked):
+    """python -I from a venv whose python links into another prefix: both prefixes and site-packages are bound."""
+    _, _, out, _ = attacked
+    me = out["identity"]
+    assert me["isolated"] == 1 and out["import:numpy"] == "ok"
+    assert me["prefix"] == os.path.realpath(sys.prefix) and me["base_prefix"] == os.path.realpath(sys.base_prefix)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_killing_a_hung_child_ends_everything_it_started(level):
+    """The supervisor's timeout path: one process-group kill of what it launched ends the child and a
+    detached grandchild (namespaces: bubblewrap dies, and the pid namespace with it)."""
+    iso = _select(level)
+    base = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    try:
+        os.chmod(base, 0o755)
+        staging = isolation.stage_tree(Path(base) / "staging", {
+            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+        scratch = isolation.make_scratch(iso, base)
+        plan = isolation.plan_child(isolation.ChildSpec(sys.executable, "isolation_attacks:linger", str(staging), scratch,
+                                                        hidden=HIDDEN), iso)
+        proc = subprocess.Popen(**plan.popen_kwargs())
+        marker = Path(scratch, "marker")
+        deadline = time.monotonic() + 30
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marker.exists(), "the grandchild never started"
+        plan.kill(proc)
+        assert proc.returncode is not None
+        time.sleep(0.2)
+        size = marker.stat().st_size
+        time.sleep(0.4)
+        assert marker.stat().st_size == size, "a process the child started outlived the kill"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# -- detection, selection, refusals -----------------------------------------------------------------
+def test_detection_names_a_level_and_how_to_get_the_rest():
+    offer = isolation.detect()
+    assert isolation.detect() is offer  # probed once per process
+    best = isolation.select("best")
+    assert best.level == ("+".join(offer.layers) or "in-process")
+    bare = isolation.Isolation((), offer)
+    assert bare.level == "in-process" and not bare.kernel_enforced
+    text = bare.how_to_get_the_rest()
+    assert "bubblewrap" in text and "Landlock" in text and "libseccomp" in text
+    with pytest.raises(isolation.IsolationError, match="(?s)refusing to grade.*bubblewrap"):
+        isolation.require_kernel_isolation(bare)
+
+
+def test_plan_refuses_to_expose_a_hidden_path(tmp_path):
+    iso = _select("fallback")
+    spec = isolation.ChildSpec(sys.executable, "x:y", str(ROOT), str(tmp_path), hidden=[str(ROOT / "solutions")])
+    with pytest.raises(isolation.IsolationError, match="must not see"):
+        isolation.plan_child(spec, iso)
+
+
+def test_child_that_cannot_confine_itself_runs_nothing(tmp_path):
+    """A policy the kernel cannot enforce (a Landlock rule on a missing path) ends the child before its entry."""
+    staging = isolation.stage_tree(tmp_path / "staging", isolation.confinement_files())
+    policy = {"entry": "os:abort", "user": None, "must_be_unprivileged": False,
+              "landlock": {"read": ["/nonexistent/path"], "write": [], "files": {}, "min_abi": 1}}
+    boot = isolation._BOOT.format(root=str(staging))
+    proc = subprocess.run([sys.executable, "-I", "-c", boot, json.dumps(policy)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == EXIT_NOT_CONFINED and "could not confine" in proc.stderr
+
+
+def test_fallback_child_becomes_nobody_where_it_can_reach_the_interpreter(tmp_path):
+    """As root without namespaces, a child whose interpreter is world-readable (the system's python,
+    not one under /root) runs as uid 65534; the venv under /root gets uid 0 without capabilities."""
+    system_python = "/usr/bin/python3"
+    if os.geteuid() != 0 or not os.path.exists(system_python):
+        pytest.skip("needs root and a system python3 (this tests the root grader's user switch)")
+    iso = isolation.select("no-namespaces", system_python)
+    if "landlock" not in iso.layers:
+        pytest.skip(f"no Landlock here: {iso.offer.problems.get('landlock')}")
+    base = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    try:
+        os.chmod(base, 0o755)
+        entry = Path(base, "whoami.py")
+        entry.write_text("import os\n\ndef main():\n    print(os.getuid(), os.getgid(), os.getgroups())\n")
+        staging = isolation.stage_tree(Path(base) / "staging", {**isolation.confinement_files(), "whoami.py": entry})
+        plan = isolation.plan_child(isolation.ChildSpec(system_python, "whoami:main", str(staging),
+                                                        isolation.make_scratch(iso, base), hidden=HIDDEN), iso)
+        proc = subprocess.run(**plan.popen_kwargs(), capture_output=True, text=True, timeout=60)
+        assert proc.stdout.split() == ["65534", "65534", "[]"], proc.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
