@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import isolation  # noqa: E402
+from autograder import isolation, layout  # noqa: E402
 from benchmarks.rounds import interleaved  # noqa: E402
 
 
@@ -59,7 +59,7 @@ def main() -> None:
                 scratch = isolation.make_scratch(iso, base)
                 for _ in range(children):
                     plan = isolation.plan_child(isolation.ChildSpec(
-                        sys.executable, "bench_entry:main", str(staging), scratch, env=env, hidden=[str(ROOT / "solutions")]), iso)
+                        sys.executable, "bench_entry:main", str(staging), scratch, env=env, hidden=[str(layout.SOLUTIONS)]), iso)
                     subprocess.run(**plan.popen_kwargs(), check=True)
             return run
 

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation
+from autograder import isolation, layout
 from autograder.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 
 LEVELS = ("namespaces", "fallback")
 # What a child must never see (the venv may live inside the repository, so not the repository itself)
-HIDDEN = [str(ROOT / "solutions"), str(ROOT / "tests"), str(ROOT / ".git")]
+HIDDEN = [str(layout.SOLUTIONS), str(layout.TESTS), str(ROOT / ".git")]
 
 
 def _select(level: str) -> isolation.Isolation | None:
@@ -117,7 +117,7 @@ def _attack(level: str, iso: isolation.Isolation | None):
         read_fd, write_fd = os.pipe()
         control = iso is None
         targets = {
-            "secrets": {"secret_file": f"{secret_dir}/answer.py", "solutions": str(ROOT / "solutions" / "s01_prefix_match.py"),
+            "secrets": {"secret_file": f"{secret_dir}/answer.py", "solutions": str(layout.stage_files("s01").reference),
                         "tests": str(ROOT / "tests" / "conftest.py"), "git": str(ROOT / ".git"),
                         "course_source": f"{course}/source/reference.ipynb", "sibling_scratch": sib_scratch},
             "writes": {"world_writable_dir": f"{other}/planted.py",
@@ -293,7 +293,7 @@ def test_detection_names_a_level_and_how_to_get_the_rest():
 
 def test_plan_refuses_to_expose_a_hidden_path(tmp_path):
     iso = _select("fallback")
-    spec = isolation.ChildSpec(sys.executable, "x:y", str(ROOT), str(tmp_path), hidden=[str(ROOT / "solutions")])
+    spec = isolation.ChildSpec(sys.executable, "x:y", str(ROOT), str(tmp_path), hidden=[str(layout.SOLUTIONS)])
     with pytest.raises(isolation.IsolationError, match="must not see"):
         isolation.plan_child(spec, iso)
 
