@@ -253,19 +253,30 @@ def _closure(module: str) -> frozenset[str]:
     return frozenset(seen)
 
 
+def _used_modules(sid: str) -> set[str]:
+    """``solutions`` modules stage ``sid``'s own files import, transitively (what it needs)."""
+    files = stage_files(sid)
+    roots = [files.spec, files.hidden] + ([files.reference, files.source] if files.slug is not None else [])
+    names = {m for p in roots if p.exists() for m in _solutions_imports(p)}
+    return set().union(*(_closure(m) for m in names)) if names else set()
+
+
 def visible_modules(sid: str) -> dict[str, Path]:
     """The ``solutions`` modules that stage ``sid``'s grading child and its release may see.
 
-    The one rule: a module is visible to stage N when neither it nor anything it imports is the
-    reference module of stage N or of a later stage. So earlier stages' references and the given
-    modules built on them are visible; the stage's own reference (the answers) never is.
+    The one rule: a module is visible to stage N when stage N's own files (reference, notebook
+    source, checks) import it, directly or not, and neither it nor anything it imports is the
+    reference of stage N or of a later stage. So the earlier references and given modules the stage
+    builds on are visible; its own reference (the answers) never is, and neither is a given module
+    of a later stage (which may re-implement this stage's TODOs).
     """
     n = stage_number(sid)
+    mods = solutions_modules()
     out = {}
-    for name, path in solutions_modules().items():
+    for name in sorted(_used_modules(sid)):
         owners = [o for o in map(_owner_number, _closure(name)) if o is not None]
-        if all(o < n for o in owners):
-            out[name] = path
+        if name in mods and all(o < n for o in owners):
+            out[name] = mods[name]
     return out
 
 
@@ -285,11 +296,8 @@ def release_files(sid: str) -> list[tuple[Path, str]]:
     visible = visible_modules(sid)
     files = _runtime_files() + [SOLUTIONS / "__init__.py", *visible.values()]
     sf = stage_files(sid)
-    # data: what the notebook and the modules it (or its reference's imports) load may read
-    roots = [p for p in (sf.source, sf.reference) if sf.slug is not None and p.exists()]
-    used_modules = set().union(*(_closure(m) for p in roots for m in _solutions_imports(p))) if roots else set()
-    texts = [p.read_text(encoding="utf-8") for p in roots] + \
-        [visible[m].read_text(encoding="utf-8") for m in sorted(used_modules) if m in visible]
+    # data: what the notebook and the modules it loads may read
+    texts = [p.read_text(encoding="utf-8") for p in (sf.source, *visible.values()) if p.exists()]
     used = [p for p in sorted(DATA.iterdir()) if p.is_file() and any(p.name in t for t in texts)] if DATA.is_dir() else []
     if used and (DATA / "README.md").exists() and DATA / "README.md" not in used:
         used.append(DATA / "README.md")  # the attribution travels with the data
