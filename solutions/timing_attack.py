@@ -18,7 +18,7 @@ engine, in this process only (no attack leaves the machine):
 The graded TODOs of stage 8 never time anything: they run on recorded or synthetic samples.
 
 Timing on a shared CPU is noisy; every measurement runs inside :func:`quiet` (one torch thread, no
-garbage collector), hit and miss trials alternate in a seeded random order so that load from
+garbage collector), hit and miss trials are interleaved in a seeded random order so that load from
 elsewhere hits both alike, and each trial uses fresh random prompts, so no probe is helped by an
 earlier probe's blocks.
 """
@@ -237,8 +237,8 @@ def prefix_sweep(engine: SharedEngine, lengths: Sequence[int], *, n: int = 30, p
 @dataclass
 class RecoveryResult:
     """Outcome of :func:`recover_secret`: ``correct`` of ``trials`` guesses right, against chance
-    ``1 / num_candidates``; ``p_value`` of a one-sided binomial test against chance, ``ci95`` the
-    Clopper-Pearson interval of the accuracy (both SciPy's ``binomtest``). ``secret`` / ``other``
+    ``1 / num_candidates``; ``p_value`` of a one-sided binomial test (better than chance?), ``ci95``
+    the two-sided Clopper-Pearson interval of the accuracy (both from SciPy's ``binomtest``). ``secret`` / ``other``
     are the TTFTs of probes of the right candidate / of the others (labelled samples too)."""
 
     correct: int
@@ -283,7 +283,7 @@ def recover_secret(engine: SharedEngine, *, num_candidates: int = 8, secret_len:
             correct += pick(ttfts) == secret
             secret_t.append(ttfts[secret])
             other_t += [t for i, t in enumerate(ttfts) if i != secret]
-    test = stats.binomtest(correct, trials, 1.0 / num_candidates, alternative="greater")
-    ci = test.proportion_ci(confidence_level=0.95)
-    return RecoveryResult(correct, trials, num_candidates, float(test.pvalue), (float(ci.low), float(ci.high)),
+    p_value = stats.binomtest(correct, trials, 1.0 / num_candidates, alternative="greater").pvalue
+    ci = stats.binomtest(correct, trials, 1.0 / num_candidates).proportion_ci(confidence_level=0.95)
+    return RecoveryResult(correct, trials, num_candidates, float(p_value), (float(ci.low), float(ci.high)),
                           secret_t, other_t)

@@ -180,7 +180,7 @@ class TokenCheckedPool(WeakKeyPool):
     def commit(self, request_id: str) -> None:
         state = self.requests[request_id]
         super().commit(request_id)
-        blocks = self._blocks_of.get(request_id, [])
+        blocks = self._blocks_of[request_id]
         for i in range(state.hit_blocks, len(state.keys)):
             block = state.blocks[i]
             if self.cached.get(state.keys[i]) is block:  # registered by this commit

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import itertools
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +20,7 @@ from scipy import stats
 
 from kernels.model import DecoderLM, ModelConfig
 from solutions.collision_demo import collision_demo, colliding_prompts
-from solutions.s02_block_hash import chain_keys, hash_block, split_blocks
+from solutions.s02_block_hash import chain_keys, hash_block
 from solutions.s03_block_pool import BlockPool
 from solutions.s08_cache_attacks import birthday_search, tenant_extra_keys
 from solutions.tenant_isolation import TenantPool, make_tenant_workload, replay
@@ -255,3 +258,16 @@ def test_recover_secret_bookkeeping(model):
     assert r.trials == 3 and 0 <= r.correct <= 3 and len(r.secret) == 3 and len(r.other) == 9
     assert r.chance == 0.25 and 0 <= r.p_value <= 1 and 0 <= r.ci95[0] <= r.accuracy <= r.ci95[1] <= 1
     assert r.p_value == pytest.approx(stats.binomtest(r.correct, 3, 0.25, alternative="greater").pvalue)
+
+
+def test_bench_side_channel_quick_runs_every_experiment(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_side_channel.py"), "--quick",
+                           "--record", str(tmp_path / "samples.json")], cwd=root, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "WeakKeyPool(16 bits)" in out and "TokenCheckedPool(16 bits)" in out
+    assert "[collisions:" in out and "[timing:" in out and "[isolation:" in out
+    recorded = load_samples(tmp_path / "samples.json")
+    assert {"shared/sweep/64", "salted/sweep/64", "shared/calibration/64"} <= set(recorded)
