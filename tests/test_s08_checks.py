@@ -78,12 +78,23 @@ def _child_main() -> None:
     print(json.dumps({name: outcomes(text) for name, text in sources.items()}))
 
 
-def probe_in_child(sources: dict[str, str], hash_seed: str) -> dict[str, dict[str, dict]]:
+def start_child(sources: dict[str, str], hash_seed: str) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-    proc = subprocess.run([sys.executable, "-c", "from tests.test_s08_checks import _child_main; _child_main()"],
-                          input=json.dumps(sources), capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.splitlines()[-1])
+    proc = subprocess.Popen([sys.executable, "-c", "from tests.test_s08_checks import _child_main; _child_main()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env=env)
+    return proc, json.dumps(sources)
+
+
+def finish_child(child: tuple[subprocess.Popen, str]) -> dict[str, dict[str, dict]]:
+    proc, payload = child
+    out, err = proc.communicate(payload, timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.splitlines()[-1])
+
+
+def probe_in_child(sources: dict[str, str], hash_seed: str) -> dict[str, dict[str, dict]]:
+    return finish_child(start_child(sources, hash_seed))
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +104,8 @@ def graded():
     variants = {"stub": stub_source(text)}
     variants.update({name: apply_edits(text, edits) for name, (_, edits) in mutants_s08.MUTANTS.items()})
     variants.update({f"ok/{name}": apply_edits(text, edits) for name, edits in mutants_s08.EQUIVALENT.items()})
-    reference = probe_in_child({"reference": text}, "1")["reference"]
-    return reference, probe_in_child(variants, "2")
+    reference, others = start_child({"reference": text}, "1"), start_child(variants, "2")  # in parallel
+    return finish_child(reference)["reference"], finish_child(others)
 
 
 def failed_todos(reference: dict[str, dict], got: dict[str, dict]) -> dict[str, list[str]]:
