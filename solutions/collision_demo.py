@@ -21,6 +21,7 @@ from kernels.prefill import full_prefill
 from solutions.s03_block_pool import BlockPool
 from solutions.s06_paged_prefill import PagedPrefiller
 
+
 @dataclass(frozen=True)
 class CollisionOutcome:
     """What the second of two colliding prompts got from the engine.
@@ -60,9 +61,9 @@ def collision_demo(model: DecoderLM, prompts: tuple[Sequence[int], Sequence[int]
     logits, ledger = engine.prefill(list(prompts[1]))
     truth = full_prefill(model, list(prompts[1]))
     diff = float((logits - truth).abs().max())
-    return CollisionOutcome(type(pool).__name__ + ("" if getattr(pool, "key_bits", None) is None
-                                                   else f"({pool.key_bits} bits)"),
-                            ledger["hit_tokens"], diff, int(torch.argmax(logits)) == int(torch.argmax(truth)),
+    bits = getattr(pool, "key_bits", None)
+    name = type(pool).__name__ + ("" if bits is None else f"({bits} bits)")
+    return CollisionOutcome(name, ledger["hit_tokens"], diff, int(torch.argmax(logits)) == int(torch.argmax(truth)),
                             diff > atol)
 
 

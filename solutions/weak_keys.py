@@ -21,6 +21,7 @@ and nothing here needs torch.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 import timeit
@@ -101,7 +102,7 @@ def second_preimage_search(key_of: Callable[[Sequence[int]], bytes], target: Seq
 
 def expected_birthday_tries(bits: int) -> float:
     """Mean number of random draws until two share one of ``2**bits`` keys: about sqrt(pi/2 * 2**bits)."""
-    return (3.141592653589793 / 2 * 2.0 ** bits) ** 0.5
+    return math.sqrt(math.pi / 2 * 2.0 ** bits)
 
 
 # -- pools ------------------------------------------------------------------------------------------
