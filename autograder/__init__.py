@@ -1,17 +1,18 @@
 """Checks, grading and notebook building for the prefix-cache workbook.
 
-Learners use ``check(todo_id)`` and ``demo(todo_id)`` in notebooks; instructors use
+Learners use ``check(todo_id)``, ``hint(todo_id)``, ``demo(todo_id)`` and ``reveal(...)`` in notebooks; instructors use
 ``python -m autograder`` (build, grade, course, gradescope).
 """
 from __future__ import annotations
 
-__all__ = ["check", "demo"]
+__all__ = ["check", "demo", "hint", "reveal", "set_language", "tr"]
+_HOMES = {"check": "inline", "demo": "inline", "hint": "learn", "reveal": "learn", "set_language": "i18n", "tr": "i18n"}
 
 
 def __getattr__(name: str):
     # Lazy, so that a grading child (which never calls check()) starts fast.
-    if name in __all__:
-        from autograder import inline
+    if name in _HOMES:
+        import importlib
 
-        return getattr(inline, name)
+        return getattr(importlib.import_module(f"autograder.{_HOMES[name]}"), name)
     raise AttributeError(f"module 'autograder' has no attribute {name!r}")

@@ -7,7 +7,6 @@ lying ``__eq__``, a numpy integer, a tensor) become :class:`Opaque`, which never
 from __future__ import annotations
 
 import math
-import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,39 +137,4 @@ def outcomes_equal(expected: dict, got: dict, atol: float | None = None) -> bool
         return values_equal(decode(expected["value"]), decode(got["value"]), atol)
     if expected["kind"] == "raised":
         return expected["type"] == got["type"]
-    return False
-
-
-_repr = reprlib.Repr()
-_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 12
-_repr.maxstring = _repr.maxother = 120
-_repr.maxlevel = 4
-
-
-def show(outcome: dict) -> str:
-    """One line a learner can read: the value, or what was raised."""
-    kind = outcome["kind"]
-    if kind == "ok":
-        value = decode(outcome["value"])
-        text = _repr.repr(value)
-        if isinstance(value, Opaque) or _contains_opaque(value):
-            text += "   (only plain int/float/str/list/tuple/dict values count here)"
-        return text
-    if kind == "raised":
-        msg = f": {outcome['message']}" if outcome.get("message") else ""
-        return f"raises {outcome['type']}{msg}"
-    if kind == "todo":
-        return "NotImplementedError (the TODO is still a stub)"
-    return outcome.get("message", "no answer")
-
-
-def _contains_opaque(v: Any, depth: int = 0) -> bool:
-    if depth > 6:
-        return False
-    if isinstance(v, Opaque):
-        return True
-    if isinstance(v, (list, tuple, frozenset)):
-        return any(_contains_opaque(x, depth + 1) for x in v)
-    if isinstance(v, dict):
-        return any(_contains_opaque(x, depth + 1) for x in v.values())
     return False

@@ -62,7 +62,8 @@ def _grade(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
-    results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None))
+    results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None),
+                          lang=args.lang, grading=args.grading)
     if bar is not None:
         bar.close()
     if args.format == "json":
@@ -92,6 +93,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--summary-json", metavar="FILE", help="write a per-TODO summary as JSON")
     g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: all cores)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--lang", choices=["en", "zh"], default=None,
+                   help="language of the report (default: each notebook's own edition)")
+    g.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,
+                   help="how a TODO's points are given (default: course.toml's [grading] mode)")
     g.set_defaults(func=_grade)
     z = sub.add_parser("gradescope", help="build a Gradescope autograder bundle (zip)")
     z.add_argument("dest", nargs="?", default="gradescope_autograder.zip")

@@ -42,12 +42,24 @@ def _rebind(fn: Any, globals_: dict, class_cells: list | None = None) -> Any:
     return new
 
 
-def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleType) -> types.SimpleNamespace:
-    """Namespace for probing ``todo``: learner's target, reference for every other top-level name."""
+def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleType,
+               notes: list[str] | None = None) -> types.SimpleNamespace:
+    """Namespace for probing ``todo``: the learner's graded cells, with the reference for every other TODO.
+
+    The graded unit is the learner's whole TODO cell: for a method TODO, the learner's class (its
+    ``__init__``, helpers and class attributes included) with the reference's versions of the class's
+    *other* TODO methods; for a function TODO, the learner's function; the learner's top-level helpers
+    stay. Every other TODO's target comes from the reference, so a mistake there is not blamed here.
+    Whatever the grader had to take from the course instead is described in ``notes``.
+    """
+    notes = notes if notes is not None else []
     ref_names = {k: v for k, v in vars(reference).items() if not k.startswith("__")}
     owner = todo.owner
-    g: dict = dict(learner)
-    g.update({k: v for k, v in ref_names.items() if k != owner})
+    g: dict = dict(ref_names)
+    g.update(learner)
+    for t in stage.todos:  # other TODO cells: the reference
+        if t.owner != owner and t.owner in ref_names:
+            g[t.owner] = ref_names[t.owner]
     if owner not in learner:
         raise MissingTarget(f"your notebook defines no `{owner}` (was its TODO cell deleted, or the name changed?)")
     mine = learner[owner]
@@ -56,16 +68,20 @@ def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleT
         ref_cls = ref_names[owner]
         if not isinstance(mine, type):
             raise MissingTarget(f"`{owner}` in your notebook is not a class")
-        learner_attrs = dict(vars(mine))
-        if method not in learner_attrs:
+        if method not in vars(mine):
             raise MissingTarget(f"class `{owner}` in your notebook has no method `{method}` (renamed?)")
         cells: list = []
-        attrs = {k: _rebind(v, v.__globals__ if isinstance(v, types.FunctionType) else g, cells)
-                 for k, v in vars(ref_cls).items() if k not in ("__dict__", "__weakref__")}
-        for k, v in learner_attrs.items():
-            if k == method or (k not in attrs and not k.startswith("__")):
-                attrs[k] = _rebind(v, g, cells)  # the TODO itself, and the learner's own helpers
-        hybrid = type(owner, ref_cls.__bases__, attrs)
+        attrs = {k: _rebind(v, g, cells) for k, v in vars(mine).items() if k not in ("__dict__", "__weakref__")}
+        others = {t.function_name for t in stage.todos if t.owner == owner and t.id != todo.id}
+        for k, v in vars(ref_cls).items():
+            if k in ("__dict__", "__weakref__"):
+                continue
+            if k in others or k not in attrs:
+                if k not in others and not k.startswith("__"):
+                    notes.append(f"`{owner}.{k}`")
+                # reference code keeps the reference module's globals
+                attrs[k] = _rebind(v, v.__globals__ if isinstance(v, types.FunctionType) else g, cells)
+        hybrid = type(owner, mine.__bases__, attrs)
         for cell in cells:
             cell.cell_contents = hybrid  # zero-argument super() inside the hybrid's methods
         g[owner] = hybrid
@@ -77,8 +93,8 @@ def build_impl(stage: Stage, todo: Todo, learner: dict, reference: types.ModuleT
     # so reference code that calls the TODO (e.g. a reference `prefill` calling the TODO function
     # `suffix_positions`) runs the learner's version instead of the stub.
     vars(reference)[owner] = g[owner]
-    # Learner helper functions defined at top level also see the hybrid names.
+    # The learner's own top-level functions resolve names in the hybrid namespace too.
     for k, v in learner.items():
-        if k not in ref_names and isinstance(v, types.FunctionType) and v.__globals__ is learner:
+        if k != owner and g.get(k) is v and isinstance(v, types.FunctionType) and v.__globals__ is learner:
             g[k] = _rebind(v, g)
     return types.SimpleNamespace(**g)

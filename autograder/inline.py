@@ -16,9 +16,11 @@ import types
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from autograder import layout
+from autograder import layout, messages
+from autograder.blame import calls_recorded, find_blame, names_outside_graded_cells
+from autograder.i18n import text
 from autograder.probe import innermost_function, reference_outcome, run_probe, todo_of_function
-from autograder.spec import has_hidden_checks, load_stage, stage_of
+from autograder.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
 from autograder.verdict import CheckVerdict, judge
 
 INLINE_TIME_LIMIT_S = 10
@@ -31,6 +33,7 @@ class CheckReport:
     todo: str
     verdicts: list[CheckVerdict] = field(default_factory=list)
     hidden: bool = False
+    outside: list[str] = field(default_factory=list)  # names the TODO uses from outside the graded cells
 
     @property
     def passed(self) -> bool:
@@ -41,9 +44,9 @@ class CheckReport:
         return f"<CheckReport {self.todo}: {n}/{len(self.verdicts)} passed>"
 
 
-def load_expected(stage_id: str) -> dict[str, dict]:
-    path = layout.stage_files(stage_id).expected
-    return json.loads(path.read_text(encoding="utf-8"))["checks"]
+def load_expected(stage_id: str) -> dict:
+    """The stage's generated public expected values: ``{"checks": {key: outcome}, "given_names": [...]}``."""
+    return json.loads(layout.stage_files(stage_id).expected.read_text(encoding="utf-8"))
 
 
 @contextlib.contextmanager
@@ -55,7 +58,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
         return
 
     def on_alarm(signum, frame):
-        raise TimeoutError(f"took longer than {seconds} s (an endless loop?)")
+        raise TimeoutError(text(messages.TIMEOUT).format(s=seconds))
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(seconds)
@@ -66,71 +69,91 @@ def _time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
-def _caller_namespace() -> types.SimpleNamespace:
-    frame = sys._getframe(2)  # check() -> _caller_namespace(): the notebook's frame is two up
-    return types.SimpleNamespace(**frame.f_globals)
+def _caller_globals() -> dict:
+    return sys._getframe(2).f_globals  # check() -> _caller_globals(): the notebook's frame is two up
 
 
 def check(todo_id: str, hidden: bool = False) -> None:
     """Run the checks of one TODO on the objects defined in the calling notebook and print a report.
 
-    ``hidden=True`` runs the hidden checks (instructors only). Under nbgrader (validate or
-    autograde) a failing check raises ``AssertionError`` so that the cell scores 0. Returns nothing,
-    so that the cell shows only the report; use :func:`run_check` to get it as an object.
+    A failed check that passes with the course's code for the other TODOs (as the grader runs it)
+    names the other TODO to fix first instead of giving its own hint. ``hidden=True`` runs the
+    hidden checks (instructors only). Under nbgrader (validate or autograde) a failing check raises
+    ``AssertionError`` so that the cell scores 0. Returns nothing, so that the cell shows only the
+    report; use :func:`run_check` to get it as an object.
     """
-    run_check(todo_id, hidden, impl=_caller_namespace())
+    run_check(todo_id, hidden, namespace=_caller_globals())
 
 
-def run_check(todo_id: str, hidden: bool = False, *, impl: object, quiet: bool = False) -> CheckReport:
-    """:func:`check` on an explicit namespace ``impl``; returns the report."""
+def _run_limited(c: Check, impl: object) -> dict:
+    with _time_limit(INLINE_TIME_LIMIT_S):
+        try:
+            return run_probe(c, impl)
+        except TimeoutError as exc:
+            return {"kind": "raised", "type": "TimeoutError", "message": str(exc)}
+
+
+def run_check(todo_id: str, hidden: bool = False, *, namespace: dict | None = None, impl: object = None,
+              quiet: bool = False, lang: str | None = None) -> CheckReport:
+    """:func:`check` on an explicit ``namespace`` (a notebook's globals) or object ``impl``; returns the report."""
     stage = load_stage(stage_of(todo_id), hidden=hidden)
     own = stage.todo(todo_id)
-    namespace = impl
+    if namespace is None:
+        namespace = dict(vars(impl)) if impl is not None else {}
+    impl = types.SimpleNamespace(**namespace)
     report = CheckReport(todo_id, hidden=hidden)
     checks = stage.checks_for(todo_id, hidden=hidden)
     if hidden and not has_hidden_checks(stage.id):
-        _print(quiet, f"ℹ️  {own.label}: hidden checks are not part of this copy of the course; "
-                      "they run when your notebook is graded.")
+        _print(quiet, text(messages.NO_HIDDEN_HERE, lang).format(label=own.label))
         return report
-    expected = None if hidden else load_expected(stage.id)
+    public = load_expected(stage.id)
+    expected = public["checks"]
     for c in checks:
         exp = reference_outcome(c, stage.reference) if hidden else expected[c.key]
-        with _time_limit(INLINE_TIME_LIMIT_S):
-            try:
-                got = run_probe(c, namespace)
-            except TimeoutError as exc:
-                got = {"kind": "raised", "type": "TimeoutError", "message": str(exc)}
-        verdict = judge(stage, c, exp, got)
+        with calls_recorded() as called:
+            got = _run_limited(c, impl)
+        verdict = judge(stage, c, exp, got, lang)
+        if not verdict.passed and not verdict.not_implemented and not hidden:
+            blame = find_blame(stage, own, c, impl, namespace, expected, called, _run_limited)
+            if blame is not None:
+                culprit, seen = blame
+                said = messages.DEPENDS if seen else messages.DEPENDS_UNSEEN
+                verdict = CheckVerdict(c, False, verdict.summary, [text(said, lang).format(
+                    other=culprit.label, title=text(culprit.title, lang))], blamed=culprit.id)
         report.verdicts.append(verdict)
         if verdict.not_implemented:
             break  # one line is enough: the other checks would say the same
-    _print_report(stage, own, report, quiet)
+    report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
+    _print_report(stage, own, report, quiet, lang)
     if not report.passed and (os.environ.get("NBGRADER_EXECUTION") or os.environ.get("NBGRADER_VALIDATING")):
         raise AssertionError(f"{own.label}: {sum(not v.passed for v in report.verdicts)} check(s) failed")
     return report
 
 
-def _print(quiet: bool, text: str) -> None:
+def _print(quiet: bool, line: str) -> None:
     if not quiet:
-        print(text)
+        print(line)
 
 
-def _print_report(stage, own, report: CheckReport, quiet: bool) -> None:
+def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lang: str | None) -> None:
     if quiet:
         return
-    kind = "hidden checks" if report.hidden else "visible checks"
     first = report.verdicts[0] if report.verdicts else None
     if first is not None and first.not_implemented:
         print(f"⏳ {first.summary} — {first.detail[0]}")
         return
     n = sum(v.passed for v in report.verdicts)
-    print(f"{own.label} · {own.title}: {n}/{len(report.verdicts)} {kind} passed")
+    kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
+    print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
+                                                  total=len(report.verdicts), kind=kind))
     for v in report.verdicts:
-        print(f"  {'✅' if v.passed else '❌'} {v.summary}")
+        print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
         for line in v.detail:
             print(f"       {line}")
+    for name in report.outside:
+        print("  ⚠️ " + text(messages.NAME_OUTSIDE, lang).format(label=own.label, name=name))
     if report.passed and not report.hidden:
-        print("  (visible checks only: grading also runs hidden checks)")
+        print("  " + text(messages.VISIBLE_ONLY, lang))
 
 
 @contextlib.contextmanager
@@ -141,4 +164,4 @@ def demo(todo_id: str) -> Iterator[None]:
         yield
     except NotImplementedError as exc:
         todo = todo_of_function(stage, innermost_function(exc.__traceback__)) or stage.todo(todo_id)
-        print(f"⏳ finish {todo.label} to see this")
+        print(text(messages.FINISH_TO_SEE).format(label=todo.label))

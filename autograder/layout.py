@@ -31,7 +31,7 @@ REQUIREMENTS = ROOT / "requirements.txt"
 
 #: Editions of every notebook: the default one (English) lives at the top of ``notebooks/`` and
 #: ``solutions/``; every other one in a subfolder named after its language.
-LANGUAGES = ("en",)  # "zh" joins when the Chinese edition is generated
+LANGUAGES = ("en", "zh")
 DEFAULT_LANGUAGE = "en"
 
 _STAGE_ID = re.compile(r"^s(\d\d)$")
@@ -128,9 +128,15 @@ class StageFiles:
         return {"spec": self.spec, "reference": self.reference, "source": self.source, "hidden": self.hidden,
                 "mutants": self.mutants, "reference tests": self.reference_tests}
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The editions this stage has: English, and Chinese once its notebook source has Chinese prose."""
+        has_zh = self.slug is not None and self.source.exists() and 'lang="zh"' in self.source.read_text(encoding="utf-8")
+        return LANGUAGES if has_zh else (DEFAULT_LANGUAGE,)
+
     def generated(self) -> list[Path]:
         """What ``python -m autograder build`` writes for this stage."""
-        return [self.expected, *(p for lang in LANGUAGES for p in (self.instructor(lang), self.learner(lang)))]
+        return [self.expected, *(p for lang in self.languages for p in (self.instructor(lang), self.learner(lang)))]
 
     def missing_sources(self) -> list[str]:
         """``"sNN: write <path>"`` for every source not written yet (empty when complete)."""

@@ -28,6 +28,12 @@ def _ok_output(message: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {message}\n")
 
 
+def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]:
+    """Partial credit the way nbgrader reads it: an execute_result holding the points earned."""
+    return [nbformat.v4.new_output("stream", name="stdout", text=f"◐ {message}\n"),
+            nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1)]
+
+
 class IsolatedGrade(NbGraderPreprocessor):
     """Replaces nbgrader's ``Execute``: grade in isolated children, write verdicts as cell outputs."""
 
@@ -52,6 +58,8 @@ class IsolatedGrade(NbGraderPreprocessor):
                     cell.outputs = [_error_output(result.error or "this TODO could not be graded")]
                 elif t.passed:
                     cell.outputs = [_ok_output(f"{t.id}: {t.message}")]
+                elif t.points > 0:
+                    cell.outputs = _partial_outputs(f"{t.id}: {t.points:g}/{t.max_points:g} · {t.message}", t.points)
                 else:
                     cell.outputs = [_error_output(f"{t.id}: {t.message}")]
         return nb, resources

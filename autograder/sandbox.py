@@ -170,7 +170,10 @@ def main() -> None:
         emit({"cell_errors": cell_errors})
 
     try:
-        impl = build_impl(stage, todo, learner, reference)
+        notes: list[str] = []
+        impl = build_impl(stage, todo, learner, reference, notes)
+        if notes:
+            emit({"course_versions": notes[:10]})
     except missing_target as exc:
         emit({"missing": str(exc)})
         emit({"phase": "done"})

@@ -13,32 +13,62 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from autograder import layout
+from autograder.i18n import L
 from autograder.layout import stage_number
+from autograder.quiz import Quiz
+from autograder.quiz import digest as quiz_digest
 
 Probe = Callable[[Any], Any]
 
 _TODO_ID = re.compile(r"^s\d\d\.[A-Za-z_][A-Za-z0-9_]*$")
+
+QUIZ_TITLE = L("concept quiz", "概念小测")
+QUIZ_CONTRACT = L(
+    "Return a dict from each question id above to your answer: a capital letter for a choice\n"
+    "question, a number for a numeric one (rounded as the question says). Unanswered questions\n"
+    "count as wrong; each question is checked on its own.",
+    "返回一个字典：键是上面每道题的编号，值是你的答案——选择题填大写字母，数值题填数字\n"
+    "（按题目要求保留小数）。没作答的题按答错计；每道题单独判分。")
+QUIZ_HINTS = (
+    L("Each question is about one idea of this stage; a wrong answer's explanation says which.",
+      "每道题考查本阶段的一个要点；答错时给出的解释会告诉你是哪一个。"),
+    L("Re-run the demo the question refers to, and compare your prediction with what it printed.",
+      "重新运行题目提到的演示单元，把你的预测和它的输出对照一下。"),
+    L("Answer format: return {\"q1\": \"B\", \"q2\": 0.75, ...}; check(\"<stage>.quiz\") marks each question.",
+      "答案格式：return {\"q1\": \"B\", \"q2\": 0.75, ...}；check(\"<阶段>.quiz\") 会逐题判分。"),
+)
 
 
 @dataclass(frozen=True)
 class Todo:
     """One thing a learner writes: exactly one function or method of the reference module.
 
+    ``contract`` is what the TODO comment says in the notebook (what to set or return and the
+    invariant that must hold, never code); ``hints`` are the three tiers :func:`autograder.hint`
+    reveals one at a time: the idea, the approach, near-code. ``twins`` name given code that already
+    does this TODO's job (``"module.attr"``): it is unavailable while the TODO is graded.
+
     Invariants: ``id`` looks like ``sNN.name``; ``target`` is ``name`` or ``Class.name`` and names a
-    top-level object (or a method of one) in the stage's reference module; ``points > 0``.
+    top-level object (or a method of one) in the stage's reference module; ``points > 0``; ``hints``
+    is empty or has exactly three tiers.
     """
 
     id: str
     number: int
     target: str
     points: int = 1
-    title: str = ""
+    title: L | str = ""
+    contract: L | str = ""
+    hints: tuple[L | str, ...] = ()
+    twins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _TODO_ID.match(self.id):
             raise ValueError(f"TODO id {self.id!r} must look like 'sNN.name'")
         if self.points <= 0:
             raise ValueError(f"TODO {self.id}: points must be positive")
+        if self.hints and len(self.hints) != 3:
+            raise ValueError(f"TODO {self.id}: hints come in exactly three tiers (idea, approach, near-code)")
 
     @property
     def owner(self) -> str:
@@ -70,10 +100,12 @@ class Check:
     todo: str
     name: str
     probe: Probe
-    hint: str
+    hint: L | str
     call: str = ""
     hidden: bool = False
     atol: float | None = None
+    secret: bool = False  # never show expected or got (a quiz answer), only the hint
+    title: L | str = ""   # what the check checks, in words (defaults to its name)
 
     @property
     def key(self) -> str:
@@ -92,10 +124,12 @@ class Stage:
     """
 
     id: str
-    title: str
+    title: L | str
     todos: list[Todo]
     subtitle: str = ""
-    summary: str = ""  # one line for the README's "what you build" table
+    summary: L | str = ""  # one line for the README's "what you build" table
+    minutes: int = 0       # an honest estimate of the time a learner needs
+    quiz: Quiz | None = None
     time_limit_s: float = 10.0
     memory_limit_mb: int = 1024
     preload: list[str] = field(default_factory=list)  # imported in the child before learner code (e.g. torch)
@@ -111,6 +145,21 @@ class Stage:
         for t in self.todos:
             if not t.id.startswith(self.id + "."):
                 raise ValueError(f"TODO {t.id} does not belong to stage {self.id}")
+        if self.quiz is not None and not any(t.target == "quiz" for t in self.todos):
+            self._add_quiz(self.quiz)
+
+    def _add_quiz(self, quiz: Quiz) -> None:
+        """The quiz as TODO ``sNN.quiz`` (target ``quiz()``), with one public check per question."""
+        todo = Todo(f"{self.id}.quiz", quiz.number, target="quiz", points=quiz.points, title=QUIZ_TITLE,
+                    contract=QUIZ_CONTRACT, hints=QUIZ_HINTS)
+        if any(t.number == todo.number for t in self.todos):
+            raise ValueError(f"stage {self.id}: the quiz's TODO number {todo.number} is taken")
+        self.todos.append(todo)
+        for q in quiz.questions:
+            def probe(impl, q=q, sid=self.id):
+                answers = impl.quiz()
+                return quiz_digest(sid, q, answers.get(q.id)) if type(answers) is dict else "quiz() must return a dict"
+            self.checks.append(Check(todo.id, q.id, probe, q.explain, secret=True, title=q.text))
 
     @property
     def number(self) -> int:
@@ -121,17 +170,18 @@ class Stage:
         self,
         todo: str,
         *,
-        hint: str,
+        hint: L | str,
         call: str = "",
         hidden: bool = False,
         atol: float | None = None,
         name: str | None = None,
+        title: L | str = "",
     ) -> Callable[[Probe], Probe]:
         """Decorator: register ``probe`` as a check of ``todo``."""
         self.todo(todo)  # validates the id before anything is registered
 
         def register(probe: Probe) -> Probe:
-            check = Check(todo, name or probe.__name__, probe, hint, call, hidden, atol)
+            check = Check(todo, name or probe.__name__, probe, hint, call, hidden, atol, title=title)
             if any(c.key == check.key for c in self.checks):
                 raise ValueError(f"duplicate check {check.key}")
             self.checks.append(check)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import layout
+from autograder.i18n import notebook_language
 from autograder.spec import Stage, available_stages, load_stage
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -30,6 +31,7 @@ class Submission:
     stage: Stage
     cells: list[str]
     digest: str
+    lang: str = "en"   # the edition it came from (its metadata): the language of its report
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
@@ -73,7 +75,7 @@ def read_submission(path: Path) -> Submission:
     stage = load_stage(sid, hidden=True)
     cells = [cell_source(c) for c in nb["cells"]
              if c.get("cell_type") == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution") is True]
-    return Submission(path, stage, cells, hashlib.sha256(raw).hexdigest())
+    return Submission(path, stage, cells, hashlib.sha256(raw).hexdigest(), notebook_language(nb))
 
 
 def parse_notebook(raw: bytes, name: str) -> dict:

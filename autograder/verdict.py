@@ -1,49 +1,67 @@
 """Judging outcomes: one place that turns (expected, got) into a pass/fail line for a learner.
 
 Both the inline ``check()`` and the isolated grader use this, so a learner sees the same words in
-the notebook, in a CLI report and in nbgrader feedback.
+the notebook, in a CLI report and in nbgrader feedback, in the notebook's language.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autograder import data
+from autograder import data, messages
+from autograder.display import first_difference, show
+from autograder.i18n import text
 from autograder.probe import todo_of_function
 from autograder.spec import Check, Stage
 
 
 @dataclass
 class CheckVerdict:
-    """The judgement of one check. ``detail`` lines never reveal a hidden check's input or values."""
+    """The judgement of one check. ``detail`` lines never reveal a hidden or secret check's values."""
 
     check: Check
     passed: bool
     summary: str
     detail: list[str] = field(default_factory=list)
     not_implemented: str | None = None  # TODO id whose stub was hit
+    blamed: str | None = None           # another TODO this failure comes from (inline check)
 
 
-def judge(stage: Stage, check: Check, expected: dict, got: dict) -> CheckVerdict:
+def check_title(check: Check, lang: str | None = None) -> str:
+    return text(check.title, lang) or check.name
+
+
+def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None) -> CheckVerdict:
+    def say(entry, **kw) -> str:
+        return text(entry, lang).format(**kw)
+
     if expected["kind"] not in ("ok", "raised"):
         raise RuntimeError(f"the reference failed its own check {check.key}: {expected}")
+    own = stage.todo(check.todo)
     if got["kind"] == "todo":
         todo = todo_of_function(stage, got.get("function", ""))
-        own = stage.todo(check.todo)
         if todo is None or todo.id == own.id:
-            return CheckVerdict(check, False, f"{own.label} is not implemented yet", not_implemented=own.id,
-                                detail=["replace `raise NotImplementedError()` with your code, then re-run that cell"])
-        return CheckVerdict(check, False, f"{own.label} needs {todo.label}, which is not implemented yet",
-                            not_implemented=todo.id, detail=[f"finish TODO {todo.number} first"])
+            return CheckVerdict(check, False, say(messages.NOT_IMPLEMENTED, label=own.label), not_implemented=own.id,
+                                detail=[say(messages.NOT_IMPLEMENTED_DO)])
+        return CheckVerdict(check, False, say(messages.NEEDS, label=own.label, other=todo.label),
+                            not_implemented=todo.id, detail=[say(messages.NEEDS_DO, n=todo.number)])
+    title = check_title(check, lang)
     if data.outcomes_equal(expected, got, check.atol):
-        return CheckVerdict(check, True, check.name)
+        return CheckVerdict(check, True, title)
     note = []
     if got["kind"] == "raised" and got["type"] == "NameError":
         # the usual cause when grading: a helper defined in a cell that is not a TODO cell
-        note = ["note:     only the cells with TODOs are graded; define your helpers inside them"]
+        note = [say(messages.HELPER_OUTSIDE)]
+    hint = f"{say(messages.HINT)} {text(check.hint, lang)}"
+    if check.secret:
+        return CheckVerdict(check, False, say(messages.QUIZ_WRONG, q=title), detail=[hint])
     if check.hidden:
-        return CheckVerdict(check, False, f"hidden check '{check.name}' failed", detail=[f"hint:     {check.hint}", *note])
+        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check.name), detail=[hint, *note])
     lines = []
     if check.call:
-        lines.append(f"input:    {check.call}")
-    lines += [f"expected: {data.show(expected)}", f"got:      {data.show(got)}", f"hint:     {check.hint}", *note]
-    return CheckVerdict(check, False, check.name, detail=lines)
+        lines.append(f"{say(messages.INPUT)} {check.call}")
+    lines += [f"{say(messages.EXPECTED)} {show(expected, lang)}", f"{say(messages.GOT)} {show(got, lang)}"]
+    if expected["kind"] == got["kind"] == "ok":
+        where = first_difference(data.decode(expected["value"]), data.decode(got["value"]), check.atol, lang=lang)
+        if where:
+            lines.append(f"{say(messages.WHERE)} {where}")
+    return CheckVerdict(check, False, title, detail=[*lines, hint, *note])

@@ -13,11 +13,8 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s08",
-    number=8,
     title="Attacks on a shared prefix cache",
     subtitle="共享前缀缓存的攻击与防御",
-    notebook="08_cache_attacks",
-    reference="solutions.s08_cache_attacks",
     todos=[
         Todo("s08.birthday_search", 1, target="birthday_search", points=3,
              title="a birthday search for two blocks with one key"),

