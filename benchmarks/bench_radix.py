@@ -18,7 +18,7 @@ the learner's ``evict`` (a scan of every leaf per call), per request and, as thi
 in batches of 1/32 of the budget. Part 2 times lookups alone on the warm caches. Part 3 fills caches
 of 1k and 100k blocks to steady state (every request evicts) and compares the cost per request.
 
-    python benchmarks/bench_radix.py            # the full workload (about 1 minute on 2 cores)
+    python benchmarks/bench_radix.py            # the full workload (about 30 s on 2 cores)
     python benchmarks/bench_radix.py --quick    # a small one (smoke test, a few seconds)
 """
 from __future__ import annotations
