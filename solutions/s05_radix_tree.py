@@ -379,7 +379,7 @@ class IncrementalEviction:
     def _drop_stale(self) -> None:
         """Keep one valid entry per candidate; O(heap), once per doubling, so O(1) per push."""
         live = {e[2].id: e for e in self._heap if self._is_candidate(e[2]) and e[2].last_access == e[0]}
-        self._heap = list(live.values())
+        self._heap[:] = live.values()  # in place: evict holds the list
         heapq.heapify(self._heap)
         self._heap_limit = max(64, 2 * len(self._heap))
 

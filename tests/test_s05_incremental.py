@@ -124,3 +124,47 @@ class TwinMachine(RuleBasedStateMachine):
 TwinMachine.TestCase.settings = settings(
     max_examples=200, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 test_s05_incremental_evicts_exactly_what_the_simple_evict_evicts = TwinMachine.TestCase
+
+
+class Counting(IncrementalRadixCache):
+    """Counts heap compactions."""
+
+    compactions = 0
+
+    def _drop_stale(self) -> None:
+        self.compactions += 1
+        super()._drop_stale()
+
+
+def test_s05_incremental_long_random_run_across_heap_compactions():
+    """Thousands of random operations: the heap drops its stale entries several times on the way.
+
+    (An evict pops an entry before it pushes a parent, so the heap never grows during an evict.)"""
+    import random
+
+    rng = random.Random(5)
+    simple, fast = RadixCache(), Counting()
+    slots = itertools.count()
+    locks: list[tuple[TreeNode, TreeNode]] = []
+    for _ in range(4_000):
+        op = rng.random()
+        tokens = [rng.randrange(4) for _ in range(rng.randint(1, 9))]
+        if op < 0.3:
+            new = [next(slots) for _ in tokens]
+            assert simple.insert(tokens, new) == fast.insert(tokens, new)
+        elif op < 0.94:
+            a, b = simple.match_prefix(tokens), fast.match_prefix(tokens)
+            assert a.slots == b.slots
+            if rng.random() < 0.05:
+                simple.inc_lock_ref(a.last_node)
+                fast.inc_lock_ref(b.last_node)
+                locks.append((a.last_node, b.last_node))
+        elif op < 0.99 and locks:
+            a, b = locks.pop(rng.randrange(len(locks)))
+            assert simple.dec_lock_ref(a) == fast.dec_lock_ref(b)
+        else:
+            n = rng.randrange(30)
+            assert simple.evict(n) == fast.evict(n)
+    assert shape(simple) == shape(fast)
+    fast.check_invariants()
+    assert fast.compactions >= 3  # rare evictions: stale entries pile up between them
