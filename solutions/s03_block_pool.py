@@ -186,6 +186,20 @@ class BlockPool:
         """The chained keys of the full blocks of ``tokens``, with this pool's root seed."""
         return chain_keys(tokens, self.block_size, extra_keys, root_seed=self.root_seed)
 
+    def _checked_keys(self, keys: Sequence[bytes], num_tokens: int) -> list[bytes]:
+        """A copy of ``keys`` handed to :meth:`admit`, after checking there is one ``bytes`` key per
+        full block of a ``num_tokens``-token prompt (the caller's list may change later)."""
+        if isinstance(keys, (bytes, str)):
+            raise TypeError("keys must be a sequence of bytes keys, not a single bytes/str")
+        checked = list(keys)
+        if len(checked) != num_tokens // self.block_size:
+            raise ValueError(f"{len(checked)} keys for a {num_tokens}-token prompt: it has "
+                             f"{num_tokens // self.block_size} full blocks of {self.block_size}")
+        for key in checked:
+            if not isinstance(key, bytes):
+                raise TypeError(f"keys must be bytes, got {type(key).__name__}")
+        return checked
+
     # -- TODOs ------------------------------------------------------------------------------------
     def lookup(self, keys: Sequence[bytes], num_tokens: int) -> list[Block]:
         """The cached blocks of the longest leading run of ``keys``; changes nothing.
@@ -237,6 +251,8 @@ class BlockPool:
         request_id: str,
         tokens: Sequence[int],
         extra_keys: Sequence[tuple[str, str]] | None = None,
+        *,
+        keys: Sequence[bytes] | None = None,
     ) -> Admission:
         """Give a request its block table: cached leading blocks, then fresh ones.
 
@@ -246,6 +262,11 @@ class BlockPool:
         a hit on a *free* cached block takes that block out of the free queue, so it is not also
         available for fresh allocation. Nothing is registered in ``cached`` here: the new blocks'
         KV does not exist until prefill ran (see :meth:`commit`).
+
+        ``keys``, if given, must be ``self.keys_of(tokens, extra_keys)``, computed earlier (say, by a
+        scheduler that looked the prompt up before admitting it): the prompt is then not hashed
+        again, as engines keep a request's block hashes on the request. Only their number and type
+        are checked (``ValueError``/``TypeError``, nothing changed); wrong keys give wrong hits.
         """
         if not isinstance(request_id, str):
             raise TypeError("request_id must be a str")
@@ -253,7 +274,10 @@ class BlockPool:
             raise ValueError(f"request {request_id!r} is already admitted")
         if len(tokens) == 0:
             raise ValueError("a prompt has at least one token")
-        keys = self.keys_of(tokens, extra_keys)  # hashed once here, reused by commit
+        if keys is None:
+            keys = self.keys_of(tokens, extra_keys)  # hashed once here, reused by commit
+        else:
+            keys = self._checked_keys(keys, len(tokens))
         encode_tokens(tokens[len(keys) * self.block_size :])  # the tail is not hashed: validate it too
         hits = self.lookup(keys, len(tokens))
         num_new = -(-len(tokens) // self.block_size) - len(hits)

@@ -226,8 +226,11 @@ class EvictionPool(BlockPool):
         request_id: str,
         tokens: Sequence[int],
         extra_keys: Sequence[tuple[str, str]] | None = None,
+        *,
+        keys: Sequence[bytes] | None = None,
     ) -> Admission:
-        """Stage 3's ``admit``, after expiring residence holds whose time has come.
+        """Stage 3's ``admit`` (``keys``: a lookup's keys, see there), after expiring residence
+        holds whose time has come.
 
         Expiring first is not a mutation of this request's state: it only lets time pass. If the
         request is then refused (``PoolFullError``), the expired holds stay expired.
@@ -235,7 +238,7 @@ class EvictionPool(BlockPool):
         if isinstance(request_id, str) and request_id.startswith("#"):
             raise ValueError(f"request ids starting with '#' are reserved, got {request_id!r}")
         self.expire()
-        return BlockPool.admit(self, request_id, tokens, extra_keys)
+        return BlockPool.admit(self, request_id, tokens, extra_keys, keys=keys)
 
     def commit(self, request_id: str) -> None:
         """Stage 3's ``commit``; with a minimum residence, also hold the newly registered blocks."""

@@ -334,3 +334,113 @@ class RadixCache:
             f"books say evictable={self.evictable_size} protected={self.protected_size}, "
             f"tree has evictable={evictable} protected={protected}")
 
+
+
+# -- given: eviction without a scan of the tree ----------------------------------------------------
+class IncrementalEviction:
+    """Mix in before a radix cache class (``class C(IncrementalEviction, RadixCache)``) to make
+    ``evict`` cost O(log n) per dropped node instead of a scan of every leaf per call.
+
+    ``RadixCache.evict`` collects every unlocked leaf into a heap on each call: fine when a
+    scheduler evicts rarely and in bulk, but a scheduler that evicts only what each request lacks
+    pays that scan per request, and it grows with the tree. Here the heap of candidates (unlocked
+    leaves other than the root, keyed by ``(last_access, id)``) lives as long as the cache. It is
+    kept up to date through ``super()`` by the methods that can make a candidate: ``insert`` (a
+    new leaf, or a leaf touched again), ``match_prefix`` (a leaf touched again), ``dec_lock_ref``
+    (a leaf unlocked) and ``evict`` itself (a parent that lost its last child). A node that stops
+    being a candidate (locked, given a child, touched again, evicted) keeps its old entry: the entry
+    is *stale*, is skipped when it reaches the top of the heap (lazy invalidation), and stale
+    entries are dropped in one pass when the heap has doubled since the last such pass.
+
+    Invariant: every candidate has an entry ``(node.last_access, node.id, node)``. An entry is
+    valid exactly when its node is still a candidate with that access time, so the first valid
+    entry popped is the candidate with the smallest ``(last_access, id)``: the node
+    ``RadixCache.evict`` pops. Both therefore drop the same nodes, in the same order, and return
+    the same slots.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._heap: list[tuple[float, int, TreeNode]] = []
+        self._heap_limit = 64  # drop stale entries when the heap grows past this
+        self._newest: TreeNode | None = None  # the node _new_node made last (see insert)
+
+    def _is_candidate(self, node: TreeNode) -> bool:
+        """An unlocked leaf still in the tree, other than the root."""
+        return node.parent is not None and not node.children and node.lock_ref == 0
+
+    def _offer(self, node: TreeNode) -> None:
+        """Give ``node`` an entry if it is a candidate now (at most one node per operation is)."""
+        if self._is_candidate(node):
+            heapq.heappush(self._heap, (node.last_access, node.id, node))
+            if len(self._heap) > self._heap_limit:
+                self._drop_stale()
+
+    def _drop_stale(self) -> None:
+        """Keep one valid entry per candidate; O(heap), once per doubling, so O(1) per push."""
+        live = {e[2].id: e for e in self._heap if self._is_candidate(e[2]) and e[2].last_access == e[0]}
+        self._heap[:] = live.values()  # in place: evict holds the list
+        heapq.heapify(self._heap)
+        self._heap_limit = max(64, 2 * len(self._heap))
+
+    def _new_node(self, key: Tokens, value: Tokens, parent: TreeNode, now: float) -> TreeNode:
+        node = super()._new_node(key, value, parent, now)
+        self._newest = node
+        return node
+
+    def match_prefix(self, tokens: Sequence[int]) -> PrefixMatch:
+        match = super().match_prefix(tokens)
+        self._offer(match.last_node)  # the path was touched; only its last node can be a leaf
+        return match
+
+    def insert(self, tokens: Sequence[int], slots: Sequence[int]) -> int:
+        self._newest = None
+        cached = super().insert(tokens, slots)
+        node = self._newest
+        if node is None or node.children:
+            # No new leaf (the whole sequence was cached: the path may end at a leaf it touched),
+            # or it was not made through _new_node: find where the inserted path ends.
+            key = self._page_aligned(tokens)
+            node, pos = self.root, 0
+            while pos < len(key):
+                child = node.children.get(self._child_key(key, pos))
+                if child is None:
+                    break
+                node, pos = child, pos + len(child.key)
+        self._offer(node)
+        return cached
+
+    def dec_lock_ref(self, node: TreeNode) -> int:
+        moved = super().dec_lock_ref(node)
+        self._offer(node)  # its ancestors all have a child: only `node` can be a leaf
+        return moved
+
+    def evict(self, num_tokens: int) -> list[int]:
+        """Same contract and result as ``RadixCache.evict``, without looking at the whole tree."""
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        freed: list[int] = []
+        heap = self._heap
+        while heap and len(freed) < num_tokens:
+            last_access, _, leaf = heapq.heappop(heap)
+            if not self._is_candidate(leaf) or leaf.last_access != last_access:
+                continue  # a stale entry
+            parent = leaf.parent
+            del parent.children[self._child_key(leaf.key)]
+            leaf.parent = None
+            freed.extend(leaf.value)
+            self.evictable_size -= len(leaf.key)
+            self._offer(parent)  # it may have become a leaf (never the root: it has no parent)
+        return freed
+
+    def check_invariants(self) -> None:
+        """The tree's invariants, and: every candidate has a valid entry in the heap."""
+        super().check_invariants()
+        valid = {e[2].id for e in self._heap if e[2].last_access == e[0]}
+        for leaf in self._leaves():
+            assert leaf.lock_ref > 0 or leaf.id in valid, f"{leaf!r}: an eviction candidate without a heap entry"
+
+
+class IncrementalRadixCache(IncrementalEviction, RadixCache):
+    """:class:`RadixCache` with :class:`IncrementalEviction`: what a scheduler that evicts only each
+    request's shortfall should use (``benchmarks/bench_radix.py`` measures both)."""

@@ -6,7 +6,9 @@ that only this request has. Same arguments, same workload, on every machine.
 """
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Iterator
 
 
 def make_prompts(seed: int = 0, num_prompts: int = 200, prompt_len: int = 2048, vocab: int = 32_000) -> list[list[int]]:
@@ -26,12 +28,27 @@ def make_workload(
     vocab: int = 32_000,
 ) -> list[list[int]]:
     """``num_requests`` requests: a shared prompt picked uniformly at random + fresh random tokens."""
-    if num_requests < 0 or fresh_tokens < 0:
+    return list(iter_workload(seed, num_prompts, prompt_len, num_requests, fresh_tokens, vocab))
+
+
+def iter_workload(
+    seed: int = 0,
+    num_prompts: int = 200,
+    prompt_len: int = 2048,
+    num_requests: int | None = 10_000,
+    fresh_tokens: int = 64,
+    vocab: int = 32_000,
+) -> Iterator[list[int]]:
+    """The requests of :func:`make_workload` one at a time (its first ``n`` are the same), without
+    holding them all; ``num_requests=None`` never stops. For runs too long to keep in memory."""
+    if (num_requests is not None and num_requests < 0) or fresh_tokens < 0:
         raise ValueError("num_requests and fresh_tokens must be non-negative")
-    prompts = make_prompts(seed, num_prompts, prompt_len, vocab)
+    prompts = make_prompts(seed, num_prompts, prompt_len, vocab)  # validates the rest, here and now
     rng = random.Random(f"requests/{seed}")
-    requests = []
-    for _ in range(num_requests):
-        prompt = prompts[rng.randrange(num_prompts)]
-        requests.append(prompt + [rng.randrange(vocab) for _ in range(fresh_tokens)])
-    return requests
+
+    def requests() -> Iterator[list[int]]:
+        for _ in itertools.count() if num_requests is None else range(num_requests):
+            prompt = prompts[rng.randrange(num_prompts)]
+            yield prompt + [rng.randrange(vocab) for _ in range(fresh_tokens)]
+
+    return requests()

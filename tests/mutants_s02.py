@@ -2,13 +2,27 @@
 Also a few *right* answers written differently from the reference, which must pass everything."""
 from __future__ import annotations
 
+from pathlib import Path
 
+from autograder.hybrid import solution_region
 
 SPLIT = "blocks = list(zip(*[iter(tokens[: num_full * block_size])] * block_size))"
 DATA = "data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens))"
 TAG = "data += frame(kind.encode()) + frame(value.encode())"
 DIGEST = "    key = hashlib.sha256(data).digest()\n"
-CHAIN = "parent = hash_block(parent, block, extra_keys, root_seed=root_seed)"
+# chain_keys' reference builds hash_block's bytes itself (faster, bit-identical keys)
+CHAIN_PREFIX = "        prefix = key_head + parent + block_head\n"
+CHAIN_FIRST = "        prefix = frame(root_seed) + block_head\n"
+CHAIN_END = "    end = len(tokens) - len(tokens) % block_size  # the partial tail gets no key\n"
+CHAIN_DIGEST = "parent = hashlib.sha256(prefix + encoded[start : start + width] + tags).digest()"
+_REFERENCE = (Path(__file__).resolve().parent.parent / "solutions" / "s02_block_hash.py").read_text(encoding="utf-8")
+_begin, _end = solution_region(_REFERENCE, "chain_keys")
+CHAIN_BODY = "\n".join(_REFERENCE.splitlines()[_begin + 1:_end]) + "\n"  # the whole reference answer of TODO 3
+CHAIN_LOOP = """    parent: bytes | None = None
+    for block in split_blocks(tokens, block_size):
+        parent = hash_block(parent, block, extra_keys, root_seed=root_seed)
+        keys.append(parent)
+"""
 RUN = """        if key not in table:
             break
         hits += 1"""
@@ -32,12 +46,18 @@ MUTANTS = {
         (DATA, DATA.replace("frame(encode_tokens(block_tokens))", "frame(str(list(block_tokens)).encode())"))]),
     "s02.hash_block/module_root_seed": ("s02.hash_block", [(DATA, DATA.replace("root_seed if", "ROOT_SEED if"))]),
     # TODO 3: chain_keys
-    "s02.chain_keys/no_parent": ("s02.chain_keys", [(CHAIN, CHAIN.replace("hash_block(parent,", "hash_block(None,"))]),
-    "s02.chain_keys/drops_extra_keys": ("s02.chain_keys", [(CHAIN, "parent = hash_block(parent, block, root_seed=root_seed)")]),
-    "s02.chain_keys/drops_root_seed": ("s02.chain_keys", [(CHAIN, "parent = hash_block(parent, block, extra_keys)")]),
-    "s02.chain_keys/hashes_partial_tail": ("s02.chain_keys", [
-        ("for block in split_blocks(tokens, block_size):",
-         "for block in [tokens[i:i + block_size] for i in range(0, len(tokens), block_size)]:")]),
+    "s02.chain_keys/no_parent": ("s02.chain_keys", [(CHAIN_PREFIX, CHAIN_FIRST)]),
+    "s02.chain_keys/drops_extra_keys": ("s02.chain_keys", [(CHAIN_DIGEST, CHAIN_DIGEST.replace(" + tags)", ")"))]),
+    "s02.chain_keys/drops_root_seed": ("s02.chain_keys", [(CHAIN_FIRST, CHAIN_FIRST.replace("root_seed", "ROOT_SEED"))]),
+    "s02.chain_keys/hashes_partial_tail": ("s02.chain_keys", [(CHAIN_END, "    end = len(tokens)\n")]),
+    # the same mistakes in the straightforward loop the hint describes
+    "s02.chain_keys/loop_without_parent": ("s02.chain_keys", [
+        (CHAIN_BODY, CHAIN_LOOP.replace("hash_block(parent,", "hash_block(None,"))]),
+    "s02.chain_keys/loop_drops_extra_keys": ("s02.chain_keys", [
+        (CHAIN_BODY, CHAIN_LOOP.replace("block, extra_keys, root_seed", "block, root_seed"))]),
+    "s02.chain_keys/loop_hashes_partial_tail": ("s02.chain_keys", [
+        (CHAIN_BODY, CHAIN_LOOP.replace("split_blocks(tokens, block_size)",
+                                        "[tokens[i:i + block_size] for i in range(0, len(tokens), block_size)]"))]),
     # TODO 4: longest_cached_run
     "s02.longest_cached_run/skips_misses": ("s02.longest_cached_run", [(RUN, RUN.replace("break", "continue"))]),
     "s02.longest_cached_run/tests_value": ("s02.longest_cached_run", [(RUN, RUN.replace("if key not in table:", "if not table.get(key):"))]),
@@ -51,7 +71,8 @@ EQUIVALENT = {
                                   "    h.update(frame(encode_tokens(block_tokens)))\n    data = b''"),
                            (TAG, "h.update(frame(kind.encode()) + frame(value.encode()))"),
                            (DIGEST, "    key = h.digest()\n")],
-    "chain_by_index": [("    for block in split_blocks(tokens, block_size):\n        " + CHAIN + "\n        keys.append(parent)",
-                        "    blocks = split_blocks(tokens, block_size)\n    for i in range(len(blocks)):\n"
-                        "        keys.append(hash_block(keys[i - 1] if i else None, blocks[i], extra_keys, root_seed=root_seed))")],
+    # the loop the hint describes (the reference builds the same bytes faster)
+    "chain_with_hash_block": [(CHAIN_BODY, CHAIN_LOOP)],
+    "chain_by_index": [(CHAIN_BODY, "    blocks = split_blocks(tokens, block_size)\n    for i in range(len(blocks)):\n"
+                        "        keys.append(hash_block(keys[i - 1] if i else None, blocks[i], extra_keys, root_seed=root_seed))\n")],
 }

@@ -188,6 +188,54 @@ def test_s02_chain_keys_property_is_the_hash_block_chain(tokens, bs, extra):
     assert keys == expected
 
 
+def _hash_block_loop(tokens, bs, extra=None, root_seed=ROOT_SEED):
+    """The straightforward chain the hint describes: hash_block per full block, on the previous key."""
+    keys, parent = [], None
+    for block in split_blocks(tokens, bs):
+        parent = hash_block(parent, block, extra, root_seed=root_seed)
+        keys.append(parent)
+    return keys
+
+
+def _outcome(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the exception's type is the outcome compared
+        return type(exc)
+
+
+@FAST
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=70), block_size_st, extra_st, st.binary(min_size=1, max_size=40))
+def test_s02_chain_keys_property_bit_identical_to_the_hash_block_loop(tokens, bs, extra, seed):
+    # the reference builds hash_block's bytes itself (faster): the keys must not change by one bit
+    assert chain_keys(tokens, bs, extra, root_seed=seed) == _hash_block_loop(tokens, bs, extra, seed)
+    assert chain_keys(tuple(tokens), bs, extra, root_seed=seed) == _hash_block_loop(tokens, bs, extra, seed)
+
+
+def test_s02_chain_keys_bit_identical_on_a_long_prompt():
+    import random
+
+    rng = random.Random(17)
+    tokens = [rng.randrange(32_000) for _ in range(2_112)]
+    for bs in (1, 16, 64):
+        assert chain_keys(tokens, bs) == _hash_block_loop(tokens, bs)
+        assert chain_keys(tokens, bs, [("salt", "t")]) == _hash_block_loop(tokens, bs, [("salt", "t")])
+
+
+bad_token_st = st.one_of(st.integers(-3, 5), st.integers(2**32 - 2, 2**32 + 2), st.just(1.5), st.just("7"), st.booleans())
+
+
+@FAST
+@given(st.lists(bad_token_st, max_size=14), st.one_of(block_size_st, st.sampled_from([0, -1, True, 2.0])),
+       st.one_of(extra_st, st.sampled_from(["salt", [("", "x")], [("salt", 3)], [("salt",)]])),
+       st.sampled_from([ROOT_SEED, b"", "seed"]))
+def test_s02_chain_keys_property_raises_what_the_hash_block_loop_raises(tokens, bs, extra, seed):
+    # same validation, in the same order: bad block size, then (with a full block) the root seed, the
+    # extra keys, and the first block with a bad token; the tail and a prompt without a full block are
+    # never validated, as hash_block never sees them
+    assert _outcome(chain_keys, tokens, bs, extra, root_seed=seed) == _outcome(_hash_block_loop, tokens, bs, extra, seed)
+
+
 @FAST
 @given(tokens_st, tokens_st, block_size_st, extra_st)
 def test_s02_chain_keys_property_equal_key_iff_equal_prefix(a, b, bs, extra):

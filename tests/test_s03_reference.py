@@ -181,6 +181,39 @@ def test_s03_admit_validates_before_changing_anything():
         assert snapshot(pool) == before
 
 
+def test_s03_admit_takes_the_keys_a_lookup_computed():
+    tokens = list(range(11))
+    plain, given_keys = BlockPool(8, 4), BlockPool(8, 4)
+    for pool in (plain, given_keys):
+        pool.admit("a", tokens)
+        pool.commit("a")
+    keys = given_keys.keys_of(tokens)
+    assert len(given_keys.lookup(keys, len(tokens))) == 2  # a scheduler looks the prompt up first...
+    adm = given_keys.admit("b", tokens, keys=keys)  # ... and admits it without hashing it again
+    assert adm == plain.admit("b", tokens)
+    keys.clear()  # the pool keeps its own copy: commit registers the right keys
+    for pool in (plain, given_keys):
+        pool.commit("b")
+        pool.check_invariants()
+    assert snapshot(given_keys) == snapshot(plain)
+    assert given_keys.requests["b"].keys == chain_keys(tokens, 4)
+
+
+def test_s03_admit_checks_given_keys_before_changing_anything():
+    pool = BlockPool(8, 2)
+    pool.admit("a", [1, 2, 3])
+    before = snapshot(pool)
+    keys = pool.keys_of([1, 2, 3, 4, 5])
+    for bad, exc in [(keys[:1], ValueError), (keys + keys[:1], ValueError), ([keys[0], "k"], TypeError),
+                     ([keys[0], None], TypeError), (b"".join(keys), TypeError)]:
+        with pytest.raises(exc):
+            pool.admit("b", [1, 2, 3, 4, 5], keys=bad)
+        assert snapshot(pool) == before
+    with pytest.raises(ValueError):  # the tail is validated even when the keys are given
+        pool.admit("b", [1, 2, 3, 4, -5], keys=keys)
+    assert snapshot(pool) == before
+
+
 def test_s03_admit_extra_keys_separate_tenants():
     pool = BlockPool(8, 2)
     pool.admit("a", [1, 2, 3, 4, 5], [("salt", "t1")])
@@ -392,8 +425,9 @@ class PoolMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.pool is not None)
     @rule(head=st.sampled_from(PROMPT_HEADS), tail=st.lists(st.integers(0, 2), max_size=6),
-          extra=st.sampled_from([None, [("salt", "")], [("salt", "t")], [("lora", "t")]]))
-    def admit(self, head, tail, extra):
+          extra=st.sampled_from([None, [("salt", "")], [("salt", "t")], [("lora", "t")]]),
+          looked_up=st.booleans())
+    def admit(self, head, tail, extra, looked_up):
         tokens = head + tail
         if not tokens:
             tokens = [0]
@@ -406,7 +440,9 @@ class PoolMachine(RuleBasedStateMachine):
                 self.pool.admit(rid, tokens, extra)
             assert snapshot(self.pool) == before
             return
-        adm = self.pool.admit(rid, tokens, extra)
+        # a scheduler that looked the prompt up first hands its keys over; the pool must not care
+        keys = self.pool.keys_of(tokens, extra) if looked_up else None
+        adm = self.pool.admit(rid, tokens, extra, keys=keys)
         table, hits = expected
         assert (adm.block_table, adm.hit_blocks, adm.hit_tokens) == (table, hits, hits * self.pool.block_size)
         assert len(tokens) - adm.hit_tokens >= 1
@@ -478,6 +514,7 @@ def test_s03_benchmark_quick_smoke(capsys):
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "hit tokens" in out and "full cycle" in out and "hash-only baseline" in out
+    assert "full cycle now is faster than before (lookup + admit) by       min " in out and "median " in out
 
 
 def test_s03_workload_is_seeded_and_shaped():

@@ -460,4 +460,6 @@ def test_s05_bench_radix_quick_runs(capsys):
 
     assert bench_radix.main(["--quick"]) == 0
     out = capsys.readouterr().out
-    assert "radix tree, page size 16" in out and "radix tree, page size 1" in out and "cycles/s" in out
+    assert "radix page 16, incremental evict" in out and "radix page 1" in out and "cycles/s" in out
+    assert "incremental and scanning evict find the same hit tokens: True" in out
+    assert "part 3, full caches" in out and "min " in out and "median " in out
