@@ -2,9 +2,8 @@
 Also a few *right* answers written differently from the reference, which must pass everything."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from autograder.hybrid import solution_region
+from autograder import layout
+from autograder.pysource import solution_region
 
 SPLIT = "blocks = list(zip(*[iter(tokens[: num_full * block_size])] * block_size))"
 DATA = "data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens))"
@@ -15,7 +14,7 @@ CHAIN_PREFIX = "        prefix = key_head + parent + block_head\n"
 CHAIN_FIRST = "        prefix = frame(root_seed) + block_head\n"
 CHAIN_END = "    end = len(tokens) - len(tokens) % block_size  # the partial tail gets no key\n"
 CHAIN_DIGEST = "parent = hashlib.sha256(prefix + encoded[start : start + width] + tags).digest()"
-_REFERENCE = (Path(__file__).resolve().parent.parent / "solutions" / "s02_block_hash.py").read_text(encoding="utf-8")
+_REFERENCE = layout.stage_files("s02").reference.read_text(encoding="utf-8")
 _begin, _end = solution_region(_REFERENCE, "chain_keys")
 CHAIN_BODY = "\n".join(_REFERENCE.splitlines()[_begin + 1:_end]) + "\n"  # the whole reference answer of TODO 3
 CHAIN_LOOP = """    parent: bytes | None = None

@@ -31,16 +31,25 @@ def learner_module(stage_id: str, edits: list[tuple[str, str]], name: str) -> di
     return module.__dict__
 
 
-def _early_mutants(stage_id: str, per_todo: int = 2, todos: int = 2) -> list[tuple[str, str, list]]:
-    mutants = importlib.import_module(layout.stage_files(stage_id).mutants_module).MUTANTS
+def _early_mutants(stage_id: str, per_todo: int = 99, todos: int = 3) -> list[tuple[str, str, list]]:
+    """Wrong answers of the first TODOs; each also combined with the stage's correct-but-different
+    answers (a learner's later TODO may call the early one where the reference does not)."""
+    data = importlib.import_module(layout.stage_files(stage_id).mutants_module)
     stage = load_stage(stage_id, hidden=False)
     early = {t.id for t in sorted(stage.todos, key=lambda t: t.number)[:todos]}
     picked: dict[str, int] = {}
     out = []
-    for name, (todo_id, edits) in mutants.items():
+    for name, (todo_id, edits) in data.MUTANTS.items():
         if todo_id in early and picked.get(todo_id, 0) < per_todo:
             picked[todo_id] = picked.get(todo_id, 0) + 1
             out.append((name, todo_id, edits))
+            for other, more in getattr(data, "EQUIVALENT", {}).items():
+                text = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
+                try:
+                    apply_edits(text, edits + more)
+                except AssertionError:
+                    continue  # the two edits touch the same lines
+                out.append((f"{name}+{other}", todo_id, edits + more))
     return out
 
 
@@ -57,12 +66,16 @@ def _failures_of_other_todos(stage_id: str, todo_id: str, ns: dict) -> list:
 @pytest.mark.parametrize("stage_id", stage_params())
 def test_early_slip_is_blamed_on_its_own_todo_inline(stage_id):
     """A slip in an early TODO: every later TODO's failing inline check names that TODO, never its own hint."""
-    blamed = 0
+    blamed, slips = 0, 0
     for name, todo_id, edits in _early_mutants(stage_id):
-        for other, v in _failures_of_other_todos(stage_id, todo_id, learner_module(stage_id, edits, name)):
+        failures = _failures_of_other_todos(stage_id, todo_id, learner_module(stage_id, edits, name))
+        for other, v in failures:
             assert v.blamed == todo_id, (name, other, v.check.name, v.detail)
             assert todo_id in v.detail[0] and "hint" not in v.detail[0].lower(), v.detail
             blamed += 1
+        slips += bool(failures)
+        if slips >= 3:
+            break  # three slips that reached later TODOs are enough evidence; keep the test fast
     independent = {"s08"}  # its TODOs do not call each other
     assert blamed > 0 or stage_id in independent, f"no early slip of {stage_id} reached a later TODO: pick other mutants"
 
@@ -116,10 +129,6 @@ def test_reveal_shows_prediction_next_to_answer(capsys):
 def test_check_speaks_the_notebook_language(capsys):
     set_language("zh")
     try:
-        run_check("s01.normalize", namespace={"__name__": "x"})
-        assert "你的笔记本" in capsys.readouterr().out or True
-        ns = learner_module("s01", [], "zh")
-        ns["PrefixCacheManager"]._normalize.__code__  # the class exists
         stub = learner_module("s01", [("        normalized = list(tokens)\n", "        raise NotImplementedError()\n")], "zh-stub")
         run_check("s01.normalize", namespace=stub)
         assert "还没有实现" in capsys.readouterr().out
