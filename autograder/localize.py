@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from autograder.pysource import STUB_LINES
+
 _ZH_COMMENT = re.compile(r"^(\s*)#\s?zh:\s?(.*)$")
 _COMMENT = re.compile(r"^(\s*)#(?!\s?zh:)")
 _QUOTES = ('"""', "'''")
@@ -86,5 +88,5 @@ def localize_code(text: str, lang: str) -> str:
 def english_left(text: str) -> list[str]:
     """Lines of a Chinese edition's code that still carry English prose in a comment (for tests)."""
     return [line for line in text.splitlines()
-            if _COMMENT.match(line) and re.search(r"[A-Za-z]{4,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", line)
+            if _COMMENT.match(line) and line.strip() not in STUB_LINES and re.search(r"[A-Za-z]{4,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", line)
             and not re.search(r"[\u4e00-\u9fff]", line)]

@@ -8,8 +8,8 @@ The notebook source (``solutions/src/NN_name.py``, jupytext percent format) says
 - ``# %% given="A,B"``: the reference module's source of A and B (locked; runs when grading);
 - ``# %% solution="Name"``: the reference module's ``Name``, with each TODO's contract from the spec
   written under its ``# TODO n (sNN.x)`` line;
-- ``# %% check="sNN.x"``: the check cell of a TODO; ``# %% quiz``: the stage's quiz (questions,
-  answer cell, check); ``# %% scoring``: how the notebook is scored, from the spec and course.toml;
+- ``# %% check="sNN.x"``: the check cell of a TODO; ``# %% quiz="questions"``: the stage's quiz (questions,
+  answer cell, check); ``# %% scoring="table"``: how the notebook is scored, from the spec and course.toml;
 - any other code cell: demo code, shown as written (comments localized).
 """
 from __future__ import annotations
