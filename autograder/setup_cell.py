@@ -28,6 +28,13 @@ _COMMENT = L("Course setup: make the course's helper package importable (found n
              "# 拉取一次），然后导入 check()、hint() 等工具。")
 
 
+_FONT = """
+from autograder.fonts import use_cjk_font
+use_cjk_font()  # 图表里的中文需要 CJK 字体（Colab 和 ModelScope 默认没有）
+"""
+
+
 def setup_cell(course: Course, lang: str) -> str:
-    return _TEMPLATE.format(comment=text(_COMMENT, lang), clone_url=course.raw_clone_url, branch=course.branch,
+    cell = _TEMPLATE.format(comment=text(_COMMENT, lang), clone_url=course.raw_clone_url, branch=course.branch,
                             name=course.name, lang=lang)
+    return cell + (_FONT if lang == "zh" else "")

@@ -42,7 +42,8 @@ class ChildLimits:
 def child_env(workdir: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
     env.update(HOME=workdir, TMPDIR=workdir, MPLBACKEND="Agg", MPLCONFIGDIR=workdir, OMP_NUM_THREADS="1",
-               MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
+               MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
+               PCW_GRADING="1")
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # machine-specific safety settings, see RECIPES
         if k in os.environ:
             env[k] = os.environ[k]

@@ -209,3 +209,19 @@ def test_partial_credit_through_the_cli_and_gradescope(tmp_path):
     gs = json.loads(out.read_text())
     test = next(t for t in gs["tests"] if "s01.match_prefix" in t["name"] and "hidden" not in t["name"])
     assert test["score"] == todo["points"] and gs["score"] == sum(t["points"] for t in json.loads(p.stdout)["submissions"][0]["todos"])
+
+
+def test_a_plot_with_chinese_labels_draws_every_glyph(tmp_path):
+    """The Chinese edition's font comes from a registry package: no missing-glyph boxes."""
+    script = (
+        "import warnings, matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "from autograder.fonts import use_cjk_font\nassert use_cjk_font()\n"
+        "with warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
+        "    fig, ax = plt.subplots(); ax.set_title('命中率与块池容量'); ax.set_xlabel('块表 · 引用计数 −1')\n"
+        "    ax.plot([1, 2], [3, -4], label='前缀缓存'); ax.legend(); fig.savefig(%r)\n"
+        "missing = [str(x.message) for x in w if 'missing from' in str(x.message)]\nassert not missing, missing\nprint('ok')"
+    ) % str(tmp_path / "zh.png")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PCW_GRADING"}
+    p = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+    assert (tmp_path / "zh.png").stat().st_size > 5000
