@@ -29,3 +29,20 @@ def raised(action: Callable[[], Any]) -> str | None:
     except Exception as exc:  # noqa: BLE001
         return type(exc).__name__
     return None
+
+
+def tensor(t: Any, decimals: int = 6) -> dict:
+    """A tensor as plain data the grader can compare and show readably: shape, dtype, device and
+    its values (flattened, rounded). Two of them that differ are reported as the largest difference
+    and the first mismatching index (see :mod:`autograder.display`), not as two long lists.
+    Use ``atol=`` on the check for float tensors."""
+    flat = t.detach().reshape(-1)
+    values = [round(float(x), decimals) for x in flat.tolist()] if flat.is_floating_point() else \
+        [int(x) for x in flat.tolist()]
+    return {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": t.device.type,
+            "values": values}
+
+
+def record(**fields: Any) -> dict:
+    """A result with labelled fields (shown as ``name=value``), instead of a bare tuple."""
+    return dict(fields)
