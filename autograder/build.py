@@ -22,6 +22,7 @@ from autograder.course import Course, load_course
 from autograder.i18n import text
 from autograder.notebook import instructor_notebook, learner_notebook
 from autograder.probe import reference_outcome
+from autograder.runtime import stage_build_id
 from autograder.spec import Stage, load_stage
 
 README_BEGIN, README_END = "<!-- notebooks:begin -->", "<!-- notebooks:end -->"
@@ -110,13 +111,16 @@ def generated_files(stage_ids: list[str] | None = None) -> dict[Path, str]:
         if stage_ids is not None and stage.id not in stage_ids:
             continue
         files = layout.stage_files(stage.id)
-        setup: list[str] = []
+        expected = expected_values(stage)
+        build_id = stage_build_id(stage.id, expected["checks"])
         for lang in files.languages:
-            inst = instructor_notebook(stage, course, lang)
+            inst = instructor_notebook(stage, course, lang, build_id)
             out[files.instructor(lang)] = _dump_nb(inst)
             out[files.learner(lang)] = _dump_nb(learner_notebook(inst))
-            setup = setup or [c.source for c in inst.cells if "setup" in c.metadata.get("tags", [])]
-        out[files.expected] = json.dumps(expected_values(stage, setup), indent=1, sort_keys=True) + "\n"
+            if lang == layout.DEFAULT_LANGUAGE:
+                expected["given_names"] = defined_names([c.source for c in inst.cells if "given" in c.metadata.get("tags", [])
+                                                         or "setup" in c.metadata.get("tags", [])])
+        out[files.expected] = json.dumps(expected, indent=1, sort_keys=True) + "\n"
     if layout.README.exists():
         text = layout.README.read_text(encoding="utf-8")
         text = _replace_between(text, README_BEGIN, README_END, readme_table(stages, course))

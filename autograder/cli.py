@@ -27,7 +27,7 @@ def _course(args: argparse.Namespace) -> int:
 
     from autograder.nbgrader_glue import layout_course
 
-    names = layout_course(Path(args.dest), args.stage or None)
+    names = layout_course(Path(args.dest), args.stage or None, args.editions)
     print(f"nbgrader course directory: {args.dest} (assignments: {', '.join(names)})")
     print(f"next: cd {args.dest} && nbgrader generate_assignment {names[0]} --create")
     return 0
@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("course", help="lay out an nbgrader course directory from solutions/")
     c.add_argument("dest", help="folder to create (e.g. ~/courses/prefix-cache)")
     c.add_argument("--stage", action="append", help="stage id to include (repeatable; default: all built stages)")
+    c.add_argument("--editions", choices=["en", "zh", "both"], default="en",
+                   help="which edition to release: English, Chinese, or both as two assignments per stage")
     c.set_defaults(func=_course)
     n = sub.add_parser("new-stage", help="write a new stage's source files from the stage template")
     n.add_argument("stage", help="stage id, e.g. s09")

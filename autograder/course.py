@@ -1,12 +1,12 @@
-"""``course.toml``: where the course lives (badges, the setup cell) and how it is graded.
+"""``course.toml``: where the course lives (badges, the first cell's install sources) and how it is graded.
 
 One place for settings an instructor or a fork changes; ``python -m autograder build`` writes them
-into the notebooks, and the grader reads the grading mode from here.
+into the notebooks and README, and the grader reads the grading mode from here.
 """
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import layout
@@ -16,7 +16,8 @@ GRADING_MODES = ("all-or-nothing", "partial")
 
 @dataclass(frozen=True)
 class Course:
-    """The course's settings. Invariant: ``grading`` is one of :data:`GRADING_MODES`.
+    """The course's settings. Invariants: ``grading`` is one of :data:`GRADING_MODES`; there is at
+    least one install source; link templates contain ``{path}`` where they link to one notebook.
 
     ``grading``: ``"all-or-nothing"`` gives a TODO its points when every check (hidden ones included)
     passes; ``"partial"`` gives a TODO ``points * passed checks / checks``.
@@ -26,22 +27,38 @@ class Course:
     branch: str
     name: str
     grading: str = "all-or-nothing"
+    sources: tuple[str, ...] = ()
+    timeout_s: int = 180
+    archive: str = ""
+    links: dict[str, str] = field(default_factory=dict)
+    torch_index: str = ""
 
     def __post_init__(self) -> None:
         if self.grading not in GRADING_MODES:
             raise ValueError(f"course.toml: [grading] mode must be one of {GRADING_MODES}, not {self.grading!r}")
+        if not self.sources:
+            raise ValueError("course.toml: [install] sources needs at least one source")
 
     @property
     def raw_clone_url(self) -> str:
         return self.repository + ".git"
 
+    def link(self, kind: str, path: str) -> str:
+        """The ``kind`` link (colab, modelscope, binder) for the notebook at repository path ``path``."""
+        return self.links[kind].format(path=path)
+
     def colab_url(self, path: str) -> str:
-        gh = self.repository.removeprefix("https://github.com/")
-        return f"https://colab.research.google.com/github/{gh}/blob/{self.branch}/{path}"
+        return self.link("colab", path)
 
 
 def load_course(path: Path | None = None) -> Course:
     raw = tomllib.loads((path or layout.COURSE_TOML).read_text(encoding="utf-8"))
-    cfg = raw["course"]
-    return Course(cfg["repository"].rstrip("/"), cfg.get("branch", "main"), cfg.get("name", "prefix-cache-workbook"),
-                  raw.get("grading", {}).get("mode", "all-or-nothing"))
+    cfg, install = raw["course"], raw.get("install", {})
+    repo = cfg["repository"].rstrip("/")
+    branch = cfg.get("branch", "main")
+    links = {"colab": f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}/blob/{branch}/{{path}}",
+             **raw.get("links", {})}
+    return Course(repo, branch, cfg.get("name", "prefix-cache-workbook"),
+                  raw.get("grading", {}).get("mode", "all-or-nothing"),
+                  tuple(install.get("sources", [f"git+{repo}.git@{branch}"])), int(install.get("timeout_s", 180)),
+                  install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""))

@@ -24,7 +24,7 @@ HIDDEN = SOLUTIONS / "hidden"
 NOTEBOOKS = ROOT / "notebooks"
 TESTS = ROOT / "tests"
 KERNELS = ROOT / "kernels"
-DATA = ROOT / "data"
+DATA = ROOT / "data" if (ROOT / "data").is_dir() else ROOT / "pcw_data"  # a checkout, or pip-installed
 README = ROOT / "README.md"
 COURSE_TOML = ROOT / "course.toml"
 REQUIREMENTS = ROOT / "requirements.txt"
@@ -72,6 +72,10 @@ class StageFiles:
         if self.slug is None:
             raise LookupError(f"{self.id} has neither a reference module nor a notebook source yet")
         return f"{self.number:02d}_{self.slug}"
+
+    def assignment(self, lang: str = DEFAULT_LANGUAGE) -> str:
+        """The nbgrader assignment of an edition: the notebook stem, plus ``_<lang>`` for non-default ones."""
+        return self.notebook if lang == DEFAULT_LANGUAGE else f"{self.notebook}_{_check_language(lang)}"
 
     # -- sources ------------------------------------------------------------------------------
     @property
@@ -162,10 +166,14 @@ class StageFiles:
         return not self.missing()
 
 
-def _edition_dir(base: Path, lang: str) -> Path:
+def _check_language(lang: str) -> str:
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; editions: {LANGUAGES}")
-    return base if lang == DEFAULT_LANGUAGE else base / lang
+    return lang
+
+
+def _edition_dir(base: Path, lang: str) -> Path:
+    return base if _check_language(lang) == DEFAULT_LANGUAGE else base / lang
 
 
 def rel(path: Path) -> str:

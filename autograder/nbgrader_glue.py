@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
 
 from autograder import layout
 from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
@@ -35,7 +36,12 @@ def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]
 
 
 class IsolatedGrade(NbGraderPreprocessor):
-    """Replaces nbgrader's ``Execute``: grade in isolated children, write verdicts as cell outputs."""
+    """Replaces nbgrader's ``Execute``: grade in isolated children, write verdicts as cell outputs.
+
+    ``grading`` (config) overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``.
+    """
+
+    grading = Unicode(None, allow_none=True, help="all-or-nothing or partial (default: course.toml)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from autograder.grade import grade_paths
@@ -44,7 +50,7 @@ class IsolatedGrade(NbGraderPreprocessor):
             name = resources.get("unique_key") or resources.get("nbgrader", {}).get("notebook") or "submission"
             path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
             nbformat.write(nb, path)
-            result = grade_paths([path])[0]  # its TODOs in parallel, one child each
+            result = grade_paths([path], grading=self.grading)[0]  # its TODOs in parallel, one child each
         verdicts = {t.id.replace(".", "-"): t for t in result.todos}  # keyed by nbgrader grade_id
         for cell in nb.cells:
             if cell.cell_type != "code":
@@ -120,20 +126,28 @@ c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHi
 '''
 
 
-def layout_course(dest: Path, stage_ids: list[str] | None = None) -> list[str]:
-    """Create an nbgrader course directory: config, and ``source/<assignment>/`` per stage."""
+def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str = "en") -> list[str]:
+    """Create an nbgrader course directory: config, and ``source/<assignment>/`` per stage and edition.
+
+    ``editions``: ``"en"``, ``"zh"`` or ``"both"`` (two assignments per stage, e.g. ``02_block_hash``
+    and ``02_block_hash_zh``; the same code earns the same points in either).
+    """
     dest.mkdir(parents=True, exist_ok=True)
+    langs = list(layout.LANGUAGES) if editions == "both" else [editions]
     assignments = []
     for sid in stage_ids or layout.built_stages():
         files = layout.stage_files(sid)
-        adir = dest / "source" / files.notebook
-        adir.mkdir(parents=True, exist_ok=True)
-        shutil.copy(files.instructor(), adir / files.instructor().name)
-        for src, rel in layout.release_files(sid):
-            target = adir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, target)
-        assignments.append(files.notebook)
+        for lang in langs:
+            if lang not in files.languages:
+                raise ValueError(f"{sid} has no {lang} edition (editions: {', '.join(files.languages)})")
+            adir = dest / "source" / files.assignment(lang)
+            adir.mkdir(parents=True, exist_ok=True)
+            shutil.copy(files.instructor(lang), adir / files.instructor(lang).name)
+            for src, rel in layout.release_files(sid):
+                target = adir / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(src, target)
+            assignments.append(files.assignment(lang))
     (dest / "nbgrader_config.py").write_text(
         CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE)), encoding="utf-8")
     return assignments

@@ -109,8 +109,9 @@ def scoring_markdown(stage: Stage, course: Course, lang: str) -> str:
     return text(body, lang).format(rows="\n".join(rows), total=stage.max_score, mode=text(mode, lang))
 
 
-def instructor_notebook(stage: Stage, course: Course, lang: str = "en") -> NotebookNode:
-    """The instructor notebook of edition ``lang``: prose, reference code, nbgrader metadata."""
+def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: str = "") -> NotebookNode:
+    """The instructor notebook of edition ``lang``: prose, reference code, nbgrader metadata.
+    ``build`` is the stage's build id (:func:`autograder.runtime.stage_build_id`)."""
     files = layout.stage_files(stage.id)
     src = jupytext.read(files.source, fmt="py:percent")
     ref = files.reference
@@ -131,7 +132,7 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en") -> Noteb
             if meta.get("lang", "en") == lang:
                 cells.append(nbformat.v4.new_markdown_cell(cell.source))
         elif "setup" in meta:
-            body = setup_cell(course, lang) + _imports_block(top_level_imports(ref), lang)
+            body = setup_cell(course, lang, stage.id, build) + _imports_block(top_level_imports(ref), lang)
             if cell.source.strip():
                 body += "\n" + localize_code(cell.source, lang)
             code(body, _nbgrader(f"{stage.id}-setup-{len(cells)}", locked=True), ["setup"])
@@ -164,7 +165,7 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en") -> Noteb
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
-    nb.metadata["pcw"] = {"stage": stage.id, "lang": lang}
+    nb.metadata["pcw"] = {"stage": stage.id, "lang": lang, "build": build}
     for i, c in enumerate(nb.cells):  # stable ids keep regenerated files byte-identical
         c["id"] = f"{stage.id}-{lang}-{i:03d}" if lang != "en" else f"{stage.id}-{i:03d}"
     return nb

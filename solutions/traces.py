@@ -51,13 +51,14 @@ MOONCAKE_TRACES = {
 
 
 def data_dir() -> Path:
-    """The repository's ``data/`` folder.
+    """The repository's ``data/`` folder (``pcw_data`` where the course was installed with pip).
 
     Looked up when called, not at import: the grader loads this module from a string, without a
     ``__file__``, and never reads data files.
     """
     here = globals().get("__file__")
-    return (Path(here).resolve().parent.parent if here else Path.cwd()) / "data"
+    root = Path(here).resolve().parent.parent if here else Path.cwd()
+    return root / "data" if (root / "data").is_dir() else root / "pcw_data"
 
 
 @dataclass(frozen=True)
