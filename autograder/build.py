@@ -57,10 +57,6 @@ def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:
     return {"stage": stage.id, "checks": checks, "given_names": defined_names(list(setup_sources))}
 
 
-def _badge(url: str) -> str:
-    return f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})"
-
-
 def _title(s: Stage) -> str:
     zh = text(s.title, "zh") if not s.subtitle else s.subtitle
     return f"{text(s.title, 'en')} · {zh}"
@@ -73,9 +69,9 @@ def readme_table(stages: list[Stage], course: Course) -> str:
         links = []
         for lang in files.languages:
             learner = layout.rel(files.learner(lang))
-            tag = "" if lang == layout.DEFAULT_LANGUAGE else f" ({lang})"
-            links.append(f"{_badge(course.colab_url(learner))} [`{learner}`]({learner}){tag}")
-        instructor = " ".join(_badge(course.colab_url(layout.rel(files.instructor(lang)))) for lang in files.languages)
+            links.append(f"{course.badges(learner)} [`{learner}`]({learner})")
+        instructor = "<br>".join(f"[`{layout.rel(files.instructor(lang))}`]({layout.rel(files.instructor(lang))})"
+                                 for lang in files.languages)
         rows.append(f"| {s.number}. {_title(s)} | {'<br>'.join(links)} | {instructor} |")
     return "\n".join(rows)
 

@@ -50,6 +50,14 @@ class Course:
     def colab_url(self, path: str) -> str:
         return self.link("colab", path)
 
+    def badges(self, path: str) -> str:
+        """Markdown badges that open the notebook at ``path`` on Colab, ModelScope and Binder."""
+        images = {"colab": "https://colab.research.google.com/assets/colab-badge.svg",
+                  "modelscope": "https://img.shields.io/badge/ModelScope-Notebook-624aff",
+                  "binder": "https://mybinder.org/badge_logo.svg"}
+        labels = {"colab": "Open In Colab", "modelscope": "Open in ModelScope", "binder": "Launch Binder"}
+        return " ".join(f"[![{labels[k]}]({images[k]})]({self.link(k, path)})" for k in images if k in self.links)
+
 
 def load_course(path: Path | None = None) -> Course:
     raw = tomllib.loads((path or layout.COURSE_TOML).read_text(encoding="utf-8"))

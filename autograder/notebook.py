@@ -159,6 +159,7 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
             cells.append(nbformat.v4.new_markdown_cell(scoring_markdown(stage, course, lang)))
         else:
             code(localize_code(cell.source, lang))
+    cells.insert(0, nbformat.v4.new_markdown_cell(course.badges(layout.rel(files.learner(lang)))))
     missing = {t.id for t in stage.todos} - seen_checks
     if missing:
         raise ValueError(f"{layout.rel(files.source)}: no check cell for {sorted(missing)}")

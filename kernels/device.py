@@ -29,12 +29,42 @@ def triton_available() -> bool:
     return True
 
 
-def paged_attention_for(device: str | torch.device) -> tuple[str, PagedAttentionFn]:
-    """``(name, fn)`` of the paged attention to use on ``device``; ``fn`` has the torch reference's signature."""
-    if torch.device(device).type == "cuda" and triton_available():
-        from kernels.triton_paged_attention import paged_attention_triton
+class WithFallback:
+    """A fast kernel that, the first time it fails to compile or run, gives way to the torch reference
+    for good, saying so in one line: a GPU whose Triton setup is broken never strands a learner.
 
-        return "triton", paged_attention_triton
+    Invariant: after the first failure ``fallen`` is True and every call goes to ``fallback``.
+    """
+
+    def __init__(self, name: str, primary: PagedAttentionFn, fallback: PagedAttentionFn = paged_attention_torch,
+                 say: Callable[[str], None] = print) -> None:
+        self.name, self.primary, self.fallback, self.say = name, primary, fallback, say
+        self.fallen = False
+
+    def __call__(self, *args, **kwargs) -> Tensor:
+        if not self.fallen:
+            try:
+                return self.primary(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - compile and launch errors have many types
+                self.fallen = True
+                self.say(f"⚠️ the {self.name} kernel failed on this machine ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); using the torch path instead "
+                         "(same results, slower). / 该 kernel 在本机运行失败，已改用 torch 实现（结果相同，速度较慢）。")
+        return self.fallback(*args, **kwargs)
+
+
+def paged_attention_for(device: str | torch.device) -> tuple[str, PagedAttentionFn]:
+    """``(name, fn)`` of the paged attention to use on ``device``; ``fn`` has the torch reference's signature.
+
+    On CUDA with Triton importable: the Triton kernel, falling back to the torch reference (with one
+    line saying so) if it fails to compile or run there."""
+    if torch.device(device).type == "cuda" and triton_available():
+        try:
+            from kernels.triton_paged_attention import paged_attention_triton
+        except Exception as exc:  # noqa: BLE001 - a broken Triton install
+            print(f"⚠️ Triton could not be loaded ({type(exc).__name__}); using the torch path instead.")
+            return "torch", paged_attention_torch
+        return "triton", WithFallback("Triton", paged_attention_triton)
     return "torch", paged_attention_torch
 
 

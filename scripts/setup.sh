@@ -1,13 +1,37 @@
 #!/usr/bin/env bash
-# Create .venv and install the course into it. Safe to re-run.
-# torch: a CPU build by default (TORCH_SPEC overrides, e.g. TORCH_SPEC="torch==2.13.0" on a CUDA box
-# with PyTorch's CUDA index); an already importable torch is kept (Colab, ModelScope).
+# Create a virtual environment with the course installed (the same `pip install` a notebook's first
+# cell uses, editable here, with the grader and build tools) and the test tooling. Safe to re-run.
+#
+# torch: a machine that already has torch (Colab, ModelScope, a CUDA box) keeps it: the environment is
+# created with --system-site-packages, torch and triton are never installed over it, and triton's pin
+# is left out. Elsewhere a CPU build is installed (TORCH_SPEC overrides, e.g. "torch==2.13.0").
+# Variables: PYTHON (interpreter, default python3), VENV (default .venv), REQUIREMENTS (default
+# requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  .venv/bin/python -m pip install -q ${TORCH_SPEC:-torch==2.13.0}
+VENV=${VENV:-.venv}
+REQUIREMENTS=${REQUIREMENTS:-requirements.txt}
+if [ ! -x "$VENV/bin/python" ]; then
+  if "$PY" -c "import torch" 2>/dev/null; then
+    echo "keeping this machine's torch: $("$PY" -c 'import torch; print(torch.__version__)')"
+    "$PY" -m venv --system-site-packages "$VENV"
+  else
+    "$PY" -m venv "$VENV"
+  fi
 fi
-.venv/bin/python -m pip install -q -r requirements.txt
-.venv/bin/python -c "import torch, triton, nbgrader; print('ready: torch', torch.__version__, '| cuda:', torch.cuda.is_available(), '| nbgrader', nbgrader.__version__)"
+if "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+  KEEP_TORCH=1
+else
+  KEEP_TORCH=0
+  "$VENV/bin/python" -m pip install -q ${TORCH_SPEC:-torch==2.13.0}
+fi
+reqs=$(mktemp)
+trap 'rm -f "$reqs"' EXIT
+if [ "$KEEP_TORCH" = 1 ]; then
+  grep -v -E '^\s*(torch|triton)\b' "$REQUIREMENTS" > "$reqs" || true  # never replace the machine's torch stack
+else
+  cp "$REQUIREMENTS" "$reqs"
+fi
+"$VENV/bin/python" -m pip install -q -r "$reqs"
+"$VENV/bin/python" -c "import torch, autograder; print('ready: torch', torch.__version__, '| course', autograder.__file__)"

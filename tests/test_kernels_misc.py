@@ -73,3 +73,26 @@ def test_kernels_flops_attention_counts_keys_seen():
     assert prefill_flops(cfg, 2, cached=3)["attention"] == 2 * 2 * 2 * 4 * (4 + 5)
     with pytest.raises(ValueError):
         prefill_flops(cfg, 0)
+
+
+def test_kernels_a_failing_triton_kernel_falls_back_to_torch_with_one_line():
+    """Forced failure of the fast path: the same outputs from the torch reference, and a message once."""
+    import torch
+
+    from kernels.device import WithFallback
+    from kernels.paged_attention import paged_attention_torch
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("PTX assembly failed: unsupported architecture sm_999")
+
+    said: list[str] = []
+    fn = WithFallback("Triton", broken, say=said.append)
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 4, 8, generator=g)
+    k_cache, v_cache = torch.randn(4, 2, 2, 8, generator=g), torch.randn(4, 2, 2, 8, generator=g)
+    table = torch.tensor([2, 0, 3])
+    for _ in range(3):
+        out = fn(q, k_cache, v_cache, table, 2)
+        torch.testing.assert_close(out, paged_attention_torch(q, k_cache, v_cache, table, 2))
+    assert fn.fallen and len(said) == 1
+    assert "Triton" in said[0] and "torch" in said[0] and "sm_999" in said[0]

@@ -1,0 +1,70 @@
+"""Installing the course the way learners and instructors do: `pip install` into a fresh environment
+(grading then works from any folder), and scripts/setup.sh on a machine that already has torch."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from autograder import layout
+from tests.conftest import ROOT
+
+S01 = layout.stage_files("s01")
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
+
+
+@pytest.mark.slow
+def test_pip_install_into_a_fresh_venv_then_grade_from_another_folder(tmp_path):
+    venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")
+    python = tmp_path / "venv" / "bin" / "python"
+    p = subprocess.run([str(python), "-m", "pip", "install", "-q", f"{ROOT}[grader]"], env=_clean_env(),
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
+                            env=_clean_env(), check=True).stdout
+    assert "torch" not in {d["name"] for d in json.loads(listed)}, "the course must never pull torch"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for src in (S01.learner(), S01.instructor()):
+        shutil.copy(src, elsewhere / f"{src.parent.name}-{src.name}")
+    g = subprocess.run([str(python), "-m", "autograder", "grade", str(elsewhere), "--format", "json",
+                        "--no-require-isolation", "--no-progress"], cwd=elsewhere, env=_clean_env(),
+                       capture_output=True, text=True, timeout=600)
+    assert g.returncode == 0, g.stderr[-3000:]
+    scores = {Path(s["path"]).name.split("-")[0]: (s["score"], s["max_score"]) for s in json.loads(g.stdout)["submissions"]}
+    assert scores["solutions"][0] == scores["solutions"][1] > 0 and scores["notebooks"][0] == 0, scores
+
+
+def test_setup_script_keeps_the_machines_torch(tmp_path):
+    """A machine whose Python already has torch (here in that Python's user site, which a venv made
+    with --system-site-packages sees and a plain one does not): setup.sh builds on it and never
+    installs torch or triton over it."""
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    userbase = tmp_path / "userbase"
+    user_site = Path(subprocess.run([str(base), "-c", "import site; print(site.getusersitepackages())"],
+                                    env={**_clean_env(), "PYTHONUSERBASE": str(userbase)}, capture_output=True,
+                                    text=True, check=True).stdout.strip())
+    (user_site / "torch").mkdir(parents=True)
+    (user_site / "torch" / "__init__.py").write_text("__version__ = '2.0.0+machine'\n")
+    before = (user_site / "torch" / "__init__.py").stat().st_mtime_ns
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("triton==3.7.1\ntorch==2.13.0\n")  # what a careless install would pull
+    env = _clean_env()
+    env.update(PYTHON=str(base), VENV=str(tmp_path / "venv"), REQUIREMENTS=str(requirements), PYTHONUSERBASE=str(userbase),
+               PYTHONPATH=str(ROOT))  # the course itself from this checkout (the tiny requirements omit it)
+    p = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "keeping this machine's torch: 2.0.0+machine" in p.stdout
+    assert "ready: torch 2.0.0+machine" in p.stdout
+    assert (user_site / "torch" / "__init__.py").stat().st_mtime_ns == before
+    venv_site = list((tmp_path / "venv" / "lib").glob("python3*/site-packages"))[0]
+    assert not (venv_site / "torch").exists() and not (venv_site / "triton").exists()
