@@ -18,7 +18,9 @@ import re
 from autograder.pysource import STUB_LINES
 
 _ZH_COMMENT = re.compile(r"^(\s*)#\s?zh:\s?(.*)$")
-_COMMENT = re.compile(r"^(\s*)#(?!\s?zh:)")
+# A translatable English comment: never a marker the build or nbgrader relies on (solution and
+# hidden-test markers, a TODO's marker line), which both editions keep as they are.
+_COMMENT = re.compile(r"^(\s*)#(?!\s?zh:)(?!## (BEGIN|END) )(?! TODO \d+ \()")
 _QUOTES = ('"""', "'''")
 
 

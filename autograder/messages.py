@@ -33,9 +33,9 @@ NAME_OUTSIDE = L("{label} uses `{name}`, which is defined outside the graded cel
                  "{label} 用到了 `{name}`，它定义在不评分的单元里：评分时看不到它（把它移到含 TODO 的单元里）")
 COURSE_VERSION_USED = L("{label}: your cell has no `{name}` (renamed or deleted?); grading uses the course's",
                         "{label}：你的单元里没有 `{name}`（改名或删掉了？）；评分时使用课程自带的版本")
-REPORT_HEAD = L("{label} · {title}: {n}/{total} {kind} passed", "{label} · {title}：{kind}通过 {n}/{total}")
-VISIBLE = L("visible checks", "个可见检查")
-HIDDEN = L("hidden checks", "个隐藏检查")
+REPORT_HEAD = L("{label} · {title}: {n}/{total} {kind} passed", "{label} · {title}：{total} 个{kind}中通过了 {n} 个")
+VISIBLE = L("visible checks", "可见检查")
+HIDDEN = L("hidden checks", "隐藏检查")
 VISIBLE_ONLY = L("(visible checks only: grading also runs hidden checks)", "（这里只运行了可见检查：评分时还会运行隐藏检查）")
 NO_HIDDEN_HERE = L("ℹ️  {label}: hidden checks are not part of this copy of the course; they run when your notebook is graded.",
                    "ℹ️  {label}：这份课程副本不含隐藏检查；提交评分时才会运行。")

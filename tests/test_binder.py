@@ -6,16 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import time
-import urllib.request
 import venv
 
 import pytest
 
 from autograder import layout
 from tests.conftest import ROOT
-from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT, free_port, open_and_run_all
+from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT, open_and_run_all, start_lab, stop_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(
     not (CHROMIUM and HAVE_PLAYWRIGHT), reason="needs chromium and playwright: run scripts/setup-browser.sh")]
@@ -36,20 +33,8 @@ def test_binder_environment_opens_and_runs_a_notebook(tmp_path):
     work.mkdir()
     notebook = layout.stage_files("s02").learner()
     shutil.copy(notebook, work / notebook.name)
-    port, token = free_port(), "pcw-binder-token"
-    lab_env = dict(env, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-                   JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
-    proc = subprocess.Popen([str(bindir / "jupyter"), "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
-                             f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={work}"],
-                            env=lab_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc, url, token = start_lab(str(bindir / "python"), work, tmp_path, dict(env, JUPYTER_DATA_DIR=str(tmp_path / "data")))
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as pw:
@@ -64,6 +49,5 @@ def test_binder_environment_opens_and_runs_a_notebook(tmp_path):
             text = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_lab(proc)
     assert "course ready" in text and "Traceback" not in text

@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import sysconfig
 import tarfile
 import threading

@@ -165,15 +165,20 @@ def _quiz_stages() -> list[str]:
 
 @pytest.mark.parametrize("stage_id", _quiz_stages())
 def test_quiz_answers_are_not_readable_from_the_learner_files(stage_id):
+    from autograder.quiz import canonical, digest
+
     stage = load_stage(stage_id, hidden=False)
-    ref = importlib.import_module(stage.reference)
-    answers = ref.quiz()
+    answers = importlib.import_module(stage.reference).quiz()
     expected = json.loads(layout.stage_files(stage_id).expected.read_text(encoding="utf-8"))["checks"]
-    learner = layout.stage_files(stage_id).learner().read_text(encoding="utf-8")
     for q in stage.quiz.questions:
-        stored = json.dumps(expected[f"{stage_id}.quiz:{q.id}"])
-        assert json.dumps(answers[q.id]) not in stored.replace(f'"{q.id}"', "")
-    assert "return {" not in learner.split("def quiz")[-1].split("check(")[0]
+        stored = expected[f"{stage_id}.quiz:{q.id}"]
+        # only the salted digest is stored, never the answer itself
+        assert stored == {"kind": "ok", "value": digest(stage_id, q, answers[q.id])}, (q.id, stored)
+        assert canonical(q, answers[q.id]) not in json.dumps(stored).replace(stored["value"], "")
+    for lang in layout.stage_files(stage_id).languages:
+        learner = json.loads(layout.stage_files(stage_id).learner(lang).read_text(encoding="utf-8"))
+        quiz_cell = next("".join(c["source"]) for c in learner["cells"] if "def quiz" in "".join(c["source"]))
+        assert "raise NotImplementedError()" in quiz_cell and "return {" not in quiz_cell, quiz_cell
 
 
 # -- partial credit --------------------------------------------------------------------------------

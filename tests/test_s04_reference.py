@@ -205,7 +205,7 @@ def test_s04_a_referenced_block_is_never_evicted():
     with pytest.raises(PoolFullError):
         pool.admit("big", [5] * 6)  # needs 3 fresh, only 2 free: nothing changes
     run(pool, "y", [4, 4, 4, 4])  # evicts x's blocks, never live's
-    assert [pool.admit(f"again", [1, 1, 1, 1, 0]).hit_blocks] == [2]
+    assert [pool.admit("again", [1, 1, 1, 1, 0]).hit_blocks] == [2]
     pool.check_invariants()
 
 

@@ -83,3 +83,20 @@ def test_load_stage_public_holds_public_checks_only_whatever_was_imported(stage_
     assert public.checks and not any(c.hidden for c in public.checks)
     assert [c.key for c in public.checks] == [c.key for c in full.checks if not c.hidden]
     assert any(c.hidden for c in load_stage(stage_id, hidden=True).checks)
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_every_learner_edition_has_every_todo_stubbed(stage_id):
+    """No edition's learner notebook carries a solution: one stub per TODO, no solution marker left."""
+    import json
+
+    files = layout.stage_files(stage_id)
+    todos = load_stage(stage_id, hidden=False).todos
+    for lang in files.languages:
+        cells = json.loads(files.learner(lang).read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                         for c in cells if c["cell_type"] == "code")
+        assert "BEGIN SOLUTION" not in code and "END SOLUTION" not in code and "BEGIN HIDDEN TESTS" not in code, lang
+        assert code.count("raise NotImplementedError()") >= len(todos), (lang, code.count("raise NotImplementedError()"))
+        for t in todos:
+            assert f"# TODO {t.number} ({t.id})" in code, (lang, t.id)

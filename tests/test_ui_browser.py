@@ -36,12 +36,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def lab(tmp_path):
-    work = tmp_path / "work"
-    work.mkdir()
-    for sid in ("s01", "s03", "s05"):
-        shutil.copy(layout.stage_files(sid).instructor(), work)
+def start_lab(python: str, work, tmp_path, env: dict) -> tuple[subprocess.Popen, str, str]:
+    """JupyterLab (from ``python``'s environment) serving ``work``, with settings that keep every cell in
+    the page and no news toast; returns (process, url, token) once it answers."""
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -50,28 +47,39 @@ def lab(tmp_path):
     # every cell stays in the page (no virtual scrolling), so the test reads all outputs
     (nb_settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port, token = free_port(), "pcw-test-token"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+    env = dict(env, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), MPLBACKEND="module://matplotlib_inline.backend_inline")
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
+    proc = subprocess.Popen([python, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
                              f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={work}"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
+    for _ in range(240):
         try:
             urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
-            break
+            return proc, url, token
         except OSError:
             time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("jupyter lab did not start")
-    yield url, token, tmp_path
+    proc.kill()
+    pytest.fail("jupyter lab did not start")
+
+
+def stop_lab(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    for sid in ("s01", "s03", "s05"):
+        shutil.copy(layout.stage_files(sid).instructor(), work)
+    proc, url, token = start_lab(sys.executable, work, tmp_path, dict(os.environ, PYTHONPATH=str(ROOT)))
+    yield url, token, tmp_path
+    stop_lab(proc)
 
 
 def open_and_run_all(page, url: str, token: str, notebook: str, shots) -> None:
