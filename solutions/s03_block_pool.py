@@ -30,12 +30,20 @@ class Block:
     ``prev_free``/``next_free`` are free for a free queue's own bookkeeping (stage 4 links free
     blocks into a doubly linked list through them); the pool never reads them.
     Blocks compare by identity.
+
+    [zh]
+    一个物理 KV 块。
+
+    ``ref_count`` 是块表中含有这个块的活跃请求个数。``key`` 是它所存内容的链式哈希，内容提交
+    （commit）之后才有，否则为 ``None``。``prev_free``/``next_free`` 留给空闲队列自己记账用
+    （第 4 阶段用它们把空闲块串成双向链表）；块池从不读取它们。块按身份（identity）比较。
     """
 
     block_id: int
     ref_count: int = 0
     key: bytes | None = None
     # Quoted: in a notebook cell (no `from __future__ import annotations`) the class does not exist yet.
+    # zh: 加引号：在笔记本单元里（没有 `from __future__ import annotations`）这个类此时还不存在。
     prev_free: "Block | None" = None
     next_free: "Block | None" = None
 
@@ -47,6 +55,12 @@ class FreeQueue(Protocol):
     The pool calls ``append`` when a block's ref count drops to 0, ``popleft`` to get a block for
     new content (the pool then drops that block's old key), and ``remove`` when a free block gets
     a cache hit and so is in use again. A block is in the queue at most once.
+
+    [zh]
+    ``ref_count == 0`` 的块在这里等待，顺序由队列自己决定。
+
+    块的引用计数降到 0 时，块池调用 ``append``；要给新内容找块时调用 ``popleft``（块池随后删掉
+    这个块原来的 key）；空闲块被缓存命中、重新投入使用时调用 ``remove``。一个块最多在队列里出现一次。
     """
 
     def append(self, block: Block) -> None: ...
@@ -65,6 +79,13 @@ class SimpleFreeQueue:
     ``OrderedDict``; blocks hash by identity). Invariant: a block is in the queue at most once;
     ``append`` of a block already in it raises ``ValueError`` (a double free), ``remove`` of a
     block not in it raises ``ValueError``; neither changes the queue then.
+
+    [zh]
+    先进先出：``popleft`` 交出空闲时间最长的那个块。
+
+    三个操作都是 O(1)：队列是一个按插入顺序排列的块集合（``OrderedDict`` 的键；块按身份哈希）。
+    不变量：一个块最多在队列里出现一次；对已在队列中的块再 ``append`` 会抛出 ``ValueError``
+    （重复释放），``remove`` 不在队列中的块也抛出 ``ValueError``；这两种情况下队列都不变。
     """
 
     def __init__(self) -> None:
@@ -97,7 +118,11 @@ class SimpleFreeQueue:
 
 
 class PoolFullError(RuntimeError):
-    """The pool cannot give a request the blocks it needs; nothing was changed."""
+    """The pool cannot give a request the blocks it needs; nothing was changed.
+
+    [zh]
+    块池给不出请求所需的块；池的状态没有任何改变。
+    """
 
 
 @dataclass
@@ -107,6 +132,13 @@ class Admission:
     ``block_table[i]`` is the physical block holding tokens ``i*B .. (i+1)*B - 1``; the first
     ``hit_blocks`` entries are cache hits holding ``hit_tokens = hit_blocks * B`` tokens whose KV
     is reused. ``len(tokens) - hit_tokens`` tokens still need prefill, always at least 1.
+
+    [zh]
+    ``BlockPool.admit`` 对一个请求做出的决定。
+
+    ``block_table[i]`` 是存放第 ``i*B .. (i+1)*B - 1`` 个 token 的物理块；前 ``hit_blocks`` 项是缓存
+    命中，共 ``hit_tokens = hit_blocks * B`` 个 token 的 KV 被复用。还有 ``len(tokens) - hit_tokens``
+    个 token 需要 prefill，至少 1 个。
     """
 
     request_id: str
@@ -119,7 +151,12 @@ class Admission:
 class RequestState:
     """The pool's record of one live request: its blocks, the keys of its full blocks (hashed
     once at admission and reused by ``commit``), how many leading blocks were hits, and whether
-    its KV has been committed."""
+    its KV has been committed.
+
+    [zh]
+    块池对一个活跃请求的记录：它的块、它各个满块的 key（接纳时算一次，``commit`` 直接复用）、
+    开头有几个块是命中的，以及它的 KV 是否已经提交。
+    """
 
     blocks: list[Block]
     keys: list[bytes]
@@ -141,6 +178,19 @@ class BlockPool:
       construction in :meth:`admit`).
 
     Every method validates its arguments, and ``admit`` its capacity, before it changes anything.
+
+    [zh]
+    ``num_blocks`` 个物理块，每块 ``block_size`` 个 token，由各个请求共享。
+
+    不变量（由 :meth:`check_invariants` 和 :meth:`violations` 检查）：
+    - 每个块要么空闲（``ref_count == 0``，在空闲队列里恰好一次），要么在使用中（``ref_count > 0``，
+      不在空闲队列里）：``num_free + num_in_use == num_blocks``；
+    - ``ref_count`` 等于持有这个块的活跃块表个数，永不为负；所以活跃块表里的块绝不会被再次分配；
+    - 对缓存表里的每个 key ``k`` 都有 ``cached[k].key == k``，每个带 key 的块都以这个 key 登记在
+      ``cached`` 里：一个 key 只指向一个块，而且只指向已经提交的 KV；
+    - 一个块表里的块互不相同（共 ``ceil(len(tokens) / block_size)`` 个，由 :meth:`admit` 保证）。
+
+    每个方法都先校验参数（``admit`` 还要先检查容量），再改动状态。
     """
 
     def __init__(
@@ -164,7 +214,9 @@ class BlockPool:
         self.root_seed = root_seed
         self.blocks: list[Block] = [Block(i) for i in range(num_blocks)]
         self.free_queue: FreeQueue = queue
-        for block in self.blocks:  # block 0 first: a fresh pool hands out 0, 1, 2, ...
+        # Block 0 first: a fresh pool hands out 0, 1, 2, ...
+        # zh: 0 号块排在最前：新池依次交出 0、1、2……
+        for block in self.blocks:
             queue.append(block)
         self.cached: dict[bytes, Block] = {}
         self.requests: dict[str, RequestState] = {}
@@ -172,23 +224,48 @@ class BlockPool:
     # -- queries ----------------------------------------------------------------------------------
     @property
     def num_free(self) -> int:
+        """How many blocks are free: the free queue's length, O(1).
+
+        [zh]
+        空闲块的个数：空闲队列的长度，O(1)。
+        """
         return len(self.free_queue)
 
     @property
     def num_in_use(self) -> int:
+        """How many blocks have ``ref_count > 0``, counted block by block: O(num_blocks), for the
+        invariants and the pictures, never for a decision on the hot path.
+
+        [zh]
+        ``ref_count > 0`` 的块有多少个，逐块数出来：O(num_blocks)，只用于检查不变量和画图，
+        不要在每个请求都要走的热路径上用它做判断。
+        """
         return sum(1 for b in self.blocks if b.ref_count > 0)
 
     def block_table(self, request_id: str) -> list[int]:
-        """A copy of the request's block table (physical block ids, in token order)."""
+        """A copy of the request's block table (physical block ids, in token order).
+
+        [zh]
+        请求块表的一份拷贝（物理块编号，按 token 顺序）。
+        """
         return [b.block_id for b in self.requests[request_id].blocks]
 
     def keys_of(self, tokens: Sequence[int], extra_keys: Sequence[tuple[str, str]] | None = None) -> list[bytes]:
-        """The chained keys of the full blocks of ``tokens``, with this pool's root seed."""
+        """The chained keys of the full blocks of ``tokens``, with this pool's root seed.
+
+        [zh]
+        ``tokens`` 各个满块的链式 key，用本池的根种子（root seed）计算。
+        """
         return chain_keys(tokens, self.block_size, extra_keys, root_seed=self.root_seed)
 
     def _checked_keys(self, keys: Sequence[bytes], num_tokens: int) -> list[bytes]:
         """A copy of ``keys`` handed to :meth:`admit`, after checking there is one ``bytes`` key per
-        full block of a ``num_tokens``-token prompt (the caller's list may change later)."""
+        full block of a ``num_tokens``-token prompt (the caller's list may change later).
+
+        [zh]
+        交给 :meth:`admit` 的 ``keys`` 的一份拷贝；先检查 ``num_tokens`` 个 token 的 prompt 每个满块
+        恰好有一个 ``bytes`` 类型的 key（调用方之后可能会修改自己的列表）。
+        """
         if isinstance(keys, (bytes, str)):
             raise TypeError("keys must be a sequence of bytes keys, not a single bytes/str")
         checked = list(keys)
@@ -208,14 +285,19 @@ class BlockPool:
         must still be computed (prefill has to produce the logits of the last prompt token), so at
         most ``(num_tokens - 1) // block_size`` blocks are returned: a fully cached, block-aligned
         prompt recomputes its last block.
+
+        [zh]
+        ``keys`` 从头开始最长一段连续命中的缓存块；不改动任何状态。
+
+        ``keys`` 是一个 ``num_tokens`` 个 token 的 prompt 的各满块 key。至少要计算一个 token（prefill
+        必须产出 prompt 最后一个 token 的 logits），所以最多返回 ``(num_tokens - 1) // block_size`` 个块：
+        一个完全已缓存、长度正好是块大小整数倍的 prompt，要重新计算它的最后一个块。
         """
         if num_tokens <= 0:
             raise ValueError("a prompt has at least one token")
         max_hits = (num_tokens - 1) // self.block_size
-        # TODO 1 (s03.lookup): collect self.cached[key] for the leading keys that are cached, stop at
-        # the first miss, and never return more than `max_hits` blocks.
-        # Hint: loop over keys[:max_hits]; self.cached.get(key) is None on a miss.
         hits: list[Block] = []
+        # TODO 1 (s03.lookup)
         ### BEGIN SOLUTION
         for key in keys[:max_hits]:
             block = self.cached.get(key)
@@ -230,16 +312,21 @@ class BlockPool:
 
         The block gets ``ref_count == 1`` and no key. If it still held cached content, that
         content is overwritten from now on: its old key must stop hitting.
+
+        [zh]
+        从空闲队列里取下一个块给新内容用，并让它进入使用状态。
+
+        这个块的引用计数为 1，没有 key。如果它还存着已缓存的内容，从现在起这些内容会被覆盖：
+        它原来的 key 不能再命中。
         """
         if len(self.free_queue) == 0:
             raise PoolFullError("no free block")
-        # TODO 2 (s03.allocate_block): set `block` to the next free block; if it has a key, forget
-        # it (in self.cached and on the block); give it ref_count 1.
-        # Hint: self.free_queue.popleft(); `del self.cached[block.key]`; block.key = None.
+        # TODO 2 (s03.allocate_block)
         ### BEGIN SOLUTION
         block = self.free_queue.popleft()
         if block.key is not None:
             # Its KV is about to be overwritten: a hit under the old key would read other content.
+            # zh: 它的 KV 马上要被覆盖：再用旧 key 命中，读到的就是别的内容了。
             del self.cached[block.key]
             block.key = None
         block.ref_count = 1
@@ -267,6 +354,19 @@ class BlockPool:
         scheduler that looked the prompt up before admitting it): the prompt is then not hashed
         again, as engines keep a request's block hashes on the request. Only their number and type
         are checked (``ValueError``/``TypeError``, nothing changed); wrong keys give wrong hits.
+
+        [zh]
+        给请求分配块表：先是开头的缓存块，再是新块。
+
+        命中块 ``ref_count += 1``（命中一个空闲的缓存块会把它移出空闲队列）；其余
+        ``ceil(len(tokens) / B) - hits`` 个块由 :meth:`allocate_block` 提供。空闲块不够提供这些新块时，
+        抛出 ``PoolFullError``，什么都不改：命中一个*空闲*的缓存块会把它移出空闲队列，所以它不能同时
+        再被当作新块分配。这里不往 ``cached`` 里登记任何东西：新块的 KV 要等 prefill 跑完才存在
+        （见 :meth:`commit`）。
+
+        如果给了 ``keys``，它必须等于之前算好的 ``self.keys_of(tokens, extra_keys)``（比如调度器在接纳
+        之前先查过这个 prompt）：这样 prompt 就不会被再哈希一遍，推理引擎也是把请求的块哈希存在请求上。
+        这里只检查它们的个数和类型（``ValueError``/``TypeError``，不改任何状态）；key 给错了，命中也会错。
         """
         if not isinstance(request_id, str):
             raise TypeError("request_id must be a str")
@@ -275,24 +375,28 @@ class BlockPool:
         if len(tokens) == 0:
             raise ValueError("a prompt has at least one token")
         if keys is None:
-            keys = self.keys_of(tokens, extra_keys)  # hashed once here, reused by commit
+            # Hashed once here, reused by commit.
+            # zh: 在这里哈希一次，commit 时直接复用。
+            keys = self.keys_of(tokens, extra_keys)
         else:
             keys = self._checked_keys(keys, len(tokens))
-        encode_tokens(tokens[len(keys) * self.block_size :])  # the tail is not hashed: validate it too
+        # The tail is not hashed: validate its tokens too.
+        # zh: 尾块不参与哈希：它的 token 也要校验。
+        encode_tokens(tokens[len(keys) * self.block_size :])
         hits = self.lookup(keys, len(tokens))
         num_new = -(-len(tokens) // self.block_size) - len(hits)
-        # TODO 3 (s03.admit): check capacity first (raise PoolFullError, changing nothing), then take
-        # the hits (ref_count += 1; a hit with ref_count 0 leaves the free queue) and allocate
-        # `num_new` fresh blocks. `blocks` = hits followed by the fresh blocks.
-        # Hint: free cached hits are in self.free_queue too, so only len(self.free_queue) minus
-        # their number can be allocated; take the hits out *before* allocating.
+        # TODO 3 (s03.admit)
         ### BEGIN SOLUTION
         revived = sum(1 for block in hits if block.ref_count == 0)
+        # A free cached hit leaves the free queue, so it cannot also be one of the fresh blocks.
+        # zh: 空闲的缓存块被命中后会离开空闲队列，所以它不能再算作新块的来源。
         if num_new > len(self.free_queue) - revived:
             raise PoolFullError(
                 f"request {request_id!r} needs {num_new} fresh blocks; {len(self.free_queue)} are free, "
                 f"{revived} of them are its own cached hits"
             )
+        # Take the hits before allocating: a free hit must not be handed out as a fresh block.
+        # zh: 先拿下命中块再分配新块：空闲的命中块不能被当作新块分配出去。
         for block in hits:
             if block.ref_count == 0:
                 self.free_queue.remove(block)
@@ -309,14 +413,18 @@ class BlockPool:
         no key). If another block already holds a key (two requests with the same prompt were
         admitted before either committed), the first one stays cached and the new block keeps no
         key: a key points at exactly one block.
+
+        [zh]
+        prefill 已经写好了请求的 KV：让它的满块能通过 key 被找到。
+
+        只登记新的满块（命中块本来就在缓存里；未满的尾块没有 key）。如果某个 key 已经由另一个块持有
+        （同一个 prompt 的两个请求都在对方提交之前被接纳），就保留先登记的那个块，新块不带 key：
+        一个 key 只指向一个块。
         """
         state = self.requests[request_id]
         if state.committed:
             raise ValueError(f"request {request_id!r} is already committed")
-        # TODO 4 (s03.commit): for each full block after the hits, register it under its key
-        # (block.key and self.cached) unless that key is already cached.
-        # Hint: the keys are in state.keys (one per full block), the blocks in state.blocks;
-        # start at state.hit_blocks.
+        # TODO 4 (s03.commit)
         ### BEGIN SOLUTION
         for i in range(state.hit_blocks, len(state.keys)):
             key = state.keys[i]
@@ -334,11 +442,16 @@ class BlockPool:
         The order in which freed blocks enter the free queue decides which cached block is given
         up first; stage 4 chooses it (tail first). Here any order is accepted: the reference goes
         through the block table from its head, and stage 3's checks do not depend on the order.
+
+        [zh]
+        请求结束了：去掉它的引用；没人再用的块变为空闲。
+
+        被释放的块保留它的 key（因此仍然缓存着），直到 :meth:`allocate_block` 把它分配出去。
+        被释放的块以什么顺序进入空闲队列，决定了哪个缓存块最先被放弃；第 4 阶段会选这个顺序（尾块
+        优先）。这里任何顺序都可以：参考实现从块表头部开始，第 3 阶段的检查不依赖这个顺序。
         """
         state = self.requests[request_id]
-        # TODO 5 (s03.release): for each block of the request, ref_count -= 1; a block whose
-        # ref_count reaches 0 goes to the free queue (keeping its key).
-        # Hint: a block shared with another live request must stay in use.
+        # TODO 5 (s03.release)
         ### BEGIN SOLUTION
         for block in state.blocks:
             block.ref_count -= 1
@@ -349,7 +462,11 @@ class BlockPool:
 
     # -- invariants -------------------------------------------------------------------------------
     def violations(self) -> list[str]:
-        """Every broken invariant, in words (an empty list when the pool is consistent)."""
+        """Every broken invariant, in words (an empty list when the pool is consistent).
+
+        [zh]
+        所有被破坏的不变量，用文字描述（池状态一致时返回空列表）。
+        """
         problems: list[str] = []
         holders = [0] * self.num_blocks
         for rid, state in self.requests.items():
@@ -372,7 +489,9 @@ class BlockPool:
         in_use = self.num_in_use
         if len(self.free_queue) + in_use != self.num_blocks:
             problems.append(f"free ({len(self.free_queue)}) + in use ({in_use}) != total ({self.num_blocks})")
-        if hasattr(self.free_queue, "__iter__"):  # the protocol does not promise iteration
+        # The protocol does not promise iteration.
+        # zh: 协议并不保证队列可以迭代。
+        if hasattr(self.free_queue, "__iter__"):
             free = list(self.free_queue)  # type: ignore[call-overload]
             if len({id(b) for b in free}) != len(free):
                 problems.append("a block is in the free queue twice")
@@ -382,7 +501,23 @@ class BlockPool:
         return problems
 
     def check_invariants(self) -> None:
-        """Raise ``AssertionError`` listing every broken invariant."""
+        """Raise ``AssertionError`` listing every broken invariant.
+
+        [zh]
+        有不变量被破坏时抛出 ``AssertionError``，并列出所有被破坏的不变量。
+        """
         problems = self.violations()
         if problems:
             raise AssertionError("block pool invariants broken:\n  " + "\n  ".join(problems))
+
+
+def quiz() -> dict:
+    """Your answers to the concept quiz.
+
+    [zh]
+    你对概念小测的回答。
+    """
+    # TODO 6 (s03.quiz)
+    ### BEGIN SOLUTION
+    return {"q1": 31, "q2": 63, "q3": "B", "q4": 70, "q5": "C", "q6": 13}
+    ### END SOLUTION

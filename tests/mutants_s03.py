@@ -1,14 +1,19 @@
 """Realistic wrong answers for each stage-3 TODO, graded by the real grader: each fails its TODO only.
 Also right answers written differently from the reference (another release order among them),
-which must pass everything."""
+which must pass everything.
+
+Bug kinds covered besides plain wrong logic: stale hits (a reused block keeps its old key in the
+cache map), the revive path (a hit on a free cached block loses its key, or release skips the
+hits), and cost (a lookup, allocate_block or admit whose cost grows with the pool: right answers
+that only the hidden budget checks catch)."""
 from __future__ import annotations
 
-
-
+LOOKUP_GET = "            block = self.cached.get(key)\n"
 LOOKUP_LOOP = "        for key in keys[:max_hits]:\n"
 LOOKUP_BREAK = "                break\n            hits.append(block)"
 EVICT = """        if block.key is not None:
             # Its KV is about to be overwritten: a hit under the old key would read other content.
+            # zh: 它的 KV 马上要被覆盖：再用旧 key 命中，读到的就是别的内容了。
             del self.cached[block.key]
             block.key = None
 """
@@ -24,6 +29,7 @@ REGISTER = """            if key not in self.cached:
                 block.key = key
                 self.cached[key] = block
 """
+ANSWERS = '    return {"q1": 31, "q2": 63, "q3": "B", "q4": 70, "q5": "C", "q6": 13}\n'
 RELEASE = """        for block in state.blocks:
             block.ref_count -= 1
             if block.ref_count == 0:
@@ -36,11 +42,21 @@ MUTANTS = {
     "s03.lookup/skips_misses": ("s03.lookup", [(LOOKUP_BREAK, LOOKUP_BREAK.replace("break", "continue"))]),
     "s03.lookup/full_blocks_cap": ("s03.lookup", [(LOOKUP_LOOP, "        for key in keys[: num_tokens // self.block_size]:\n")]),
     "s03.lookup/takes_a_reference": ("s03.lookup", [(LOOKUP_BREAK, LOOKUP_BREAK + "\n            block.ref_count += 1")]),
+    # cost: right hits, but every key scans the whole cache map
+    "s03.lookup/scans_cached_keys": ("s03.lookup", [
+        (LOOKUP_GET, "            block = next((b for k, b in self.cached.items() if k == key), None)\n")]),
     # TODO 2: allocate_block
     "s03.allocate_block/keeps_old_key": ("s03.allocate_block", [(EVICT, "")]),
     "s03.allocate_block/forgets_map_entry_only": ("s03.allocate_block", [(EVICT, EVICT.replace("            block.key = None\n", ""))]),
     "s03.allocate_block/no_ref_count": ("s03.allocate_block", [("        block.ref_count = 1\n", "")]),
     "s03.allocate_block/clears_whole_cache": ("s03.allocate_block", [(EVICT, "        self.cached.clear()\n        block.key = None\n")]),
+    # stale hits: the block forgets its key, the cache map does not
+    "s03.allocate_block/drops_block_key_only": ("s03.allocate_block", [
+        (EVICT, "        if block.key is not None:\n            block.key = None\n")]),
+    # cost: right result, but the old key is found by scanning the whole cache map
+    "s03.allocate_block/scans_cache_map_for_its_key": ("s03.allocate_block", [
+        (EVICT, "        if block.key is not None:\n            for k, b in list(self.cached.items()):\n"
+                "                if b is block:\n                    del self.cached[k]\n            block.key = None\n")]),
     # TODO 3: admit
     "s03.admit/capacity_ignores_revived_hits": ("s03.admit", [(CAPACITY, "        if num_new > len(self.free_queue):\n")]),
     "s03.admit/no_capacity_check": ("s03.admit", [(CAPACITY, "        if False:\n")]),
@@ -49,6 +65,14 @@ MUTANTS = {
     "s03.admit/allocates_before_taking_hits": ("s03.admit", [
         (TAKE_HITS + ALLOCATE, "        fresh = [self.allocate_block() for _ in range(num_new)]\n" + TAKE_HITS
          + "        blocks = hits + fresh\n")]),
+    # the revive path: a revived block is taken out of the cache map as well as the free queue
+    "s03.admit/revive_forgets_key": ("s03.admit", [
+        (TAKE_HITS, TAKE_HITS.replace("                self.free_queue.remove(block)\n",
+                                      "                self.free_queue.remove(block)\n"
+                                      "                del self.cached[block.key]\n                block.key = None\n"))]),
+    # cost: the right capacity, counted by walking every block of the pool (num_in_use)
+    "s03.admit/capacity_walks_the_pool": ("s03.admit", [
+        (CAPACITY, "        if num_new > self.num_blocks - self.num_in_use - revived:\n")]),
     "s03.admit/registers_before_commit": ("s03.admit", [
         (ALLOCATE, ALLOCATE + "        for key, block in zip(keys, blocks):\n            if key not in self.cached:\n"
                              "                block.key = key\n                self.cached[key] = block\n")]),
@@ -66,6 +90,15 @@ MUTANTS = {
         (RELEASE, RELEASE + "                if block.key is not None:\n                    del self.cached[block.key]\n"
                             "                    block.key = None\n")]),
     "s03.release/never_frees": ("s03.release", [(RELEASE, "        for block in state.blocks:\n            block.ref_count -= 1\n")]),
+    # the revive path: the hits "belong to someone else", so only the fresh blocks are released
+    "s03.release/skips_hit_blocks": ("s03.release", [
+        (RELEASE, RELEASE.replace("in state.blocks:", "in state.blocks[state.hit_blocks:]:"))]),
+    # quiz: one realistic misconception each
+    "s03.quiz/admit_does_not_know_the_keys": ("s03.quiz", [(ANSWERS, ANSWERS.replace('"q3": "B"', '"q3": "C"'))]),
+    "s03.quiz/aligned_prompt_hits_every_block": ("s03.quiz", [(ANSWERS, ANSWERS.replace('"q2": 63', '"q2": 64'))]),
+    "s03.quiz/capacity_ignores_revived_hits": ("s03.quiz", [(ANSWERS, ANSWERS.replace('"q4": 70', '"q4": 100'))]),
+    "s03.quiz/key_dies_with_the_last_reference": ("s03.quiz", [(ANSWERS, ANSWERS.replace('"q5": "C"', '"q5": "A"'))]),
+    "s03.quiz/unanswered": ("s03.quiz", [(ANSWERS, '    return {"q1": 31}\n')]),
 }
 
 EQUIVALENT = {

@@ -262,6 +262,73 @@ def test_s03_release_keeps_blocks_cached_until_reused():
     pool.check_invariants()
 
 
+def test_s03_revive_path_hits_again_after_the_reviver_leaves():
+    """A committed and released; B revives A's blocks, commits, is released; C still hits them all.
+    The pool is large enough that no freed block is reused: this is the revive path on its own."""
+    pool = BlockPool(16, 4)
+    system = list(range(8))
+    pool.admit("A", system + [1, 2, 3])
+    pool.commit("A")
+    pool.release("A")
+    assert pool.admit("B", system + [4, 5, 6]).hit_blocks == 2
+    assert pool.num_free == 16 - 3
+    pool.commit("B")
+    pool.release("B")
+    c = pool.admit("C", system + [7, 8])
+    assert c.hit_blocks == 2 and c.block_table[:2] == [0, 1]
+    assert [pool.blocks[i].ref_count for i in (0, 1)] == [1, 1]
+    pool.check_invariants()
+
+
+def test_s03_allocate_drops_only_its_own_key():
+    pool = BlockPool(2, 2)
+    pool.admit("a", [1, 2])
+    pool.admit("b", [3, 4])
+    for rid in ("a", "b"):
+        pool.commit(rid)
+        pool.release(rid)
+    block = pool.allocate_block()
+    assert block.block_id == 0 and block.key is None and block.ref_count == 1
+    assert pool.lookup(pool.keys_of([1, 2, 9]), 3) == []  # the overwritten block no longer hits
+    assert [b.block_id for b in pool.lookup(pool.keys_of([3, 4, 9]), 3)] == [1]  # the other one still does
+    assert list(pool.cached.values()) == [pool.blocks[1]]
+
+
+def test_s03_quiz_answers_follow_from_the_pool():
+    """The quiz's numbers are what this pool does, not numbers written down by hand."""
+    from solutions.s03_block_pool import quiz
+
+    answers = quiz()
+    pool = BlockPool(200, 16)
+    prompt = list(range(1000))
+    pool.admit("a", prompt[:512] + [7])
+    pool.commit("a")
+    adm = pool.admit("q1", prompt)
+    assert len(adm.block_table) - adm.hit_blocks == answers["q1"]
+    pool = BlockPool(200, 16)
+    pool.admit("a", list(range(1024)) + [7])
+    pool.commit("a")
+    assert pool.admit("q2", list(range(1024))).hit_blocks == answers["q2"]
+    pool = BlockPool(100, 1)
+    cached = list(range(30))
+    pool.admit("a", cached + [7])
+    pool.commit("a")
+    pool.release("a")  # 100 free blocks, 30 of them cached under `cached`
+    with pytest.raises(PoolFullError):
+        pool.admit("too_many", cached + list(range(1000, 1000 + answers["q4"] + 1)))
+    assert pool.admit("fits", cached + list(range(1000, 1000 + answers["q4"]))).hit_blocks == 30
+    pool = BlockPool(100, 2)
+    system = [1, 2, 3, 4]
+    pool.admit("A", system + [9])
+    pool.commit("A")
+    for i in range(20):
+        pool.admit(f"r{i}", system + [i])
+    for i in range(7):
+        pool.release(f"r{i}")
+    pool.release("A")
+    assert pool.blocks[pool.block_table("r7")[0]].ref_count == answers["q6"]
+
+
 def test_s03_release_shared_block_stays_in_use():
     pool = BlockPool(6, 2)
     pool.admit("a", [1, 2, 3])

@@ -1,10 +1,58 @@
-"""Hidden checks of stage 3: capacity corner cases, shared blocks, random sequences. Never shipped
-to learners. Like the public ones, no probe depends on the order in which ``release`` frees blocks."""
+"""Hidden checks of stage 3: capacity corner cases, shared blocks, stale hits, the revive path, random
+sequences and cost budgets. Never shipped to learners. Like the public ones, no probe depends on the
+order in which ``release`` frees blocks."""
 from __future__ import annotations
 
 import random
+import time
 
-from autograder.checks.s03 import STAGE, admission, attempt, committed, ids, pool_state
+from autograder.checks.common import record
+from autograder.checks.s03 import STAGE, Prefill, admission, attempt, committed, ids, pool_state, revive_twice
+from autograder.i18n import L
+
+# -- cost budgets ------------------------------------------------------------------------------------
+# A pool of BIG blocks, every one of them cached (a server that has run for a while). The reference
+# does each operation with a few dict and queue operations: lookup ~0.2 us per key, allocate_block
+# ~1 us, admit ~10 us. One that scans the cache map or walks the pool costs 2-100 ms per call at this
+# size (measured on the 2-core CI machine: admit through num_in_use 1.8 ms, a lookup that scans the
+# cached keys ~25 ms, an allocate_block that scans the cache map for its key 110 ms). Each probe runs
+# a fixed number of calls that the reference finishes in about 0.1 s of CPU (pool included) and
+# that an O(pool) implementation needs 10-1000x the budget for; it stops as soon as BUDGET_S of CPU
+# is spent (checked every batch, sized so that one batch of the slow variant stays under ~1 s), well
+# inside the grader's time limit. So the budget is ~20x what the reference needs (a loaded machine
+# cannot fail it) and ~10x below what the cheapest slow variant needs (a faster machine cannot pass it). CPU time of this process, not wall time: the grader's
+# children share two cores with everything else. The clock is bound here, when the grader imports
+# this module, before any learner code runs.
+BIG = 100_000
+BUDGET_S = 2.0
+_cpu_clock = time.process_time
+
+
+def _within_budget(op, n_calls: int, batch: int = 50) -> bool:
+    """Run ``op(i)`` for i in range(n_calls); False as soon as the CPU budget is spent."""
+    t0 = _cpu_clock()
+    for start in range(0, n_calls, batch):
+        for i in range(start, min(start + batch, n_calls)):
+            op(i)
+        if _cpu_clock() - t0 > BUDGET_S:
+            return False
+    return True
+
+
+def _synthetic_key(i: int) -> bytes:
+    """A 32-byte key as chain_keys makes them; admit(..., keys=...) and lookup only compare keys."""
+    return b"pcw-cost" + i.to_bytes(24, "big")
+
+
+def _big_cached_pool(impl, n: int = BIG, block_size: int = 4):
+    """A pool of ``n`` free blocks, each cached under its own key: as after many requests came and went.
+    Built through the pool's documented state (blocks, cached), so no TODO runs while building it."""
+    pool = impl.BlockPool(n, block_size)
+    keys = [_synthetic_key(i) for i in range(n)]
+    for block, key in zip(pool.blocks, keys):
+        block.key = key
+        pool.cached[key] = block
+    return pool, keys
 
 
 def _random_requests(seed: int, n: int):
@@ -16,23 +64,69 @@ def _random_requests(seed: int, n: int):
         yield tokens or [0]
 
 
+def _churn(impl, seed: int, num_blocks: int = 6, steps: int = 120) -> dict:
+    """Random admit / commit / release on a small pool, so cached blocks are reused all the time.
+
+    Returns only what holds whatever order ``release`` frees blocks in: how many hits were stale
+    (read KV written for another prefix, or not written yet), the first one, and the first broken
+    invariant after any step."""
+    rng = random.Random(seed)
+    pool = impl.BlockPool(num_blocks, 2)
+    prefill = Prefill(pool)
+    heads = [[1, 2, 3, 4], [1, 2, 3, 5], [2, 2], [5, 6, 7, 8, 9, 9]]
+    live: list[str] = []
+    pending: list[str] = []
+    broken = None
+    for step in range(steps):
+        roll = rng.random()
+        if roll < 0.45 or not live:
+            rid = f"r{step}"
+            tokens = rng.choice(heads) + [rng.randrange(3) for _ in range(rng.randint(0, 3))]
+            try:
+                prefill.admit(rid, tokens)
+            except Exception as exc:  # noqa: BLE001 - a refusal is part of the traffic, anything else is the answer
+                if type(exc).__name__ != "PoolFullError":
+                    raise
+            else:
+                live.append(rid)
+                pending.append(rid)
+        elif roll < 0.75 and pending:
+            prefill.commit(pending.pop(rng.randrange(len(pending))))
+        else:
+            rid = live.pop(rng.randrange(len(live)))
+            if rid in pending:
+                pending.remove(rid)
+            prefill.release(rid)
+        if broken is None and pool.violations():
+            broken = record(step=step, violation=pool.violations()[0])
+    return record(stale_hits=len(prefill.stale), first_stale=prefill.stale[0] if prefill.stale else None,
+                  first_broken_invariant=broken)
+
+
 # -- TODO 1 -------------------------------------------------------------------------------------
-@STAGE.check("s03.lookup", hidden=True, hint="lookup only looks: no ref count, free queue or cache entry changes.")
+@STAGE.check("s03.lookup", hidden=True,
+             hint=L("lookup only looks: no ref count, free queue or cache entry may change.",
+                    "lookup 只负责查：引用计数、空闲队列、缓存表都不能变。"))
 def lookup_changes_nothing(impl):
     pool = committed(impl, 6, 2, [1, 2, 3, 4, 5])
     pool.release("a")
     before = pool_state(pool)
     found = ids(pool.lookup(pool.keys_of([1, 2, 3, 4, 5]), 5))
-    return found, before == pool_state(pool), pool_state(pool)
+    return record(found=found, unchanged=before == pool_state(pool), pool=pool_state(pool))
 
 
-@STAGE.check("s03.lookup", hidden=True, hint="A one-token prompt never hits; an empty key list finds nothing.")
+@STAGE.check("s03.lookup", hidden=True,
+             hint=L("A one-token prompt never hits, and an empty list of keys finds nothing.",
+                    "只有一个 token 的 prompt 永远不会命中；空的 key 列表什么也找不到。"))
 def tiny_prompts(impl):
     pool = committed(impl, 6, 1, [7, 8, 9])
-    return ids(pool.lookup(pool.keys_of([7]), 1)), ids(pool.lookup([], 3)), ids(pool.lookup(pool.keys_of([7, 8]), 2))
+    return record(one_token=ids(pool.lookup(pool.keys_of([7]), 1)), no_keys=ids(pool.lookup([], 3)),
+                  two_tokens=ids(pool.lookup(pool.keys_of([7, 8]), 2)))
 
 
-@STAGE.check("s03.lookup", hidden=True, hint="Random prompts against a warm pool: hits are the leading cached run, capped.")
+@STAGE.check("s03.lookup", hidden=True,
+             hint=L("Random prompts against a warm pool: the hits are the leading cached run, capped.",
+                    "随机 prompt 查一个已经有缓存的池：命中的是开头连续缓存的那一段，并且有上限。"))
 def random_lookups(impl):
     pool = impl.BlockPool(64, 2)
     out = []
@@ -44,8 +138,27 @@ def random_lookups(impl):
     return out
 
 
+@STAGE.check("s03.lookup", hidden=True,
+             hint=L("Look each key up in self.cached directly (one dict look-up); never scan the cached keys or "
+                    "the blocks: on a pool of 100,000 cached blocks that is thousands of times too slow.",
+                    "每个 key 直接在 self.cached 里查（一次字典查找）；不要遍历所有缓存的 key 或所有块："
+                    "在有 100,000 个缓存块的池上，那样要慢上千倍。"))
+def lookup_cost_does_not_grow_with_the_pool(impl):
+    pool, keys = _big_cached_pool(impl)
+    rng = random.Random(5)
+    queries = []
+    for _ in range(2_000):
+        start = rng.randrange(BIG - 8)
+        queries.append(keys[start: start + 8] + [b"?" * 32])  # 8 cached keys, then a miss
+    found: list[int] = []
+    fast = _within_budget(lambda i: found.append(len(pool.lookup(queries[i], 9 * 4 + 1))), len(queries), batch=20)
+    return record(within_budget=fast, hits_per_lookup=sorted(set(found)) if fast else None)
+
+
 # -- TODO 2 -------------------------------------------------------------------------------------
-@STAGE.check("s03.allocate_block", hidden=True, hint="Evict only the key of the block you hand out; other cached blocks stay.")
+@STAGE.check("s03.allocate_block", hidden=True,
+             hint=L("Drop only the key of the block you hand out; every other cached block stays cached.",
+                    "只删掉被分配出去的那个块的 key；其他缓存块保持不变。"))
 def evicts_only_the_reused_block(impl):
     pool = committed(impl, 3, 2, [1, 2], [3, 4])  # two single-block requests: blocks 0 and 1
     pool.release("a")
@@ -53,48 +166,80 @@ def evicts_only_the_reused_block(impl):
     states = []
     for _ in range(3):
         block = pool.allocate_block()
-        states.append((block.block_id, block.ref_count, block.key, pool_state(pool)))
+        states.append(record(block_id=block.block_id, ref_count=block.ref_count, key=block.key, pool=pool_state(pool)))
     return states
 
 
-@STAGE.check("s03.allocate_block", hidden=True, hint="After reuse a block holds new content: ref_count 1, no key, old key gone.")
+@STAGE.check("s03.allocate_block", hidden=True,
+             hint=L("A reused block holds new content: ref_count 1, no key, and its old key gone from self.cached.",
+                    "被重新分配的块装的是新内容：引用计数 1，没有 key，原来的 key 也要从 self.cached 里删掉。"))
 def reuse_through_admit(impl):
     pool = committed(impl, 3, 2, [1, 2, 3, 4, 5])
     pool.release("a")
     b = pool.admit("b", [9] * 5)  # needs all 3 blocks: every cached one is reused
     pool.release("b")
     c = pool.admit("c", [1, 2, 3, 4, 5])
-    return (b.hit_blocks, sorted(b.block_table)), pool_state(pool), (c.hit_blocks, sorted(c.block_table))
+    return record(b_hits=b.hit_blocks, b_blocks=sorted(b.block_table), pool=pool_state(pool),
+                  c_hits=c.hit_blocks, c_blocks=sorted(c.block_table))
+
+
+@STAGE.check("s03.allocate_block", hidden=True,
+             hint=L("Random traffic on a small pool: a hit must never read KV that was overwritten. When a cached "
+                    "block is handed out, its old key must leave self.cached and the block.",
+                    "小池上的随机流量：命中绝不能读到已被覆盖的 KV。缓存块被分配出去时，它原来的 key 必须同时从 "
+                    "self.cached 和块上删掉。"))
+def no_stale_hits_under_churn(impl):
+    return [_churn(impl, seed) for seed in (41, 42)]
+
+
+@STAGE.check("s03.allocate_block", hidden=True,
+             hint=L("allocate_block must take constant time: pop the free queue and delete the block's own key "
+                    "from self.cached; never walk the pool's blocks or scan (or rebuild) the cache map.",
+                    "allocate_block 必须是常数时间：从空闲队列弹出一个块，再从 self.cached 里删掉这个块自己的 key；"
+                    "不要遍历池里的块，也不要扫描（或重建）缓存表。"))
+def allocate_cost_does_not_grow_with_the_pool(impl):
+    pool, _ = _big_cached_pool(impl)
+    n = 30_000
+    fast = _within_budget(lambda i: pool.allocate_block(), n, batch=5)
+    return record(within_budget=fast, cached_left=len(pool.cached) if fast else None,
+                  free_left=len(pool.free_queue) if fast else None)
 
 
 # -- TODO 3 -------------------------------------------------------------------------------------
 @STAGE.check("s03.admit", hidden=True,
-             hint="A hit on a free cached block leaves the free queue, so it cannot also be a fresh block: "
-                  "count it against the free blocks.")
+             hint=L("A hit on a free cached block leaves the free queue, so it cannot also be a fresh block: "
+                    "count it against the free blocks.",
+                    "命中空闲的缓存块会让它离开空闲队列，所以它不能再当新块用：容量检查时要把它从空闲块里扣掉。"))
 def revived_hits_count_against_capacity(impl):
     pool = committed(impl, 4, 4, list(range(12)) + [99])  # all 4 blocks, 3 of them cached
     pool.release("a")
     refused = attempt(lambda: admission(pool.admit("b", list(range(12)) + list(range(50, 55)))))
     after_refusal = pool_state(pool)
     fits = admission(pool.admit("c", list(range(12)) + [7]))
-    return refused, after_refusal, fits, pool_state(pool)
+    return record(b=refused, after_refusal=after_refusal, c=fits, pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, hint="A hit on a block in use just gains a reference; only a free block leaves the free queue.")
+@STAGE.check("s03.admit", hidden=True,
+             hint=L("A hit on a block in use just gains a reference; only a free block leaves the free queue.",
+                    "命中正在使用的块只是多一个引用；只有空闲块才需要移出空闲队列。"))
 def hit_on_a_block_in_use(impl):
     pool = committed(impl, 8, 2, [1, 2, 3, 4, 5])
     b = admission(pool.admit("b", [1, 2, 3, 4, 6]))
     c = admission(pool.admit("c", [1, 2, 7]))
-    return b, c, pool_state(pool)
+    return record(b=b, c=c, pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, hint="A fully cached, block-aligned prompt hits all but its last block.")
+@STAGE.check("s03.admit", hidden=True,
+             hint=L("A fully cached, block-aligned prompt hits all but its last block.",
+                    "完全已缓存、长度正好是块大小整数倍的 prompt，除最后一个块外全部命中。"))
 def aligned_prompt_recomputes_last_block(impl):
     pool = committed(impl, 8, 4, list(range(8)))
-    return admission(pool.admit("b", list(range(8)))), pool_state(pool)
+    return record(b=admission(pool.admit("b", list(range(8)))), pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, hint="Take the hits out of the free queue before you allocate fresh blocks.")
+@STAGE.check("s03.admit", hidden=True,
+             hint=L("Take the hits out of the free queue before you allocate fresh blocks.",
+                    "先把命中块移出空闲队列，再分配新块。"))
 def hits_are_taken_before_allocating(impl):
     pool = impl.BlockPool(3, 2)
     pool.admit("x", [7])            # block 0
@@ -103,10 +248,29 @@ def hits_are_taken_before_allocating(impl):
     pool.release("a")
     pool.release("x")               # free queue: 2, 1, 0
     pool.admit("y", [8])            # takes block 2; the cached block 1 is next in line
-    return admission(pool.admit("b", [1, 2, 9])), pool_state(pool)
+    return record(b=admission(pool.admit("b", [1, 2, 9])), pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, hint="Random admissions: hits, fresh blocks and refusals as the reference decides them.")
+@STAGE.check("s03.admit", hidden=True,
+             hint=L("Revive a free cached block by taking it out of the free queue and adding a reference; keep its "
+                    "key, so it is hit again round after round, also with extra keys.",
+                    "复用空闲的缓存块：把它移出空闲队列、加一个引用，但保留 key，这样它才能一轮又一轮地被命中，"
+                    "带附加 key 时也一样。"))
+def revive_again_and_again(impl):
+    pool = impl.BlockPool(40, 2)
+    salt = [("salt", "t1")]
+    rounds = []
+    for r in range(4):
+        a = admission(pool.admit(f"r{r}", [5, 6, 7, 8, 9, r], salt))
+        pool.commit(f"r{r}")
+        pool.release(f"r{r}")
+        rounds.append(a)
+    return record(rounds=rounds, pool=pool_state(pool))
+
+
+@STAGE.check("s03.admit", hidden=True,
+             hint=L("Random admissions: hits, fresh blocks and refusals as the reference decides them.",
+                    "随机接纳请求：命中、新块和拒绝都要和参考实现的决定一致。"))
 def random_admissions(impl):
     pool = impl.BlockPool(40, 2)
     out = []
@@ -114,11 +278,32 @@ def random_admissions(impl):
         out.append(attempt(lambda: admission(pool.admit(f"r{i}", tokens))))
         if i % 3 != 2 and f"r{i}" in pool.requests:
             pool.commit(f"r{i}")
-    return out, pool_state(pool)
+    return record(admissions=out, pool=pool_state(pool))
+
+
+@STAGE.check("s03.admit", hidden=True,
+             hint=L("admit must not cost more on a bigger pool: count free blocks by the free queue's length and the "
+                    "revived hits among the request's own hits; never walk the blocks (num_in_use does) or the free queue.",
+                    "池变大，admit 的代价不能跟着变大：空闲块数用空闲队列的长度，被复用的命中块只在本请求的命中块里数；"
+                    "不要遍历所有块（num_in_use 就是这样做的），也不要遍历空闲队列。"))
+def admit_cost_does_not_grow_with_the_pool(impl):
+    pool, keys = _big_cached_pool(impl)
+    n = 10_000
+    # Request i hits two cached free blocks at the far end of the queue and needs one fresh block,
+    # taken from the front: hits and fresh blocks never collide.
+    # zh: 第 i 个请求命中队列末端的两个空闲缓存块，再从队首取一个新块：命中块和新块互不重叠。
+    tokens = list(range(9))
+    hit_keys = [[keys[BIG - 1 - 2 * i], keys[BIG - 2 - 2 * i]] for i in range(n)]
+    tables: list[int] = []
+    fast = _within_budget(lambda i: tables.append(pool.admit(f"r{i}", tokens, keys=hit_keys[i]).hit_blocks), n, batch=20)
+    return record(within_budget=fast, hit_blocks=sorted(set(tables)) if fast else None,
+                  free_left=len(pool.free_queue) if fast else None)
 
 
 # -- TODO 4 -------------------------------------------------------------------------------------
-@STAGE.check("s03.commit", hidden=True, hint="The recomputed last block of a fully cached prompt is a duplicate: leave it unkeyed.")
+@STAGE.check("s03.commit", hidden=True,
+             hint=L("The recomputed last block of a fully cached prompt is a duplicate: leave it without a key.",
+                    "完全已缓存的 prompt 重新计算的最后一个块是重复内容：不要给它 key。"))
 def duplicate_of_a_cached_block(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     pool.admit("b", list(range(8)))
@@ -126,26 +311,32 @@ def duplicate_of_a_cached_block(impl):
     return pool_state(pool)
 
 
-@STAGE.check("s03.commit", hidden=True, hint="Use the keys admit stored (with the request's extra keys), not a fresh hash without them.")
+@STAGE.check("s03.commit", hidden=True,
+             hint=L("Use the keys admit stored (hashed with the request's extra keys), not a fresh hash without them.",
+                    "用 admit 保存下来的 key（带着请求的附加 key 算的），不要不带附加 key 重新哈希。"))
 def keys_keep_extra_keys(impl):
     pool = impl.BlockPool(8, 2)
     pool.admit("a", [1, 2, 3, 4, 5], [("salt", "t1")])
     pool.commit("a")
     salted = ids(pool.lookup(pool.keys_of([1, 2, 3, 4, 5], [("salt", "t1")]), 5))
     plain = ids(pool.lookup(pool.keys_of([1, 2, 3, 4, 5]), 5))
-    return salted, plain, pool_state(pool)
+    return record(salted=salted, plain=plain, pool=pool_state(pool))
 
 
-@STAGE.check("s03.commit", hidden=True, hint="Set block.key too: eviction reads it to drop the block's entry from self.cached.")
+@STAGE.check("s03.commit", hidden=True,
+             hint=L("Set block.key too: allocate_block reads it to drop the block's entry from self.cached.",
+                    "块上也要记 key：allocate_block 要靠它从 self.cached 里删掉这个块的那一项。"))
 def committed_blocks_can_be_evicted(impl):
     pool = committed(impl, 2, 2, [1, 2, 3])
     pool.release("a")
     pool.admit("c", [7, 7, 7, 7])  # reuses both blocks
-    return pool_state(pool), ids(pool.lookup(pool.keys_of([1, 2, 3]), 3))
+    return record(pool=pool_state(pool), lookup_after=ids(pool.lookup(pool.keys_of([1, 2, 3]), 3)))
 
 
 # -- TODO 5 -------------------------------------------------------------------------------------
-@STAGE.check("s03.release", hidden=True, hint="After every request is released, every block is free and none is negative.")
+@STAGE.check("s03.release", hidden=True,
+             hint=L("After every request is released, every block is free and no ref count is negative.",
+                    "所有请求都释放之后，每个块都空闲，而且没有引用计数为负。"))
 def release_everything(impl):
     pool = impl.BlockPool(200, 2)  # large enough that no freed block is handed out again
     live = []
@@ -159,19 +350,32 @@ def release_everything(impl):
     mid = pool_state(pool)
     for rid in live:
         pool.release(rid)
-    return mid, pool_state(pool)
+    return record(midway=mid, at_the_end=pool_state(pool))
 
 
-@STAGE.check("s03.release", hidden=True, hint="A request released before commit frees its blocks without keys; its id can be used again.")
+@STAGE.check("s03.release", hidden=True,
+             hint=L("A request released before commit frees its blocks without keys; its id can be used again.",
+                    "在提交之前就被释放的请求，它的块空闲且不带 key；它的 id 之后还能再用。"))
 def release_before_commit(impl):
     pool = impl.BlockPool(6, 2)
     pool.admit("a", [1, 2, 3])
     pool.release("a")
-    return pool_state(pool), admission(pool.admit("a", [1, 2, 3])), pool_state(pool)
+    return record(after_release=pool_state(pool), again=admission(pool.admit("a", [1, 2, 3])), pool=pool_state(pool))
 
 
-@STAGE.check("s03.release", hidden=True, hint="Releasing an unknown or already released request raises KeyError and changes nothing.")
+@STAGE.check("s03.release", hidden=True,
+             hint=L("Releasing an unknown or already released request raises KeyError and changes nothing.",
+                    "释放一个不存在或已经释放过的请求要抛出 KeyError，并且什么都不改。"))
 def release_twice(impl):
     pool = committed(impl, 6, 2, [1, 2, 3])
     pool.release("a")
-    return attempt(lambda: pool.release("a")), attempt(lambda: pool.release("nope")), pool_state(pool)
+    return record(twice=attempt(lambda: pool.release("a")), unknown=attempt(lambda: pool.release("nope")),
+                  pool=pool_state(pool))
+
+
+@STAGE.check("s03.release", hidden=True,
+             hint=L("Release every block of the table, the hits too: a revived block must go back to the free queue, "
+                    "key kept, so the next request still hits it.",
+                    "块表里的每个块都要释放，命中块也不例外：被复用过的块要带着 key 回到空闲队列，下一个请求才还能命中它。"))
+def released_hits_can_be_revived_again(impl):
+    return revive_twice(impl)
