@@ -57,29 +57,28 @@ def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:
     return {"stage": stage.id, "checks": checks, "given_names": defined_names(list(setup_sources))}
 
 
-def _title(s: Stage) -> str:
-    zh = text(s.title, "zh") if not s.subtitle else s.subtitle
-    return f"{text(s.title, 'en')} · {zh}"
+def _title(s: Stage, lang: str) -> str:
+    zh = s.subtitle or text(s.title, "zh")
+    return f"{text(s.title, 'en')} · {zh}" if lang == "en" else f"{zh} · {text(s.title, 'en')}"
 
 
-def readme_table(stages: list[Stage], course: Course) -> str:
-    rows = ["| stage | learner notebook | instructor notebook |", "|---|---|---|"]
+def readme_table(stages: list[Stage], course: Course, lang: str = "en") -> str:
+    head = "| stage | learner notebook | instructor notebook |" if lang == "en" else "| 阶段 | 学习者笔记本 | 讲师笔记本 |"
+    rows = [head, "|---|---|---|"]
     for s in stages:
         files = layout.stage_files(s.id)
-        links = []
-        for lang in files.languages:
-            learner = layout.rel(files.learner(lang))
-            links.append(f"{course.badges(learner)} [`{learner}`]({learner})")
-        instructor = "<br>".join(f"[`{layout.rel(files.instructor(lang))}`]({layout.rel(files.instructor(lang))})"
-                                 for lang in files.languages)
-        rows.append(f"| {s.number}. {_title(s)} | {'<br>'.join(links)} | {instructor} |")
+        editions = sorted(files.languages, key=lambda e: e != lang)  # the README's own language first
+        links = [f"{course.badges(layout.rel(files.learner(e)))} [`{layout.rel(files.learner(e))}`]({layout.rel(files.learner(e))})"
+                 for e in editions]
+        instructor = "<br>".join(f"[`{layout.rel(files.instructor(e))}`]({layout.rel(files.instructor(e))})" for e in editions)
+        rows.append(f"| {s.number}. {_title(s, lang)} | {'<br>'.join(links)} | {instructor} |")
     return "\n".join(rows)
 
 
-def stages_table(stages: list[Stage]) -> str:
+def stages_table(stages: list[Stage], lang: str = "en") -> str:
     """The README's "what you build" table, from each stage's ``summary``."""
-    rows = ["| stage | what you build |", "|---|---|"]
-    rows += [f"| {s.number} | {text(s.summary, 'en')} |" for s in stages]
+    rows = ["| stage | what you build |" if lang == "en" else "| 阶段 | 你要实现的内容 |", "|---|---|"]
+    rows += [f"| {s.number} | {text(s.summary, lang)} |" for s in stages]
     return "\n".join(rows)
 
 
@@ -117,10 +116,11 @@ def generated_files(stage_ids: list[str] | None = None) -> dict[Path, str]:
                 expected["given_names"] = defined_names([c.source for c in inst.cells if "given" in c.metadata.get("tags", [])
                                                          or "setup" in c.metadata.get("tags", [])])
         out[files.expected] = json.dumps(expected, indent=1, sort_keys=True) + "\n"
-    if layout.README.exists():
-        text = layout.README.read_text(encoding="utf-8")
-        text = _replace_between(text, README_BEGIN, README_END, readme_table(stages, course))
-        out[layout.README] = _replace_between(text, STAGES_BEGIN, STAGES_END, stages_table(stages))
+    for readme, lang in ((layout.README, "en"), (layout.README_ZH, "zh")):
+        if readme.exists():
+            body = readme.read_text(encoding="utf-8")
+            body = _replace_between(body, README_BEGIN, README_END, readme_table(stages, course, lang))
+            out[readme] = _replace_between(body, STAGES_BEGIN, STAGES_END, stages_table(stages, lang))
     return out
 
 

@@ -26,6 +26,7 @@ TESTS = ROOT / "tests"
 KERNELS = ROOT / "kernels"
 DATA = ROOT / "data" if (ROOT / "data").is_dir() else ROOT / "pcw_data"  # a checkout, or pip-installed
 README = ROOT / "README.md"
+README_ZH = ROOT / "README.zh.md"
 COURSE_TOML = ROOT / "course.toml"
 REQUIREMENTS = ROOT / "requirements.txt"
 

@@ -30,6 +30,7 @@ def _indent(line: str) -> str:
 
 def _comments(lines: list[str], lang: str) -> list[str]:
     out: list[str] = []
+    settled = 0  # lines of ``out`` before this index are final (a translation already put there)
     i = 0
     while i < len(lines):
         m = _ZH_COMMENT.match(lines[i])
@@ -44,9 +45,10 @@ def _comments(lines: list[str], lang: str) -> list[str]:
             j += 1
         if lang == "zh":
             # drop the English comment run right above (same indentation) and put the Chinese one
-            while out and _COMMENT.match(out[-1]) and _indent(out[-1]) == m.group(1):
+            while len(out) > settled and _COMMENT.match(out[-1]) and _indent(out[-1]) == m.group(1):
                 out.pop()
             out += zh
+            settled = len(out)
         i = j
     return out
 

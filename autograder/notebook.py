@@ -41,7 +41,9 @@ def _nbgrader(grade_id: str, *, solution=False, grade=False, locked=False, point
     return meta
 
 
-def check_cell_source(todo_id: str) -> str:
+def check_cell_source(todo_id: str, hidden: bool = True) -> str:
+    if not hidden:  # a quiz has no hidden checks
+        return f'check("{todo_id}")'
     return f'check("{todo_id}")\n{HIDDEN_BEGIN}\ncheck("{todo_id}", hidden=True)\n{HIDDEN_END}'
 
 
@@ -154,7 +156,8 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
             cells.append(nbformat.v4.new_markdown_cell(quiz_markdown(stage, lang)))
             code(with_contracts(localize_code(object_source(ref, "quiz"), lang), stage, lang),
                  _nbgrader(f"{stage.id}-code-quiz", solution=True))
-            code(check_cell_source(todo.id), _nbgrader(todo.grade_id, grade=True, locked=True, points=todo.points))
+            code(check_cell_source(todo.id, hidden=False),
+                 _nbgrader(todo.grade_id, grade=True, locked=True, points=todo.points))
         elif "scoring" in meta:
             cells.append(nbformat.v4.new_markdown_cell(scoring_markdown(stage, course, lang)))
         else:

@@ -25,11 +25,11 @@ def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
     return text
 
 
-def variant_notebook(stage_id: str, edits: list[tuple[str, str]]) -> nbformat.NotebookNode:
-    """The learner notebook with every solution cell filled from the edited reference."""
+def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "en") -> nbformat.NotebookNode:
+    """The learner notebook (of edition ``lang``) with every solution cell filled from the edited reference."""
     files = layout.stage_files(stage_id)
     text = apply_edits(files.reference.read_text(encoding="utf-8"), edits)
-    nb = nbformat.read(files.learner(), as_version=4)
+    nb = nbformat.read(files.learner(lang), as_version=4)
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.build import object_source
+from autograder.pysource import object_source
 from autograder import layout
 from tests.conftest import ROOT
 

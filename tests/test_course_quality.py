@@ -61,10 +61,13 @@ def test_every_notebook_predicts_before_at_least_two_demos_and_has_a_quiz(stage_
 @pytest.mark.parametrize("stage_id", stage_params())
 def test_every_todo_has_a_contract_without_code_and_three_hint_tiers(stage_id):
     stage = load_stage(stage_id, hidden=False)
-    code_like = re.compile(r"`[^`]*(\(|\)|=|\[[^\]]*:|\bfor\b|\bin\b|\.append)[^`]*`|^\s*\w+\s*=\s*\S", re.M)
+    code_span = re.compile(r"\(|\)|=|\[[^\]]*:|\bfor\b|\bin\b|\.append")  # calls, assignments, slices, loops
+    assignment = re.compile(r"^\s*\w+\s*=\s*\S", re.M)
     for t in stage.todos:
         assert isinstance(t.contract, L) and t.contract.en.strip(), f"{t.id}: write a bilingual contract"
-        assert not code_like.search(t.contract.en), f"{t.id}: the contract must not give code: {t.contract.en!r}"
+        spans = re.findall(r"`([^`]*)`", t.contract.en)
+        assert not any(code_span.search(s) for s in spans) and not assignment.search(t.contract.en), \
+            f"{t.id}: the contract must not give code: {t.contract.en!r}"
         assert len(t.hints) == 3 and all(isinstance(h, L) for h in t.hints), f"{t.id}: three bilingual hint tiers"
         assert isinstance(t.title, L), f"{t.id}: a bilingual title"
     for c in stage.checks:
