@@ -149,8 +149,9 @@
 # 这个提示词有多少个 token 命中？先写下你的猜测（一个数）。
 
 # %%
-my_guess = None  # your prediction: a number of tokens
+# your prediction: a number of tokens
 # zh: 你的预测：命中的 token 数
+my_guess = None
 
 # %%
 with demo("s01.match_prefix"):
@@ -205,16 +206,19 @@ with demo("s01.match_prefix"):
 # 这个管理器能为它复用多少个 token？先写下你的猜测。
 
 # %%
-my_guess_2 = None  # your prediction: a number of tokens
+# your prediction: a number of tokens
 # zh: 你的预测：复用的 token 数
+my_guess_2 = None
 
 # %%
 import matplotlib.pyplot as plt
 
-SYSTEM_A = list(range(100, 140))   # a 40-token system prompt
+# a 40-token system prompt
 # zh: 一段 40 个 token 的 system prompt
-SYSTEM_B = list(range(200, 225))   # a 25-token one
+SYSTEM_A = list(range(100, 140))
+# a 25-token one
 # zh: 一段 25 个 token 的 system prompt
+SYSTEM_B = list(range(200, 225))
 HALF_OF_A = tr("half of A", "A 的一半")
 prompts = {
     tr("A + question", "A + 问题"): SYSTEM_A + [1, 2, 3, 4, 5, 6],
