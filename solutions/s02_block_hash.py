@@ -21,13 +21,16 @@ from collections.abc import Mapping, Sequence
 
 #: Stands in for the parent of block 0. Change it (e.g. per model or per deployment) to keep caches
 #: that must never share a block apart.
+# zh: 代替第 0 个块的父 key。换一个根种子（比如按模型或按部署区分），就能让绝不能共享块的两个缓存彼此隔开。
 ROOT_SEED: bytes = b"prefix-cache-workbook/root-seed/v1"
 
 #: Token ids are encoded as unsigned 32-bit little-endian integers.
+# zh: token id 编码成 32 位无符号小端整数。
 MAX_TOKEN_ID: int = 2**32 - 1
 
 # struct.Struct objects for token blocks, by length: building the format once per length keeps
 # encoding cheap when thousands of blocks are hashed per second.
+# zh: 按长度缓存 token 块的 struct.Struct：每种长度只构造一次格式，每秒哈希成千上万个块时编码依然便宜。
 _TOKEN_STRUCTS: dict[int, struct.Struct] = {}
 
 
@@ -36,6 +39,12 @@ def frame(data: bytes) -> bytes:
 
     Framing every field makes the encoding unambiguous: without it, (b"ab", b"c") and
     (b"a", b"bc") would concatenate to the same bytes and so get the same digest.
+
+    [zh]
+    给 ``data`` 加上长度前缀（4 字节小端长度，后面跟数据本身）。
+
+    每个字段都加上长度前缀，编码才没有歧义：否则 (b"ab", b"c") 和 (b"a", b"bc") 拼接后是同样的字节，
+    摘要（digest）也就一样。
     """
     return len(data).to_bytes(4, "little") + data
 
@@ -45,6 +54,11 @@ def encode_tokens(tokens: Sequence[int]) -> bytes:
 
     Raises ``ValueError`` for a token id outside ``0 .. MAX_TOKEN_ID`` and ``TypeError`` for a
     token that is not an integer.
+
+    [zh]
+    把 token id 编码成紧凑的字节：每个 4 字节，小端序（绝不用 ``str(tokens)``）。
+
+    token id 超出 ``0 .. MAX_TOKEN_ID`` 时抛出 ``ValueError``，token 不是整数时抛出 ``TypeError``。
     """
     try:
         packer = _TOKEN_STRUCTS[len(tokens)]
@@ -54,6 +68,7 @@ def encode_tokens(tokens: Sequence[int]) -> bytes:
         return packer.pack(*tokens)
     except struct.error as exc:
         # struct reports both "not an int" and "out of range" as struct.error; tell them apart.
+        # zh: struct 把“不是整数”和“超出范围”都报成 struct.error，这里把两者区分开。
         for t in tokens:
             if not isinstance(t, int) or isinstance(t, bool):
                 raise TypeError(f"token ids must be int, got {type(t).__name__}") from exc
@@ -68,6 +83,12 @@ def normalize_extra_keys(
     Returns the ``(kind, value)`` pairs sorted, without those whose value is empty (an empty salt
     means "no salt"). Raises ``TypeError``/``ValueError`` for anything that is not a pair of
     strings with a non-empty kind.
+
+    [zh]
+    校验附加 key（extra keys），并把它们整理成规范形式。
+
+    返回排好序的 ``(kind, value)`` 对，并去掉 value 为空的那些（空盐值就等于没有盐值）。
+    凡是不是“两个字符串组成、kind 非空”的对，都抛出 ``TypeError`` 或 ``ValueError``。
     """
     if not extra_keys:
         return ()
@@ -92,15 +113,21 @@ def split_blocks(tokens: Sequence[int], block_size: int) -> list[tuple[int, ...]
 
     The partial tail (the last ``len(tokens) % block_size`` tokens) is dropped: its KV block is
     still being filled, so it must never be shared through the cache.
+
+    [zh]
+    把 ``tokens`` 按顺序切成若干个满块，每块 ``block_size`` 个 token，每块是一个 tuple。
+
+    未满的尾块（最后 ``len(tokens) % block_size`` 个 token）丢掉：它的 KV 块还在被填写，绝不能通过缓存共享。
     """
     if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
         raise ValueError(f"block_size must be a positive int, got {block_size!r}")
-    # TODO 1 (s02.split_blocks): set `blocks` to the full blocks of `tokens`, as a list of tuples.
-    # Hint: there are len(tokens) // block_size full blocks; block i is tokens[i*B:(i+1)*B].
+    # TODO 1 (s02.split_blocks)
     ### BEGIN SOLUTION
     num_full = len(tokens) // block_size
     # zip() over block_size references to one iterator takes consecutive runs of block_size tokens
     # as tuples, and stops before a short run: the same as slicing block i, about twice as fast.
+    # zh: 对同一个迭代器的 block_size 个引用做 zip()，会依次取出连续的 block_size 个 token 组成 tuple，
+    # zh: 遇到不足一块的部分就停下：结果和逐块切片一样，速度约快一倍。
     blocks = list(zip(*[iter(tokens[: num_full * block_size])] * block_size))
     ### END SOLUTION
     return blocks
@@ -118,6 +145,13 @@ def hash_block(
     ``parent`` is the key of the previous block, or ``None`` for block 0 (then ``root_seed``
     takes its place). The digested bytes are ``frame(parent)``, ``frame(encode_tokens(tokens))``
     and, for each canonical extra key, ``frame(kind)`` and ``frame(value)`` (UTF-8).
+
+    [zh]
+    一个块的 32 字节 key：对（父 key 或根种子、token、附加 key）做 sha256。
+
+    ``parent`` 是前一个块的 key；第 0 个块传 ``None``，由 ``root_seed`` 代替。参与摘要的字节依次是
+    ``frame(parent)``、``frame(encode_tokens(tokens))``，以及每个规范化后的附加 key 的
+    ``frame(kind)`` 和 ``frame(value)``（UTF-8 编码）。
     """
     if parent is None:
         if not isinstance(root_seed, bytes) or not root_seed:
@@ -125,14 +159,12 @@ def hash_block(
     elif not isinstance(parent, bytes):
         raise TypeError(f"parent must be bytes or None, got {type(parent).__name__}")
     tags = normalize_extra_keys(extra_keys) if extra_keys else ()
-    # TODO 2 (s02.hash_block): build the canonical bytes and set `key` to their sha256 digest.
-    # Hint: data = frame(parent, or root_seed if there is none) + frame(encode_tokens(block_tokens)),
-    # then for each (kind, value) in `tags` add frame(kind.encode()) + frame(value.encode());
-    # key = hashlib.sha256(data).digest(). Never Python's hash(): it changes between processes.
+    # TODO 2 (s02.hash_block)
     ### BEGIN SOLUTION
     data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens))
     for kind, value in tags:
         # Tagging each value with its kind keeps a salt "X" and an adapter "X" apart.
+        # zh: 每个 value 都带上它的 kind，盐值 "X" 和适配器 "X" 才不会混在一起。
         data += frame(kind.encode()) + frame(value.encode())
     key = hashlib.sha256(data).digest()
     ### END SOLUTION
@@ -150,20 +182,29 @@ def chain_keys(
 
     Block 0 has no parent (``None``: the root seed stands in). Every block gets the same
     ``extra_keys`` and ``root_seed``. The partial tail gets no key.
+
+    [zh]
+    ``tokens`` 的每个满块对应一个 key；第 i 个 key 是 ``hash_block(第 i-1 个 key, 第 i 个块, ...)``。
+
+    第 0 个块没有父 key（传 ``None``，由根种子代替）。每个块都用同样的 ``extra_keys`` 和 ``root_seed``。
+    未满的尾块没有 key。
     """
     keys: list[bytes] = []
-    # TODO 3 (s02.chain_keys): hash the full blocks in order, each with the previous key as parent,
-    # and append each key to `keys`.
-    # Hint: parent = None; for each block of split_blocks(...): parent = hash_block(parent, block,
-    # extra_keys, root_seed=root_seed).
+    # TODO 3 (s02.chain_keys)
     ### BEGIN SOLUTION
+    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
+        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
     # The bytes hash_block(parent, block, extra_keys, root_seed=root_seed) digests, block after
     # block, built without its per-call work: the full blocks are encoded in one call and the frames
     # every block shares are built once, so each block costs one concatenation and one sha256
-    # (bit-identical keys, about 1.7x faster than calling hash_block per block).
-    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
-        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
-    end = len(tokens) - len(tokens) % block_size  # the partial tail gets no key
+    # (bit-identical keys, about 1.7x faster than calling hash_block per block). A plain loop that
+    # calls hash_block per block, each on the previous key, is just as correct. The partial tail
+    # gets no key.
+    # zh: 逐块构造 hash_block(parent, block, extra_keys, root_seed=root_seed) 要摘要的字节，但省掉每次调用的
+    # zh: 开销：所有满块一次编码完，各块共用的帧只构造一次，于是每块只需一次拼接和一次 sha256
+    # zh: （key 逐位相同，比逐块调用 hash_block 快约 1.7 倍）。直接循环调用 hash_block 同样是正确答案。
+    # zh: 未满的尾块没有 key。
+    end = len(tokens) - len(tokens) % block_size
     if end:
         if not isinstance(root_seed, bytes) or not root_seed:
             raise ValueError("root_seed must be non-empty bytes")
@@ -172,12 +213,16 @@ def chain_keys(
         try:
             encoded = struct.pack(f"<{end}I", *tokens[:end])
         except struct.error:
-            for start in range(0, end, block_size):  # raise what hash_block raises for the first bad block
+            # raise what hash_block raises for the first bad block
+            # zh: 抛出 hash_block 在第一个坏块上会抛出的异常
+            for start in range(0, end, block_size):
                 encode_tokens(tokens[start : start + block_size])
             raise
         width = 4 * block_size
-        block_head = width.to_bytes(4, "little")  # frame() of one block's encoded tokens starts with this
-        key_head = hashlib.sha256().digest_size.to_bytes(4, "little")  # ... and frame() of a parent key
+        # frame() of one block's encoded tokens starts with block_head, frame() of a parent key with key_head
+        # zh: 一个块的编码 token 经 frame() 后以 block_head 开头，父 key 经 frame() 后以 key_head 开头
+        block_head = width.to_bytes(4, "little")
+        key_head = hashlib.sha256().digest_size.to_bytes(4, "little")
         prefix = frame(root_seed) + block_head
         for start in range(0, 4 * end, width):
             parent = hashlib.sha256(prefix + encoded[start : start + width] + tags).digest()
@@ -193,11 +238,15 @@ def longest_cached_run(keys: Sequence[bytes], table: Mapping[bytes, object]) -> 
     A block after a miss is not used even if its key is present (a cache may have given up block
     ``i`` and kept block ``i + 1``): prefill computes one contiguous run of tokens, from the first
     uncached one to the end of the prompt, and a cached block after a miss sits inside that run.
+
+    [zh]
+    ``keys`` 开头有多少个连续出现在 ``table`` 里：遇到第一个缺失的 key 就停。
+
+    未命中之后的块即使 key 还在表里也不用（缓存可能丢掉了第 ``i`` 块却留着第 ``i + 1`` 块）：prefill 计算的是
+    一段连续的 token，从第一个未缓存的 token 一直到提示词末尾，未命中之后的已缓存块正落在这段里。
     """
     hits = 0
-    # TODO 4 (s02.longest_cached_run): count into `hits` the keys from the start, up to the
-    # first key that is not in `table`.
-    # Hint: a plain loop with `break` on the first miss; test `key in table`, not the value.
+    # TODO 4 (s02.longest_cached_run)
     ### BEGIN SOLUTION
     for key in keys:
         if key not in table:
@@ -215,7 +264,23 @@ def lookup(
     *,
     root_seed: bytes = ROOT_SEED,
 ) -> tuple[int, int]:
-    """``(hit_blocks, hit_tokens)``: the cached leading blocks of a prompt and the tokens they hold."""
+    """``(hit_blocks, hit_tokens)``: the cached leading blocks of a prompt and the tokens they hold.
+
+    [zh]
+    返回（命中块数, 命中 token 数）：提示词开头已缓存的块，以及它们装着的 token 数。
+    """
     keys = chain_keys(tokens, block_size, extra_keys, root_seed=root_seed)
     hit_blocks = longest_cached_run(keys, table)
     return hit_blocks, hit_blocks * block_size
+
+
+def quiz() -> dict:
+    """Your answers to the concept quiz.
+
+    [zh]
+    你对概念小测的回答。
+    """
+    # TODO 5 (s02.quiz)
+    ### BEGIN SOLUTION
+    return {"q1": 62, "q2": "B", "q3": "A", "q4": "C", "q5": 32}
+    ### END SOLUTION

@@ -1,8 +1,6 @@
 """Realistic wrong answers for each stage-1 TODO, graded by the real grader: each fails its TODO only."""
 from __future__ import annotations
 
-
-
 NORMALIZE = """        normalized = list(tokens)
         for token in normalized:
             if not isinstance(token, int):
@@ -15,6 +13,7 @@ MATCH = "is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix"
 SPLIT = """        reusable_prefix = prompt[:hit_len]
         suffix = prompt[hit_len:]"""
 STATS = "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"
+ANSWERS = '    return {"q1": "C", "q2": "A", "q3": "B", "q4": "B", "q5": 0.03}\n'
 
 MUTANTS = {
     # TODO 1: _normalize
@@ -35,6 +34,13 @@ MUTANTS = {
     "s01.match_prefix/suffix": ("s01.match_prefix", [(MATCH, "is_match = tuple(prompt[len(prompt) - len(cached_prefix):]) == cached_prefix")]),
     "s01.match_prefix/first_token_only": ("s01.match_prefix", [(MATCH, "is_match = prompt[:1] == list(cached_prefix[:1])")]),
     "s01.match_prefix/off_by_one": ("s01.match_prefix", [(MATCH, "is_match = tuple(prompt[: len(cached_prefix) - 1]) == cached_prefix[:-1]")]),
+    # token boundaries: comparing text instead of ids ("1 2" starts "1 23"; "12" + "3" == "1" + "23")
+    "s01.match_prefix/joined_digits": ("s01.match_prefix", [
+        (MATCH, "is_match = ''.join(map(str, prompt)).startswith(''.join(map(str, cached_prefix)))")]),
+    "s01.match_prefix/space_joined_text": ("s01.match_prefix", [
+        (MATCH, "is_match = ' '.join(map(str, prompt)).startswith(' '.join(map(str, cached_prefix)))")]),
+    "s01.match_prefix/str_of_list": ("s01.match_prefix", [
+        (MATCH, "is_match = str(prompt).startswith(str(list(cached_prefix))[:-1])")]),
     # TODO 4: split_prompt
     "s01.split_prompt/off_by_one": ("s01.split_prompt", [(SPLIT, SPLIT.replace("prompt[:hit_len]", "prompt[:hit_len + 1]").replace("prompt[hit_len:]", "prompt[hit_len + 1:]"))]),
     "s01.split_prompt/suffix_overlaps": ("s01.split_prompt", [(SPLIT, SPLIT.replace("prompt[hit_len:]", "prompt[max(hit_len - 1, 0):]"))]),
@@ -44,4 +50,9 @@ MUTANTS = {
     "s01.cache_stats/divides_by_zero": ("s01.cache_stats", [(STATS, "reuse_ratio = round(hit_tokens / len(prompt), 4)")]),
     "s01.cache_stats/uncached_ratio": ("s01.cache_stats", [(STATS, "reuse_ratio = round(uncached_tokens / len(prompt), 4) if prompt else 0.0")]),
     "s01.cache_stats/percent": ("s01.cache_stats", [(STATS, "reuse_ratio = round(100 * hit_tokens / len(prompt), 2) if prompt else 0.0")]),
+    # TODO 6: quiz
+    "s01.quiz/text_boundaries": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q2": "A"', '"q2": "C"'))]),
+    "s01.quiz/longest_registered_not_longest_match": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q1": "C"', '"q1": "A"'))]),
+    "s01.quiz/cached_share_instead_of_suffix": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q5": 0.03', '"q5": 0.97'))]),
+    "s01.quiz/unanswered": ("s01.quiz", [(ANSWERS, '    return {"q1": "C"}\n')]),
 }

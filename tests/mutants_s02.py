@@ -12,7 +12,7 @@ DIGEST = "    key = hashlib.sha256(data).digest()\n"
 # chain_keys' reference builds hash_block's bytes itself (faster, bit-identical keys)
 CHAIN_PREFIX = "        prefix = key_head + parent + block_head\n"
 CHAIN_FIRST = "        prefix = frame(root_seed) + block_head\n"
-CHAIN_END = "    end = len(tokens) - len(tokens) % block_size  # the partial tail gets no key\n"
+CHAIN_END = "    end = len(tokens) - len(tokens) % block_size\n"
 CHAIN_DIGEST = "parent = hashlib.sha256(prefix + encoded[start : start + width] + tags).digest()"
 _REFERENCE = layout.stage_files("s02").reference.read_text(encoding="utf-8")
 _begin, _end = solution_region(_REFERENCE, "chain_keys")
@@ -25,6 +25,49 @@ CHAIN_LOOP = """    parent: bytes | None = None
 RUN = """        if key not in table:
             break
         hits += 1"""
+RUN_LOOP = "    for key in keys:\n" + RUN + "\n"
+ANSWERS = '    return {"q1": 62, "q2": "B", "q3": "A", "q4": "C", "q5": 32}\n'
+
+# Keys remembered between calls under only some of their inputs (issue 12: memoized keys). Each passes
+# the checks that call it once per input; only a sequence of calls with the same tokens under other
+# extra keys or root seeds shows the stale key.
+MEMO_BY_PARENT_AND_TOKENS = """    # keys are costly: remember them
+    memo = hash_block.__dict__.setdefault("memo", {})
+    if (parent, tuple(block_tokens)) not in memo:
+        memo[(parent, tuple(block_tokens))] = hashlib.sha256(data).digest()
+    key = memo[(parent, tuple(block_tokens))]
+"""
+MEMO_WITHOUT_ROOT_SEED = """    memo = hash_block.__dict__.setdefault("memo", {})
+    key = memo.setdefault((parent, tuple(block_tokens), tags), hashlib.sha256(data).digest())
+"""
+CHAIN_MEMO_BY_TOKENS = """    memo = chain_keys.__dict__.setdefault("memo", {})
+    run = (tuple(tokens), block_size)
+    if run not in memo:
+        parent = None
+        for block in split_blocks(tokens, block_size):
+            parent = hash_block(parent, block, extra_keys, root_seed=root_seed)
+            memo.setdefault(run, []).append(parent)
+    keys.extend(memo.get(run, []))
+"""
+CHAIN_MEMO_BY_PREFIX = """    memo = chain_keys.__dict__.setdefault("memo", {})  # token prefix -> key of its last block
+    parent = None
+    for i, block in enumerate(split_blocks(tokens, block_size)):
+        prefix = tuple(tokens[: (i + 1) * block_size])
+        if prefix not in memo:
+            memo[prefix] = hash_block(parent, block, extra_keys, root_seed=root_seed)
+        parent = memo[prefix]
+        keys.append(parent)
+"""
+CHAIN_MEMO_WITHOUT_ROOT_SEED = """    memo = chain_keys.__dict__.setdefault("memo", {})
+    run = (tuple(tokens), block_size, normalize_extra_keys(extra_keys))
+    if run not in memo:
+        memo[run] = []
+        parent = None
+        for block in split_blocks(tokens, block_size):
+            parent = hash_block(parent, block, extra_keys, root_seed=root_seed)
+            memo[run].append(parent)
+    keys.extend(memo[run])
+"""
 
 MUTANTS = {
     # TODO 1: split_blocks
@@ -44,6 +87,11 @@ MUTANTS = {
     "s02.hash_block/str_encoding": ("s02.hash_block", [
         (DATA, DATA.replace("frame(encode_tokens(block_tokens))", "frame(str(list(block_tokens)).encode())"))]),
     "s02.hash_block/module_root_seed": ("s02.hash_block", [(DATA, DATA.replace("root_seed if", "ROOT_SEED if"))]),
+    # token boundaries: the digits of 1, 23 and of 12, 3 are the same text
+    "s02.hash_block/joined_digits": ("s02.hash_block", [
+        (DATA, DATA.replace("frame(encode_tokens(block_tokens))", "frame(''.join(map(str, block_tokens)).encode())"))]),
+    "s02.hash_block/memo_by_parent_and_tokens": ("s02.hash_block", [(DIGEST, MEMO_BY_PARENT_AND_TOKENS)]),
+    "s02.hash_block/memo_without_root_seed": ("s02.hash_block", [(DIGEST, MEMO_WITHOUT_ROOT_SEED)]),
     # TODO 3: chain_keys
     "s02.chain_keys/no_parent": ("s02.chain_keys", [(CHAIN_PREFIX, CHAIN_FIRST)]),
     "s02.chain_keys/drops_extra_keys": ("s02.chain_keys", [(CHAIN_DIGEST, CHAIN_DIGEST.replace(" + tags)", ")"))]),
@@ -57,10 +105,25 @@ MUTANTS = {
     "s02.chain_keys/loop_hashes_partial_tail": ("s02.chain_keys", [
         (CHAIN_BODY, CHAIN_LOOP.replace("split_blocks(tokens, block_size)",
                                         "[tokens[i:i + block_size] for i in range(0, len(tokens), block_size)]"))]),
+    "s02.chain_keys/memo_by_tokens": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_TOKENS)]),
+    "s02.chain_keys/memo_by_token_prefix": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_PREFIX)]),
+    "s02.chain_keys/memo_without_root_seed": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_WITHOUT_ROOT_SEED)]),
     # TODO 4: longest_cached_run
     "s02.longest_cached_run/skips_misses": ("s02.longest_cached_run", [(RUN, RUN.replace("break", "continue"))]),
     "s02.longest_cached_run/tests_value": ("s02.longest_cached_run", [(RUN, RUN.replace("if key not in table:", "if not table.get(key):"))]),
     "s02.longest_cached_run/from_the_end": ("s02.longest_cached_run", [("    for key in keys:\n", "    for key in reversed(keys):\n")]),
+    # right counts at the wrong cost (issue 12: budgets for the run count)
+    "s02.longest_cached_run/copies_the_table_to_a_set": ("s02.longest_cached_run", [
+        (RUN_LOOP, "    cached = set(table)\n" + RUN_LOOP.replace("not in table", "not in cached"))]),
+    "s02.longest_cached_run/scans_the_table_as_a_list": ("s02.longest_cached_run", [
+        (RUN, RUN.replace("not in table", "not in list(table)"))]),
+    "s02.longest_cached_run/rechecks_the_keys_so_far": ("s02.longest_cached_run", [
+        (RUN_LOOP, "    while hits < len(keys) and all(key in table for key in keys[: hits + 1]):\n        hits += 1\n")]),
+    # TODO 5: quiz
+    "s02.quiz/tail_gets_a_key": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q1": 62', '"q1": 63'))]),
+    "s02.quiz/later_blocks_still_equal": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
+    "s02.quiz/counts_hits_after_a_miss": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q5": 32', '"q5": 48'))]),
+    "s02.quiz/unanswered": ("s02.quiz", [(ANSWERS, '    return {"q1": 62}\n')]),
 }
 
 # Right answers that do not look like the reference: they must pass every TODO.
@@ -72,6 +135,14 @@ EQUIVALENT = {
                            (DIGEST, "    key = h.digest()\n")],
     # the loop the hint describes (the reference builds the same bytes faster)
     "chain_with_hash_block": [(CHAIN_BODY, CHAIN_LOOP)],
+    # remembering keys is fine when every input of the key is part of what they are remembered under
+    "hash_memo_under_all_inputs": [(DIGEST, """    memo = hash_block.__dict__.setdefault("memo", {})
+    entry = (root_seed if parent is None else parent, tuple(block_tokens), tags)
+    if entry not in memo:
+        memo[entry] = hashlib.sha256(data).digest()
+    key = memo[entry]
+""")],
+    "run_with_takewhile": [(RUN_LOOP, "    import itertools\n    hits = sum(1 for _ in itertools.takewhile(table.__contains__, keys))\n")],
     "chain_by_index": [(CHAIN_BODY, "    blocks = split_blocks(tokens, block_size)\n    for i in range(len(blocks)):\n"
                         "        keys.append(hash_block(keys[i - 1] if i else None, blocks[i], extra_keys, root_seed=root_seed))\n")],
 }

@@ -16,7 +16,7 @@ def ns_with(**methods) -> types.SimpleNamespace:
 def test_s01_match_prefix_reference_passes_inline(capsys):
     report = run_check("s01.match_prefix", impl=ref)
     out = capsys.readouterr().out
-    assert report.passed and out.count("✅") == len(report.verdicts) == 4
+    assert report.passed and out.count("✅") == len(report.verdicts) >= 4
     assert "visible checks only" in out  # never reads as "all passed" while hidden checks exist
 
 
@@ -47,7 +47,7 @@ def test_s01_match_prefix_wrong_answer_shows_input_expected_got_hint(capsys):
     report = run_check("s01.match_prefix", impl=ns_with(match_prefix=match_prefix))
     out = capsys.readouterr().out
     assert not report.passed
-    assert "❌ middle_does_not_count" in out
+    assert "❌ equal tokens in the middle do not count" in out  # the check's title
     assert "input:    add_prefix([2, 3]); match_prefix([1, 2, 3])" in out
     assert "expected: 0" in out and "got:      2" in out and "hint:" in out
 

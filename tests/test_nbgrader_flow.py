@@ -75,7 +75,7 @@ def test_release_is_the_committed_learner_notebook(course):
     assert layout.rel(S01.reference) not in released and not any(r.startswith(layout.rel(layout.HIDDEN)) for r in released)
 
 
-@pytest.mark.parametrize("student,expected_total", [("correct", 11), ("stub", 0), ("wrong_match", 8)])
+@pytest.mark.parametrize("student,expected_total", [("correct", 12), ("stub", 0), ("wrong_match", 8)])  # wrong_match leaves the quiz unanswered
 def test_gradebook_points_equal_cli_points(course, student, expected_total):
     book = gradebook_points(course, student)
     cli = cli_points(course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")

@@ -50,3 +50,33 @@ def test_s01_match_prefix_equals_brute_force(prefixes, prompt):
     assert stats["hit_tokens"] + stats["uncached_tokens"] == len(prompt)
     assert stats["reuse_ratio"] == (round(brute / len(prompt), 4) if prompt else 0.0)
     assert len(set(m.cached_prefixes)) == len(m.cached_prefixes)
+
+
+@pytest.mark.parametrize("prefix, prompt", [([1, 2], [1, 23, 4]), ([1, 23], [12, 3, 5]), ([12], [1, 2, 3]),
+                                            ([1, 2, 3], [123]), ([1], [11])])
+def test_s01_match_prefix_compares_token_ids_not_text(prefix, prompt):
+    m = PrefixCacheManager()
+    m.add_prefix(prefix)
+    assert m.match_prefix(prompt) == 0
+    assert m.cache_stats(prompt)["hit_tokens"] == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefixes=st.lists(st.lists(st.sampled_from([1, 2, 3, 12, 23, 123]), min_size=1, max_size=4), max_size=4),
+       prompt=st.lists(st.sampled_from([1, 2, 3, 12, 23, 123]), max_size=6))
+def test_s01_match_prefix_multi_digit_ids_equal_brute_force(prefixes, prompt):
+    m = PrefixCacheManager()
+    for p in prefixes:
+        m.add_prefix(p)
+    assert m.match_prefix(prompt) == max((len(p) for p in prefixes if prompt[: len(p)] == p), default=0)
+
+
+def test_s01_quiz_answers_are_valid_for_their_questions():
+    from autograder.quiz import canonical
+    from autograder.spec import load_stage
+    from solutions.s01_prefix_match import quiz
+
+    answers = quiz()
+    for q in load_stage("s01", hidden=False).quiz.questions:
+        assert canonical(q, answers[q.id]), q.id
+    assert round(128 / (4096 + 128), 2) == answers["q5"]

@@ -282,3 +282,64 @@ def test_s02_lookup_counts_hit_blocks_and_tokens():
 
 
 # -- the notebook's given code is the reference's --------------------------------------------------
+
+
+# -- token boundaries, keys remembered between calls, cost of the run count (issue 12) ---------------
+def test_s02_hash_block_token_boundaries_give_different_keys():
+    keys = [hash_block(None, block) for block in ([1, 23], [12, 3], [123], [1, 2, 3])]
+    assert len(set(keys)) == 4
+    assert chain_keys([1, 23, 4, 5], 2) != chain_keys([12, 3, 4, 5], 2)
+
+
+def _fresh_key(parent, block, extra, seed):
+    """hash_block's documented bytes, computed here from scratch (no state shared between calls)."""
+    data = frame(seed if parent is None else parent) + frame(encode_tokens(block))
+    for kind, value in normalize_extra_keys(extra):
+        data += frame(kind.encode()) + frame(value.encode())
+    return hashlib.sha256(data).digest()
+
+
+call_st = st.tuples(st.lists(st.integers(0, 1), min_size=1, max_size=2), extra_st,
+                    st.sampled_from([ROOT_SEED, b"seed-1", b"seed-2"]), st.booleans())
+
+
+@FAST
+@given(st.lists(call_st, min_size=1, max_size=25))
+def test_s02_keys_depend_on_every_input_whatever_came_before(calls):
+    parents: list = [None]
+    for block, extra, seed, chained in calls:
+        parent = parents[-1] if chained else None
+        key = hash_block(parent, block, extra, root_seed=seed)
+        assert key == _fresh_key(parent, block, extra, seed)
+        parents.append(key)
+        assert chain_keys(block * 2, len(block), extra, root_seed=seed) == _hash_block_loop(block * 2, len(block), extra, seed)
+
+
+class _NoScanTable(dict):
+    """A table that answers membership tests and refuses to be walked or copied."""
+
+    def _refuse(self, *args, **kwargs):
+        raise AssertionError("longest_cached_run must not scan the table")
+
+    __iter__ = keys = values = items = copy = __len__ = _refuse
+
+
+def test_s02_longest_cached_run_never_scans_the_table():
+    table = _NoScanTable({b"a": 0, b"b": 1, b"d": 3})
+    assert longest_cached_run([b"a", b"b", b"c", b"d"], table) == 2
+
+
+def test_s02_quiz_answers_follow_from_the_reference():
+    from autograder.quiz import canonical
+    from autograder.spec import load_stage
+    from solutions.s02_block_hash import quiz
+
+    answers = quiz()
+    assert all(canonical(q, answers[q.id]) for q in load_stage("s02", hidden=False).quiz.questions)
+    assert answers["q1"] == len(chain_keys(list(range(1000)), 16))
+    a, b = list(range(12)), list(range(12))
+    b[5] = 99
+    assert [x == y for x, y in zip(chain_keys(a, 4), chain_keys(b, 4))] == [True, False, False]  # q2: B
+    assert not set(chain_keys(a, 4, [("salt", "A")])) & set(chain_keys(a, 4, [("salt", "B")]))  # q4: C
+    keys = chain_keys(list(range(64)), 16)
+    assert 16 * longest_cached_run(keys, dict.fromkeys([keys[0], keys[1], keys[3]])) == answers["q5"]

@@ -1,26 +1,168 @@
-"""Stage 1 spec and public checks: longest-prefix match (the seed exercise's contract)."""
+"""Stage 1 spec and public checks: longest-prefix match (the seed exercise's contract).
+
+Everything a learner reads here exists in English and Chinese (``L(en, zh)``): titles, contracts,
+hint tiers, check hints, the quiz. Contracts state what to set or return and the invariant, never
+code; hint tiers go from the idea (1) over the approach (2) to near-code (3).
+"""
 from __future__ import annotations
 
-from autograder.checks.common import raised
+from autograder.checks.common import raised, record
+from autograder.i18n import L
+from autograder.quiz import Question, Quiz
 from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s01",
-    title="Prefix cache matching and reuse",
+    title=L("Prefix cache matching and reuse", "Prefix Cache 匹配与复用"),
     subtitle="Prefix Cache 匹配与复用",
-    summary="longest-prefix match: normalize, register, match, split, the reuse ledger",
+    summary=L("longest-prefix match: normalize, register, match, split, the reuse ledger",
+              "最长前缀匹配：规范化、登记、匹配、拆分、复用账本"),
+    minutes=45,
     todos=[
         Todo("s01.normalize", 1, target="PrefixCacheManager._normalize", points=2,
-             title="normalize a token sequence"),
+             title=L("normalize a token sequence", "规范化 token 序列"),
+             contract=L(
+                 "Return a new list of the given tokens,\n"
+                 "in their original order, whatever iterable came in (a list, a tuple, a generator).\n"
+                 "Raise TypeError as soon as one token is not an int.\n"
+                 "Invariant: the caller's sequence is never returned itself and never changed.",
+                 "返回一个新的 list，按原顺序装着传入的 token；\n"
+                 "传入的可能是 list、tuple，也可能是生成器。\n"
+                 "只要有一个 token 不是 int，就抛出 TypeError。\n"
+                 "不变量：不能把调用者的序列原样返回，也不能修改它。"),
+             hints=(
+                 L("Every later method compares token sequences, so each one first turns its input into one trusted "
+                   "form: a fresh list of ints. A bad token must be stopped here, before it reaches the index.",
+                   "后面的每个方法都要比较 token 序列，所以它们都先把输入变成同一种可靠的形式：一个全新的 int 列表。"
+                   "坏 token 要在这里拦下，不能让它进入索引。"),
+                 L("Copy the input into a new list first (a generator can be read only once), then walk over the "
+                   "copy and check the type of every token; return the copy.",
+                   "先把输入复制成一个新列表（生成器只能读一遍），再遍历这个副本，逐个检查 token 的类型；最后返回副本。"),
+                 L("normalized = list(tokens); for each token: if not isinstance(token, int), raise TypeError(...); "
+                   "return normalized.",
+                   "normalized = list(tokens)；对每个 token：if not isinstance(token, int) 就 raise TypeError(...)；"
+                   "最后 return normalized。"))),
         Todo("s01.add_prefix", 2, target="PrefixCacheManager.add_prefix", points=2,
-             title="register a shared prefix"),
+             title=L("register a shared prefix", "登记共享前缀"),
+             contract=L(
+                 "Set `prefix` to the normalized tokens as a tuple,\n"
+                 "so that a list, a tuple and a generator holding the same tokens are the same prefix.\n"
+                 "Refuse an empty prefix with ValueError.\n"
+                 "Invariant: validate before anything is stored; the line after your code stores the prefix\n"
+                 "unless it is registered already.",
+                 "把规范化后的 token 转成 tuple，赋给 `prefix`；\n"
+                 "这样装着相同 token 的 list、tuple 和生成器就是同一个前缀。空前缀要用 ValueError 拒绝。\n"
+                 "不变量：先校验、再存储（你的代码后面那一行会在 `prefix` 尚未登记时把它存进去）。"),
+             hints=(
+                 L("Registered prefixes are compared with ==, and a list never equals a tuple: store one canonical, "
+                   "immutable form of every prefix.",
+                   "已登记的前缀之间用 == 比较，而 list 永远不等于 tuple：每个前缀都要存成同一种规范的、不可变的形式。"),
+                 L("Let TODO 1 validate and copy the tokens, turn the result into a tuple, and raise on an empty one "
+                   "before the append that follows your lines.",
+                   "先让 TODO 1 校验并复制 token，再把结果转成 tuple；如果它是空的，就在你代码后面的 append 之前抛出异常。"),
+                 L("prefix = tuple(self._normalize(prefix_tokens)); if not prefix: raise ValueError(...)",
+                   "prefix = tuple(self._normalize(prefix_tokens))；if not prefix: raise ValueError(...)"))),
         Todo("s01.match_prefix", 3, target="PrefixCacheManager.match_prefix", points=3,
-             title="longest prefix match"),
+             title=L("longest prefix match", "最长前缀匹配"),
+             contract=L(
+                 "Set `is_match` to whether `cached_prefix` is exactly\n"
+                 "the start of the prompt: its first token equals the prompt's token 0, its second equals\n"
+                 "token 1, and so on to its last token.\n"
+                 "Tokens are compared as whole integer ids: equal tokens in the middle of the prompt never\n"
+                 "count, and neither does a prefix that merely looks like the prompt's start when written as\n"
+                 "text (a prefix 1, 2 never matches a prompt 1, 23, ...).",
+                 "把“`cached_prefix` 是否恰好就是提示词的开头”赋给 `is_match`：\n"
+                 "它的第 1 个 token 等于提示词的第 0 个 token，第 2 个等于第 1 个，一直到它的最后一个 token。\n"
+                 "token 按完整的整数 id 比较：提示词中间出现相同的 token 不算；写成文本后“看起来像”开头也不算\n"
+                 "（前缀 1, 2 绝不能匹配提示词 1, 23, ...）。"),
+             hints=(
+                 L("The KV of a token depends on every token before it, so a registered prefix helps only if it is "
+                   "exactly the start of the prompt, id for id.",
+                   "一个 token 的 KV 取决于它前面的所有 token，所以已登记的前缀只有在逐个 id 都等于提示词开头时才有用。"),
+                 L("Take as many tokens from the start of the prompt as the prefix has, and compare the two as "
+                   "sequences of ints of the same type (tuple with tuple). Never turn them into strings: the digits "
+                   "of 1, 23 and of 12, 3 read the same.",
+                   "从提示词开头取出和前缀一样多的 token，把两者当作同类型的整数序列来比较（tuple 对 tuple）。"
+                   "不要转成字符串：1, 23 和 12, 3 拼起来的数字是一样的。"),
+                 L("is_match = tuple(prompt[:len(cached_prefix)]) == cached_prefix",
+                   "is_match = tuple(prompt[:len(cached_prefix)]) == cached_prefix"))),
         Todo("s01.split_prompt", 4, target="PrefixCacheManager.split_prompt", points=2,
-             title="split a prompt into reusable prefix and suffix"),
+             title=L("split a prompt into reusable prefix and suffix", "把提示词拆成可复用前缀和后缀"),
+             contract=L(
+                 "Cut the prompt at `hit_len`:\n"
+                 "`reusable_prefix` holds its first `hit_len` tokens and `suffix` the rest, both as lists.\n"
+                 "Invariant: the two put together give back the whole prompt, and the suffix (what still\n"
+                 "needs prefill) starts at the first token the cache does not cover.",
+                 "在 `hit_len` 处把提示词切开：\n"
+                 "`reusable_prefix` 是前 `hit_len` 个 token，`suffix` 是剩下的部分，两者都是 list。\n"
+                 "不变量：两段拼起来就是完整的提示词；后缀（仍需 prefill 的部分）从缓存覆盖不到的第一个 token 开始。"),
+             hints=(
+                 L("Everything before the hit length comes from the cache; everything from there on still needs "
+                   "prefill.",
+                   "命中长度之前的部分来自缓存；从那里往后的部分仍然需要 prefill。"),
+                 L("Two slices of the normalized prompt, cut at the same index: no token may be lost or counted twice.",
+                   "对规范化后的提示词切两刀，位置相同：不能丢掉任何 token，也不能重复计算。"),
+                 L("reusable_prefix = prompt[:hit_len]; suffix = prompt[hit_len:]",
+                   "reusable_prefix = prompt[:hit_len]；suffix = prompt[hit_len:]"))),
         Todo("s01.cache_stats", 5, target="PrefixCacheManager.cache_stats", points=2,
-             title="the reuse ledger"),
+             title=L("the reuse ledger", "复用账本"),
+             contract=L(
+                 "Set the three numbers of the ledger:\n"
+                 "`hit_tokens` is the longest match, `uncached_tokens` the tokens still to prefill, and\n"
+                 "`reuse_ratio` the hit tokens over the prompt's length, rounded to 4 decimals (0.0 for an\n"
+                 "empty prompt). Invariant: hit and uncached tokens add up to the prompt's length.",
+                 "填好账本的三个数：\n"
+                 "`hit_tokens` 是最长匹配的长度，`uncached_tokens` 是仍需 prefill 的 token 数，\n"
+                 "`reuse_ratio` 是命中 token 数除以提示词长度，保留 4 位小数（空提示词为 0.0）。\n"
+                 "不变量：命中数加未命中数等于提示词长度。"),
+             hints=(
+                 L("The ledger says what the cache saved on this prompt: hits and misses together are the whole "
+                   "prompt.",
+                   "账本说明缓存在这个提示词上省下了多少：命中和未命中加起来就是整个提示词。"),
+                 L("Ask TODO 3 for the hit, subtract it from the length, and guard the division against an empty "
+                   "prompt; round the ratio to 4 decimals.",
+                   "向 TODO 3 要命中长度，用总长度减去它；除法前要防住空提示词；复用率保留 4 位小数。"),
+                 L("hit_tokens = self.match_prefix(prompt); uncached_tokens = len(prompt) - hit_tokens; "
+                   "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0",
+                   "hit_tokens = self.match_prefix(prompt)；uncached_tokens = len(prompt) - hit_tokens；"
+                   "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"))),
     ],
+    quiz=Quiz(number=6, points=1, questions=(
+        Question("q1", L("Registered prefixes: [1, 2, 3] and [1, 2, 3, 4, 5]. What does match_prefix return for the "
+                         "prompt [1, 2, 3, 4, 9]?",
+                         "已登记的前缀是 [1, 2, 3] 和 [1, 2, 3, 4, 5]。对提示词 [1, 2, 3, 4, 9]，match_prefix 返回多少？"),
+                 L("This manager reuses whole registered prefixes only: a prefix counts when all of its tokens match.",
+                   "这个管理器只复用完整的已登记前缀：一个前缀的所有 token 都对上了才算数。"),
+                 choices=(L("5", "5"), L("4", "4"), L("3", "3"))),
+        Question("q2", L("Registered prefix: [1, 2]. How many tokens of the prompt [1, 23, 5] hit?",
+                         "已登记的前缀是 [1, 2]。提示词 [1, 23, 5] 有多少个 token 命中？"),
+                 L("Tokens are whole ids. Written as text, \"1 2\" is the start of \"1 23 5\", but token 23 is not "
+                   "token 2.",
+                   "token 是完整的 id。写成文本时 \"1 2\" 是 \"1 23 5\" 的开头，但 token 23 不是 token 2。"),
+                 choices=(L("0", "0"), L("1", "1"), L("2", "2"))),
+        Question("q3", L("Why can equal tokens in the middle of two prompts not reuse each other's KV?",
+                         "为什么两个提示词中间相同的 token 不能互相复用 KV？"),
+                 L("Think about what attention computes for a token: which other tokens does it look at?",
+                   "想一想 attention 为一个 token 计算了什么：它会看哪些别的 token？"),
+                 choices=(L("a prefix cache only stores the first few tokens of a prompt",
+                            "前缀缓存只保存提示词最前面的几个 token"),
+                          L("the KV of a token depends on every token before it",
+                            "一个 token 的 KV 取决于它前面的所有 token"),
+                          L("searching the middle of a prompt would be too slow", "在提示词中间查找太慢了"))),
+        Question("q4", L("Which work does prefix caching not make cheaper?", "前缀缓存不能让哪部分工作变便宜？"),
+                 L("The cache skips computing K and V for tokens it already holds. Which phase computes them?",
+                   "缓存省掉的是已缓存 token 的 K、V 计算。是哪个阶段在计算它们？"),
+                 choices=(L("prefill of the cached prefix", "对已缓存前缀做 prefill"),
+                          L("decode: generating the answer token by token", "decode：逐个 token 生成回答"),
+                          L("both of them", "两者都能变便宜"))),
+        Question("q5", L("A 4,096-token system prompt is cached and a request appends 128 new tokens. What share of "
+                         "the request's tokens still needs prefill? (2 decimals)",
+                         "一段 4,096 个 token 的 system prompt 已缓存，某个请求在它后面追加了 128 个新 token。"
+                         "这个请求的 token 中还有多大比例需要 prefill？（保留 2 位小数）"),
+                 L("Only the suffix is prefilled: its length over the length of the whole request.",
+                   "只有后缀需要 prefill：用后缀长度除以整个请求的长度。"),
+                 decimals=2),
+    )),
     time_limit_s=5,  # the reference needs ~0.1 s per TODO; an endless loop costs 5 s
     memory_limit_mb=512,
 )
@@ -35,45 +177,73 @@ def seed_fixture(impl):
     return m
 
 
-def outcome_and_state(action, m):
-    """Run ``action``; return (exception type name or None, cached_prefixes afterwards)."""
-    return raised(action), m.cached_prefixes
+def outcome_and_state(action, m) -> dict:
+    """Run ``action``; the exception it raised (or None) and ``cached_prefixes`` afterwards."""
+    return record(raised=raised(action), cached_prefixes=m.cached_prefixes)
+
+
+def split_record(result) -> dict:
+    """``split_prompt``'s triple with its parts named."""
+    prefix, suffix, hit = result
+    return record(reusable_prefix=prefix, suffix=suffix, hit_len=hit)
+
+
+def boundary_matches(impl, cases) -> list[dict]:
+    """For each (prefix, prompt): a manager holding only ``prefix``, and the hit it reports."""
+    out = []
+    for prefix, prompt in cases:
+        m = impl.PrefixCacheManager()
+        m.add_prefix(prefix)
+        out.append(record(prefix=prefix, prompt=prompt, hit=m.match_prefix(prompt)))
+    return out
 
 
 # -- TODO 1: _normalize -------------------------------------------------------------------------
 @STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize([3, 1, 2])",
-             hint="Keep the order: the result is list(tokens), not sorted.")
+             title=L("keeps the order of the tokens", "保持 token 的顺序"),
+             hint=L("Keep the tokens in the order they came: a prompt's order is its meaning, never sort it.",
+                    "保持 token 进来时的顺序：提示词的顺序就是它的含义，不能排序。"))
 def keeps_order(impl):
     return impl.PrefixCacheManager()._normalize([3, 1, 2])
 
 
 @STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize((5, 6))",
-             hint="Return a list even when a tuple comes in.")
+             title=L("a tuple comes back as a list", "传入 tuple，返回 list"),
+             hint=L("Return a list whatever container came in (here a tuple).",
+                    "不管传进来的是什么容器（这里是 tuple），都要返回 list。"))
 def tuple_becomes_list(impl):
     return impl.PrefixCacheManager()._normalize((5, 6))
 
 
 @STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize([1, 'bad'])",
-             hint="Raise TypeError as soon as one token is not an int.")
+             title=L("a token that is not an int is refused", "不是 int 的 token 会被拒绝"),
+             hint=L("Raise TypeError as soon as one token is not an int.",
+                    "只要有一个 token 不是 int，就抛出 TypeError。"))
 def rejects_string_token(impl):
     return impl.PrefixCacheManager()._normalize([1, "bad"])
 
 
 # -- TODO 2: add_prefix -------------------------------------------------------------------------
 @STAGE.check("s01.add_prefix", call="add_prefix([1,2,3]); add_prefix([1,2,9]); add_prefix([1,2,3]); cached_prefixes",
-             hint="Store each prefix once, as a tuple, in the order first added.")
+             title=L("the seed's prefixes, stored once each as tuples", "种子练习的前缀：每个只存一次，存成 tuple"),
+             hint=L("Store each prefix once, as a tuple, in the order it was first added.",
+                    "每个前缀只存一次，存成 tuple，按第一次登记的顺序。"))
 def seed_registration(impl):
     return seed_fixture(impl).cached_prefixes
 
 
 @STAGE.check("s01.add_prefix", call="add_prefix([])",
-             hint="An empty prefix cannot be reused: raise ValueError.")
+             title=L("an empty prefix is refused", "空前缀会被拒绝"),
+             hint=L("An empty prefix can never be reused: raise ValueError.",
+                    "空前缀永远不可能被复用：抛出 ValueError。"))
 def rejects_empty(impl):
     return impl.PrefixCacheManager().add_prefix([])
 
 
 @STAGE.check("s01.add_prefix", call="add_prefix([1, 'bad']); cached_prefixes",
-             hint="Normalize first: a bad token raises TypeError and nothing is stored.")
+             title=L("a bad token stores nothing", "含坏 token 的前缀什么也不存"),
+             hint=L("Normalize first: a bad token raises TypeError, and nothing may be stored.",
+                    "先规范化：坏 token 会抛出 TypeError，而且什么都不能存进去。"))
 def bad_token_stores_nothing(impl):
     m = impl.PrefixCacheManager()
     return outcome_and_state(lambda: m.add_prefix([1, "bad"]), m)
@@ -81,64 +251,96 @@ def bad_token_stores_nothing(impl):
 
 # -- TODO 3: match_prefix -----------------------------------------------------------------------
 @STAGE.check("s01.match_prefix", call="seed fixture; match_prefix([1, 2, 3, 9])",
-             hint="[1,2,3] is the beginning of the prompt, so 3 tokens hit.")
+             title=L("a registered prefix at the start of the prompt", "提示词开头就是一个已登记前缀"),
+             hint=L("[1, 2, 3] is exactly the beginning of the prompt, so 3 tokens hit.",
+                    "[1, 2, 3] 恰好就是提示词的开头，所以命中 3 个 token。"))
 def seed_match_3(impl):
     return seed_fixture(impl).match_prefix([1, 2, 3, 9])
 
 
 @STAGE.check("s01.match_prefix", call="seed fixture; match_prefix([1, 2, 9, 8])",
-             hint="Check every registered prefix, not only the first one.")
+             title=L("the second registered prefix matches too", "第二个已登记前缀也能匹配"),
+             hint=L("Try every registered prefix, not only the first one.",
+                    "每个已登记的前缀都要试，不能只看第一个。"))
 def seed_match_other_prefix(impl):
     return seed_fixture(impl).match_prefix([1, 2, 9, 8])
 
 
 @STAGE.check("s01.match_prefix", call="seed fixture; match_prefix([1, 2, 0])",
-             hint="A prefix matches only when all of its tokens equal the prompt's first tokens.")
+             title=L("a prefix that matches only partly gives nothing", "只匹配了一部分的前缀不算"),
+             hint=L("A prefix matches only when all of its tokens equal the prompt's first tokens.",
+                    "只有前缀的所有 token 都等于提示词开头的 token，才算匹配。"))
 def seed_no_match(impl):
     return seed_fixture(impl).match_prefix([1, 2, 0])
 
 
 @STAGE.check("s01.match_prefix", call="add_prefix([2, 3]); match_prefix([1, 2, 3])",
-             hint="Equal tokens in the middle of the prompt do not count: compare with prompt[:len(prefix)].")
+             title=L("equal tokens in the middle do not count", "中间相同的 token 不算"),
+             hint=L("Equal tokens in the middle of the prompt do not count: compare from position 0.",
+                    "提示词中间相同的 token 不算：要从第 0 个位置开始比较。"))
 def middle_does_not_count(impl):
     m = impl.PrefixCacheManager()
     m.add_prefix([2, 3])
     return m.match_prefix([1, 2, 3])
 
 
+@STAGE.check("s01.match_prefix",
+             call="for each (prefix, prompt): add_prefix(prefix); match_prefix(prompt) with "
+                  "([1, 2], [1, 23, 4]), ([1, 23], [12, 3, 5]), ([1, 2], [1, 2, 34])",
+             title=L("token boundaries: a prefix 1, 2 is not the start of 1, 23", "token 边界：1, 2 不是 1, 23 的开头"),
+             hint=L("Compare token ids, not their text: as strings, \"1 2\" starts \"1 23\" and \"123\" equals "
+                    "\"12\" + \"3\", but token 23 is not token 2.",
+                    "比较的是 token id，不是它们的文本：写成字符串时 \"1 2\" 是 \"1 23\" 的开头，\"123\" 也等于 "
+                    "\"12\" + \"3\"，但 token 23 不是 token 2。"))
+def token_boundaries(impl):
+    return boundary_matches(impl, [([1, 2], [1, 23, 4]), ([1, 23], [12, 3, 5]), ([1, 2], [1, 2, 34])])
+
+
 # -- TODO 4: split_prompt -----------------------------------------------------------------------
 @STAGE.check("s01.split_prompt", call="seed fixture; split_prompt([1, 2, 3, 9])",
-             hint="(prompt[:hit], prompt[hit:], hit)")
+             title=L("the seed's split", "种子练习的拆分"),
+             hint=L("The first hit_len tokens are the reusable prefix, the rest is the suffix; both are lists.",
+                    "前 hit_len 个 token 是可复用前缀，其余是后缀；两者都是 list。"))
 def seed_split(impl):
-    return seed_fixture(impl).split_prompt([1, 2, 3, 9])
+    return split_record(seed_fixture(impl).split_prompt([1, 2, 3, 9]))
 
 
 @STAGE.check("s01.split_prompt", call="seed fixture; split_prompt([7, 8])",
-             hint="With no hit, the prefix is empty and the suffix is the whole prompt.")
+             title=L("no hit: the whole prompt is the suffix", "没有命中：整个提示词都是后缀"),
+             hint=L("With no hit, the reusable prefix is empty and the suffix is the whole prompt.",
+                    "没有命中时，可复用前缀为空，后缀就是整个提示词。"))
 def split_without_hit(impl):
-    return seed_fixture(impl).split_prompt([7, 8])
+    return split_record(seed_fixture(impl).split_prompt([7, 8]))
 
 
 @STAGE.check("s01.split_prompt", call="seed fixture; split_prompt([1, 2, 3])",
-             hint="A fully cached prompt leaves an empty suffix.")
+             title=L("a fully cached prompt leaves an empty suffix", "整个提示词都命中时后缀为空"),
+             hint=L("When every token hits, nothing is left to prefill: the suffix is empty.",
+                    "所有 token 都命中时，没有要 prefill 的内容：后缀为空。"))
 def split_full_hit(impl):
-    return seed_fixture(impl).split_prompt([1, 2, 3])
+    return split_record(seed_fixture(impl).split_prompt([1, 2, 3]))
 
 
 # -- TODO 5: cache_stats ------------------------------------------------------------------------
 @STAGE.check("s01.cache_stats", call="seed fixture; cache_stats([1, 2, 3, 9])",
-             hint="3 of 4 tokens hit: ratio 0.75.")
+             title=L("the seed's ledger", "种子练习的账本"),
+             hint=L("3 of 4 tokens hit, 1 is left to prefill: the ratio is 3 / 4.",
+                    "4 个 token 命中了 3 个，剩 1 个要 prefill：复用率是 3 / 4。"))
 def seed_stats(impl):
     return seed_fixture(impl).cache_stats([1, 2, 3, 9])
 
 
 @STAGE.check("s01.cache_stats", call="seed fixture; cache_stats([])",
-             hint="An empty prompt has 0 hit, 0 uncached and ratio 0.0 (no division by zero).")
+             title=L("an empty prompt", "空提示词"),
+             hint=L("An empty prompt has 0 hit, 0 uncached tokens and ratio 0.0: never divide by zero.",
+                    "空提示词命中 0 个、未命中 0 个、复用率 0.0：不能除以零。"))
 def empty_prompt_stats(impl):
     return seed_fixture(impl).cache_stats([])
 
 
 @STAGE.check("s01.cache_stats", call="seed fixture; cache_stats([5, 6])",
-             hint="No hit: every token is uncached and the ratio is 0.0.")
+             title=L("no hit", "没有命中"),
+             hint=L("No hit: every token is uncached and the ratio is 0.0.",
+                    "没有命中：每个 token 都未命中，复用率是 0.0。"))
 def no_hit_stats(impl):
     return seed_fixture(impl).cache_stats([5, 6])
