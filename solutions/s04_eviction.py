@@ -489,7 +489,7 @@ def quiz() -> dict:
     """
     # TODO 7 (s04.quiz)
     ### BEGIN SOLUTION
-    return {"q1": "B", "q2": "B", "q3": 32, "q4": "C", "q5": 13, "q6": "B"}
+    return {"q1": "B", "q2": "A", "q3": 32, "q4": "C", "q5": 13, "q6": "C"}
     ### END SOLUTION
 
 

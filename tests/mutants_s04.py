@@ -34,7 +34,7 @@ PIN_QUEUE = """        if block.ref_count == 0:
         block.ref_count += 1"""
 PIN_RECORD = "        self.requests[self.PIN_ID].blocks.append(block)\n"
 EXPIRE = "if now - registered_at < self.min_residence:"
-ANSWERS = '    return {"q1": "B", "q2": "B", "q3": 32, "q4": "C", "q5": 13, "q6": "B"}\n'
+ANSWERS = '    return {"q1": "B", "q2": "A", "q3": 32, "q4": "C", "q5": 13, "q6": "C"}\n'
 
 MUTANTS = {
     # TODO 1: append

@@ -6,7 +6,7 @@ near-code (3). Each check's hint speaks only about the bug that check detects.
 """
 from __future__ import annotations
 
-from autograder.checks.common import raised as caught  # noqa: F401 (hidden checks import it from here)
+from autograder.checks.common import raised as caught  # hidden checks import it from here too
 from autograder.checks.common import record
 from autograder.i18n import L
 from autograder.quiz import Question, Quiz
@@ -165,10 +165,12 @@ STAGE = Stage(
                          "更适合做空闲队列？"),
                  L("Count the steps each structure needs to take one given element out of its middle.",
                    "数一数两种结构要从中间取出一个指定元素各需要多少步。"),
-                 choices=(L("it uses less memory", "它占用的内存更少"),
-                          L("the block knows its neighbours, so it leaves in constant time; a deque must search for it",
+                 choices=(L("the block knows its neighbours, so it leaves in constant time; a deque must search for it",
                             "块知道自己的邻居，所以能在常数时间内离开；deque 必须先把它找出来"),
-                          L("a deque cannot hold blocks without a key", "deque 装不了没有 key 的块"))),
+                          L("a deque cannot hold blocks without a key, so they would need a second structure",
+                            "deque 装不了没有 key 的块，只能再建一个结构来放它们"),
+                          L("a deque copies each block's KV data whenever the block moves through it",
+                            "块在 deque 里移动时，deque 会把它的 KV 数据复制一遍"))),
         Question("q3", L("A fresh pool of 6 blocks of 16 tokens, your LRU queue and tail-first release. Request A, a "
                          "64-token prompt (4 full blocks), runs and finishes; then request B, 64 other tokens, runs and "
                          "finishes. A third request sends A's 64 tokens plus one more. How many of its tokens are "
@@ -183,8 +185,8 @@ STAGE = Stage(
         Question("q4", L("Why must max_pinned stay below num_blocks?", "为什么 max_pinned 必须小于 num_blocks？"),
                  L("A pinned block holds a reference forever. What does a new request need from the pool?",
                    "被固定的块永远持有一个引用。一个新请求需要从块池里拿到什么？"),
-                 choices=(L("it does not matter: pins are free", "无所谓：固定不占资源"),
-                          L("pinned blocks would be evicted first", "被固定的块会被最先淘汰"),
+                 choices=(L("it does not matter: a pin only costs a counter", "无所谓：固定只多占一个计数器"),
+                          L("pinned blocks would be evicted first, undoing the pins", "被固定的块会被最先淘汰，固定就白做了"),
                           L("with every block pinned no request could get a fresh block: every admission would fail",
                             "所有块都被固定后，任何请求都拿不到新块：每次接纳都会失败"))),
         Question("q5", L("min_residence is 10 s. A request's new blocks are registered at clock time 3. What is the "
@@ -198,10 +200,10 @@ STAGE = Stage(
                          "not simply run Belady's policy?",
                          "在 Mooncake trace 上，小容量时 Belady 曲线远高于 LRU。为什么服务端不能直接用 Belady 策略？"),
                  L("Look at what Belady's rule reads to pick its victim.", "看看 Belady 的规则挑选淘汰对象时读了什么信息。"),
-                 choices=(L("it is too slow to compute", "它算起来太慢"),
+                 choices=(L("it is too slow: it needs a heap over all cached blocks", "太慢了：它要对所有缓存块维护一个堆"),
+                          L("it ignores reference counts, so it would evict blocks in use", "它不管引用计数，会淘汰正在使用的块"),
                           L("it needs to know when each block will be used next, that is, the future requests",
-                            "它需要知道每个块下一次什么时候被用到，也就是未来的请求"),
-                          L("it ignores reference counts", "它忽略了引用计数"))),
+                            "它需要知道每个块下一次什么时候被用到，也就是未来的请求"))),
     )),
     time_limit_s=20,
     memory_limit_mb=1024,
@@ -241,7 +243,7 @@ def run(pool, rid: str, tokens: list) -> int:
 
 
 # -- TODO 1: append -----------------------------------------------------------------------------------
-@STAGE.check("s04.append", call="q = LRUFreeQueue(); append cached blocks 0, 1, 2, 3; list(q), len(q)",
+@STAGE.check("s04.append", call="q = LRUFreeQueue(); q.append(Block(i, key=b'k%d' % i)) for i in 0..3; [b.block_id for b in q], len(q)",
              title=L("cached blocks wait in the order they were freed", "缓存块按释放顺序排队"),
              hint=L("Each cached block goes to the most recent end (just before the tail sentinel), and every append "
                     "adds one to the length.",
@@ -253,7 +255,7 @@ def cached_blocks_in_order(impl):
     return record(order=ids(q), length=len(q))
 
 
-@STAGE.check("s04.append", call="append cached 0, keyless 1, cached 2, keyless 3; list(q), len(q)",
+@STAGE.check("s04.append", call="q.append(b) for b in (Block(0, key=b'k0'), Block(1), Block(2, key=b'k2'), Block(3)); [b.block_id for b in q], len(q)",
              title=L("keyless blocks wait in front of cached ones", "无 key 的块排在缓存块前面"),
              hint=L("A block without a key joins the end of the keyless run (just before the mid sentinel), in front "
                     "of every cached block.",
@@ -266,7 +268,7 @@ def keyless_blocks_go_first(impl):
     return record(order=ids(q), length=len(q))
 
 
-@STAGE.check("s04.append", call="append blocks 0..4; [b in q for b in blocks]; links of block 0",
+@STAGE.check("s04.append", call="blocks = Block(0..4, key=...); q.append(b) for b in blocks; [b in q for b in blocks], blocks[0].prev_free is not None, blocks[0].next_free is blocks[1]",
              title=L("appended blocks are linked members", "追加的块是链好的队列成员"),
              hint=L("Membership is read from the block's own links: link the block into the list itself instead of "
                     "keeping it in a container of your own.",
@@ -281,7 +283,7 @@ def appended_blocks_are_members(impl):
 
 
 # -- TODO 2: popleft ----------------------------------------------------------------------------------
-@STAGE.check("s04.popleft", call="append cached 0, 1, 2, 3; pop twice; len(q)",
+@STAGE.check("s04.popleft", call="q.append(Block(i, key=...)) for i in 0..3; [q.popleft().block_id for _ in range(2)], len(q)",
              title=L("the least recently freed block comes out first", "最早释放的块最先出来"),
              hint=L("Hand out the least recently used block, at the head end, not the most recent one at the tail end.",
                     "要交出的是 head 一端最久未使用的块，而不是 tail 一端最近使用的块。"))
@@ -292,7 +294,7 @@ def least_recent_first(impl):
     return record(popped=[q.popleft().block_id for _ in range(2)], length=len(q))
 
 
-@STAGE.check("s04.popleft", call="append cached 0, keyless 1, cached 2, keyless 3; pop all four",
+@STAGE.check("s04.popleft", call="q.append(b) for b in (Block(0, key=...), Block(1), Block(2, key=...), Block(3)); [q.popleft().block_id for _ in range(4)], len(q)",
              title=L("keyless blocks come out before cached ones", "无 key 的块先于缓存块出来"),
              hint=L("Keyless blocks (between head and mid) come out before cached ones, and the mid sentinel itself "
                     "is never handed out.",
@@ -305,7 +307,7 @@ def keyless_before_cached(impl):
     return record(popped=[q.popleft().block_id for _ in range(4)], length=len(q))
 
 
-@STAGE.check("s04.popleft", call="append 7, 8; pop twice; pop from the empty queue; append 7 again",
+@STAGE.check("s04.popleft", call="q.append(b7); q.append(b8); q.popleft() twice; len(q), b7 in q, b7.prev_free is None; q.popleft() on the empty queue; q.append(b7); [b.block_id for b in q]",
              title=L("a popped block leaves the queue for good", "弹出的块彻底离开队列"),
              hint=L("A popped block must leave the list completely (both links cleared) and be counted out, so that "
                     "it can be freed again later.",
@@ -323,10 +325,11 @@ def popped_blocks_leave_the_queue(impl):
 
 
 # -- TODO 3: remove -----------------------------------------------------------------------------------
-@STAGE.check("s04.remove", call="append cached 0..4; q.remove(block 2); list(q), len(q)",
+@STAGE.check("s04.remove", call="q.append(b) for b in blocks = Block(0..4, key=...); q.remove(blocks[2]); [b.block_id for b in q], len(q), blocks[2] in q",
              title=L("a block leaves from the middle", "块从中间离开"),
-             hint=L("The removed block leaves from where it is: its neighbours close the gap and the length drops by one.",
-                    "被移除的块就地离开：它的两个邻居直接连起来，长度减一。"))
+             hint=L("The removed block leaves from where it is: its neighbours close the gap, its own links are "
+                    "cleared (so it no longer counts as a member) and the length drops by one.",
+                    "被移除的块就地离开：它的两个邻居直接连起来，它自己的链接被清空（因此不再算作队列成员），长度减一。"))
 def remove_from_the_middle(impl):
     q = impl.LRUFreeQueue()
     blocks = keyed(impl, 0, 1, 2, 3, 4)
@@ -336,7 +339,7 @@ def remove_from_the_middle(impl):
     return record(order=ids(q), length=len(q), block2_in_queue=blocks[2] in q)
 
 
-@STAGE.check("s04.remove", call="q.remove(a block that is not in the queue); remove the same block twice",
+@STAGE.check("s04.remove", call="q.append(a); q.remove(b) (b not in q); q.remove(a); q.remove(a) again; len(q), [b.block_id for b in q]",
              title=L("a block that is not in the queue is refused", "不在队列里的块会被拒绝"),
              hint=L("A block that is not in the queue raises ValueError, and the queue stays exactly as it was.",
                     "不在队列里的块要抛出 ValueError，并且队列保持原样。"))
@@ -350,7 +353,7 @@ def remove_refuses_non_members(impl):
     return record(remove_non_member=first, remove_twice=second, length=len(q), order=ids(q))
 
 
-@STAGE.check("s04.remove", call="append 0, 1, 2; remove 0 (a hit); append 0 again (its release); pop all",
+@STAGE.check("s04.remove", call="q.append(b) for b in blocks = Block(0..2, key=...); q.remove(blocks[0]); q.append(blocks[0]); [q.popleft().block_id for _ in range(3)]",
              title=L("a removed block can be freed again as most recent", "移除后的块能作为最近使用的块再次释放"),
              hint=L("After remove the block must have no links left, so that freeing it again puts it at the most "
                     "recent end.",
@@ -366,8 +369,9 @@ def hit_then_release_makes_most_recent(impl):
 
 
 @STAGE.check("s04.remove",
-             call="BlockPool(6, 1, free_queue=LRUFreeQueue()): run A = [1, 2, 3, 4]; run B = A + [5] (hits A's "
-                  "free blocks); run C = B + [6]; hits of A, B, C",
+             call="pool = BlockPool(6, 1, free_queue=LRUFreeQueue()); A = [1, 2, 3, 4]; "
+                  "[run(pool, 'A', A), run(pool, 'B', A + [5]), run(pool, 'C', A + [5, 6])], len(pool.free_queue), "
+                  "pool.violations()",
              title=L("revived blocks keep hitting", "被重新启用的块继续命中"),
              hint=L("A hit on a free cached block takes it out of the queue; when that request ends the block is "
                     "freed again, and the next request must still find it.",
@@ -380,7 +384,7 @@ def revive_path_through_the_pool(impl):
 
 
 # -- TODO 4: release_blocks ---------------------------------------------------------------------------
-@STAGE.check("s04.release_blocks", call="pool = EvictionPool(8, 2); run a 6-token request; cached part of the free queue",
+@STAGE.check("s04.release_blocks", call="pool = EvictionPool(8, 2); run(pool, 'a', [1, 2, 3, 4, 5, 6]); [b.block_id for b in pool.free_queue if b.key is not None]",
              title=L("the tail is freed first", "尾部先被释放"),
              hint=L("Hand the blocks to the free queue from the last block of the table to the first, so the first "
                     "block ends up the most recent.",
@@ -392,7 +396,9 @@ def tail_is_freed_first(impl):
 
 
 @STAGE.check("s04.release_blocks",
-             call="two live requests share 2 blocks; release one; ref counts and the free queue",
+             call="pool = EvictionPool(8, 2); admit and commit 'a' = [1, 1, 2, 2, 3] and 'b' = [1, 1, 2, 2, 4]; "
+                  "pool.release('a'); [b.ref_count for b in pool.blocks], "
+                  "[b.block_id for b in pool.free_queue if b.key is not None]",
              title=L("shared blocks stay in use", "共享的块仍在使用"),
              hint=L("Only a block whose count reaches 0 joins the free queue; a block another request still holds "
                     "keeps its reference and stays out.",
@@ -408,8 +414,8 @@ def shared_blocks_stay_in_use(impl):
 
 
 @STAGE.check("s04.release_blocks",
-             call="EvictionPool(4, 2): run A = 3 blocks; run a request that needs 2 fresh blocks; "
-                  "which of A's keys stay cached, and how many blocks A hits again",
+             call="pool = EvictionPool(4, 2); A = [5, 5, 6, 6, 7, 7]; run(pool, 'A', A); run(pool, 'B', [9, 9, 9]); "
+                  "[pool.is_cached(k) for k in pool.keys_of(A)], run(pool, 'A2', A + [0])",
              title=L("LRU evicts the tail before the prefix", "LRU 先淘汰尾部，再淘汰前缀"),
              hint=L("Freed tail first, LRU evicts a prompt's last block before its first, so what survives is a "
                     "prefix that still hits.",
@@ -423,7 +429,7 @@ def lru_evicts_the_tail_before_the_prefix(impl):
 
 
 # -- TODO 5: pin ----------------------------------------------------------------------------------------
-@STAGE.check("s04.pin", call="EvictionPool(6, 2, max_pinned=2); cache 3 blocks; pin each; num_pinned, ref counts",
+@STAGE.check("s04.pin", call="pool = EvictionPool(6, 2, max_pinned=2); run(pool, 'sys', [7] * 6); blocks = [pool.cached[k] for k in pool.keys_of([7] * 6)]; [pool.pin(b) for b in blocks], pool.num_pinned, [b.ref_count for b in blocks]",
              title=L("the cap is respected", "遵守固定上限"),
              hint=L("At the cap, pin returns False and leaves the block exactly as it was (no extra reference).",
                     "达到上限时 pin 返回 False，块保持原样（不加引用）。"))
@@ -435,7 +441,7 @@ def cap_is_respected(impl):
                   ref_counts=[b.ref_count for b in blocks])
 
 
-@STAGE.check("s04.pin", call="pin a free cached block; its ref_count, whether it is in the free queue, the pool's invariants",
+@STAGE.check("s04.pin", call="pool = EvictionPool(4, 1, max_pinned=1); run(pool, 'a', [3, 4]); block = pool.cached[pool.keys_of([3])[0]]; pool.pin(block), block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()",
              title=L("a pinned free block leaves the free queue", "被固定的空闲块离开空闲队列"),
              hint=L("Pinning a free block takes it out of the free queue, adds one reference and records it for the "
                     "pin pseudo-request, so the pool's invariants still hold.",
@@ -450,7 +456,7 @@ def free_block_leaves_the_queue(impl):
                   free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
-@STAGE.check("s04.pin", call="a live request uses a block; pin it; release the request; ref_count, free queue",
+@STAGE.check("s04.pin", call="pool = EvictionPool(3, 1, max_pinned=1); pool.admit('a', [5, 6]); pool.commit('a'); block = pool.cached[pool.keys_of([5])[0]]; pool.pin(block); pool.release('a'); block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()",
              title=L("pinning a block in use", "固定一个正在使用的块"),
              hint=L("A block in use is not in the free queue: pinning it only adds a reference, and when its request "
                     "ends it must still stay out of the queue.",
@@ -466,8 +472,9 @@ def pin_in_use_block(impl):
                   free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
-@STAGE.check("s04.pin", call="pin the 2 blocks of a system prompt; churn through the pool with 10 other prompts; "
-                             "hits of the system prompt",
+@STAGE.check("s04.pin", call="pool = EvictionPool(6, 2, max_pinned=2); system = [7] * 4; run(pool, 'sys', system + [0]); "
+                             "pool.pin_prefix(pool.keys_of(system)); run(pool, f'c{i}', [100 + i] * 8) for i in range(10); "
+                             "run(pool, 'sys2', system + [1]), pool.violations()",
              title=L("a pinned prefix survives churn", "被固定的前缀经得起冲刷"),
              hint=L("A pinned block holds a reference, so the pool never hands it out: its key keeps hitting however "
                     "many other prompts pass through.",
@@ -483,8 +490,8 @@ def pinned_prefix_survives_churn(impl):
 
 
 # -- TODO 6: expire -------------------------------------------------------------------------------------
-@STAGE.check("s04.expire", call="clock at 0; EvictionPool(4, 1, min_residence=10); run a 3-block request; "
-                                "len(free_queue); admit another 3-block request",
+@STAGE.check("s04.expire", call="clock.t = 0; pool = EvictionPool(4, 1, min_residence=10, clock=clock); "
+                                "run(pool, 'a', [1, 2, 3]); len(pool.free_queue), pool.admit('b', [4, 5, 6])",
              title=L("young blocks are held", "年轻的块被持有"),
              hint=L("While less than min_residence of the pool's clock has passed, the hold stays and the new blocks "
                     "cannot be evicted: the loop must stop.",
@@ -498,7 +505,7 @@ def young_blocks_are_held(impl):
     return record(free_blocks=free, admit_another=err)
 
 
-@STAGE.check("s04.expire", call="min_residence=10, blocks registered at t=0; expire() at t=9.5 and at t=10.0",
+@STAGE.check("s04.expire", call="clock.t = 0; pool = EvictionPool(4, 1, min_residence=10, clock=clock); run(pool, 'a', [1, 2, 3]); clock.t = 9.5; pool.expire(); clock.t = 10.0; pool.expire(); len(pool.free_queue)",
              title=L("a hold ends at exactly min_residence", "持有恰好在 min_residence 时结束"),
              hint=L("'Not evicted before T has passed': at exactly T the hold has ended, just before T it has not.",
                     "“T 过去之前不淘汰”：恰好到 T 时持有已经结束，差一点到 T 时还没有。"))
@@ -513,7 +520,7 @@ def hold_ends_at_exactly_t(impl):
     return record(ended_at_9_5=early, ended_at_10=on_time, free_blocks=len(pool.free_queue))
 
 
-@STAGE.check("s04.expire", call="min_residence=5: request a at t=0, b at t=3; expire() at t=5 and at t=8",
+@STAGE.check("s04.expire", call="pool = EvictionPool(8, 1, min_residence=5, clock=clock); clock.t = 0: run(pool, 'a', [1, 2]); clock.t = 3: run(pool, 'b', [3, 4]); clock.t = 5: pool.expire(), len(pool.free_queue); clock.t = 8: the same",
              title=L("holds end oldest first", "持有按先后顺序结束"),
              hint=L("Release every hold whose time has passed, oldest first, and stop at the first one that is still young.",
                     "从最早的开始，释放所有已到期的持有，遇到第一个还年轻的就停下。"))

@@ -6,7 +6,7 @@ import random
 import time
 
 from autograder.checks.common import record
-from autograder.checks.s04 import STAGE, Clock, caught, cached_ids, ids, keyed, run
+from autograder.checks.s04 import STAGE, Clock, cached_ids, caught, ids, run
 from autograder.i18n import L
 from solutions.traces import TraceRequest, rag_traffic, thrashing_traffic
 

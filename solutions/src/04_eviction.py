@@ -163,11 +163,18 @@
 # ### Check TODO 3 · `remove`
 # A hit on a free block takes it out in O(1); a block that is not in the queue raises `ValueError`. The
 # last check runs a request, a second one that revives its free blocks, and a third that must still hit.
+#
+# In a check's input, `run(pool, rid, tokens)` admits, commits and releases one request and returns how
+# many blocks it hit, and `clock` is a fake clock whose time `clock.t` the check sets; both live in
+# `autograder/checks/s04.py`, which you may read.
 
 # %% [markdown] lang="zh"
 # ### 检查 TODO 3 · `remove`
 # 命中空闲块时 O(1) 地把它取出；不在队列里的块要抛出 `ValueError`。最后一个检查先运行一个请求，再运行一个
 # 重新启用它那些空闲块的请求，第三个请求必须仍然能命中。
+#
+# 检查的输入里，`run(pool, rid, tokens)` 表示对一个请求依次执行接纳、提交和释放，并返回它命中的块数；`clock`
+# 是一个假时钟，由检查来设置它的时间 `clock.t`。两者都定义在 `autograder/checks/s04.py` 里，可以随时打开看。
 
 # %% check="s04.remove"
 
