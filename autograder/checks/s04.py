@@ -21,14 +21,14 @@ STAGE = Stage(
     minutes=75,
     todos=[
         Todo("s04.append", 1, target="LRUFreeQueue.append", points=2,
-             title=L("free a block (most recent end)", "释放一个块（放到最近使用的一端）"),
+             title=L("free a block at the most recent end", "把块释放到最近使用的一端"),
              contract=L(
-                 "Link the block into the queue as the most recently used free block, and count it.\n"
-                 "A block with a key joins the cached run at its most recent end (just before the tail\n"
-                 "sentinel); a block without a key joins the keyless run at its end (just before the mid\n"
-                 "sentinel), so every keyless block is reused before any cached one.\n"
+                 "Link the block in as the most recently used free block, and count it.\n"
+                 "A block with a key joins the cached run at its most recent end (just before the tail sentinel);\n"
+                 "a block without a key joins the keyless run at its end (just before the mid sentinel), so every\n"
+                 "keyless block is reused before any cached one.\n"
                  "Invariant: afterwards the block is a member (its own links are set) and the length is one larger.",
-                 "把这个块作为“最近使用”的空闲块链入队列，并把它计入长度。\n"
+                 "把这个块作为“最近使用”的空闲块链入队列，并计入长度。\n"
                  "有 key 的块接到缓存段最近使用的一端（tail 哨兵正前方）；没有 key 的块接到无 key 段的末尾\n"
                  "（mid 哨兵正前方），这样任何无 key 的块都会先于缓存块被复用。\n"
                  "不变量：完成后这个块是队列成员（它自己的两个链接已设好），长度加一。"),
@@ -45,11 +45,12 @@ STAGE = Stage(
         Todo("s04.popleft", 2, target="LRUFreeQueue.popleft", points=2,
              title=L("hand out the least recent block", "交出最久未使用的块"),
              contract=L(
-                 "Take out and return the first block after the head sentinel, stepping over the mid sentinel:\n"
-                 "the oldest keyless block if there is one, else the least recently used cached block.\n"
+                 "Take out and return the first block after the head sentinel,\n"
+                 "stepping over the mid sentinel: the oldest keyless block if there is one, else the least recently\n"
+                 "used cached block.\n"
                  "Invariant: the returned block has left the queue completely (both of its links are empty again)\n"
                  "and the length is one smaller. The empty queue is handled above the region.",
-                 "取出并返回 head 哨兵之后的第一个块，遇到 mid 哨兵就跳过它：\n"
+                 "取出并返回 head 哨兵之后的第一个块，\n遇到 mid 哨兵就跳过它："
                  "有无 key 的块就是其中最早的那个，否则是最近最少使用的缓存块。\n"
                  "不变量：返回的块已经完全离开队列（它的两个链接重新为空），长度减一。队列为空的情况在区域上方已经处理。"),
              hints=(L("The head end of the list is the least recently used end. The mid sentinel is only a marker "
@@ -66,10 +67,11 @@ STAGE = Stage(
         Todo("s04.remove", 3, target="LRUFreeQueue.remove", points=2,
              title=L("O(1) remove from the middle", "O(1) 地从中间移除"),
              contract=L(
-                 "Take the block out of the queue wherever it sits, in constant time, and count it out.\n"
+                 "Take the block out of the queue wherever it sits, in constant time,\n"
+                 "and count it out.\n"
                  "A block that is not a member (its links are empty) raises ValueError before anything changes.\n"
                  "Invariant: never search the list: the block's own links say where it is.",
-                 "不管块在队列的哪个位置，都要在常数时间内把它移出队列，并把长度减一。\n"
+                 "不管块在队列的哪个位置，\n都要在常数时间内把它移出队列，并把长度减一。\n"
                  "不是队列成员的块（两个链接为空）要在改动任何东西之前抛出 ValueError。\n"
                  "不变量：绝不搜索链表：块自己的链接已经说明了它在哪里。"),
              hints=(L("A hit can land on any free block. In a doubly linked list a block knows both neighbours, so it "
@@ -84,12 +86,12 @@ STAGE = Stage(
         Todo("s04.release_blocks", 4, target="EvictionPool.release_blocks", points=2,
              title=L("release a block table tail first", "从尾部开始释放块表"),
              contract=L(
-                 "Drop one reference on every block of the table, going from its last block to its first;\n"
-                 "a block whose count reaches 0 joins the free queue at that moment, and a block that another\n"
-                 "request still holds stays out of it.\n"
+                 "Drop one reference on every block of the table,\n"
+                 "going from its last block to its first; a block whose count reaches 0 joins the free queue at\n"
+                 "that moment, and a block that another request still holds stays out of it.\n"
                  "Invariant: afterwards a prompt's prefix is more recent in the queue than its tail, so LRU evicts\n"
                  "the tail first and the cache stays prefix-closed (a cached block's prefix is cached too).",
-                 "给块表里的每个块释放一个引用，顺序是从最后一块到第一块；\n"
+                 "给块表里的每个块释放一个引用，\n顺序是从最后一块到第一块；"
                  "引用计数降到 0 的块在那一刻进入空闲队列，仍被其他请求持有的块不进队列。\n"
                  "不变量：完成后，在队列里提示词的前缀比它的尾部更“新”，所以 LRU 先淘汰尾部，\n"
                  "缓存保持前缀封闭（一个缓存块的前缀也一定在缓存里）。"),
@@ -107,14 +109,14 @@ STAGE = Stage(
         Todo("s04.pin", 5, target="EvictionPool.pin", points=3,
              title=L("pin a hot block, within a cap", "在上限之内固定热点块"),
              contract=L(
-                 "Return False and change nothing when max_pinned blocks are pinned already. Otherwise hold one\n"
-                 "more reference on the block (a free block first leaves the free queue: only unreferenced blocks\n"
-                 "may wait there), record the pin in the set of pinned ids and in the block list of the PIN_ID\n"
-                 "pseudo-request, and return True.\n"
+                 "Return False and change nothing when max_pinned blocks are pinned already.\n"
+                 "Otherwise hold one more reference on the block (a free block first leaves the free queue: only\n"
+                 "unreferenced blocks may wait there), record the pin in the set of pinned ids and in the block list\n"
+                 "of the PIN_ID pseudo-request, and return True.\n"
                  "Invariant: a pinned block is never in the free queue, and its reference count includes the pin.",
-                 "已经固定了 max_pinned 个块时，返回 False，什么都不改。否则给这个块多加一个引用（空闲的块要先\n"
-                 "离开空闲队列：只有没被引用的块才能待在那里），把这次固定记到已固定 id 的集合里、以及伪请求\n"
-                 "PIN_ID 的块列表里，然后返回 True。\n"
+                 "已经固定了 max_pinned 个块时，返回 False，什么都不改。\n"
+                 "否则给这个块多加一个引用（空闲的块要先离开空闲队列：只有没被引用的块才能待在那里），\n"
+                 "把这次固定记到已固定 id 的集合里、以及伪请求 PIN_ID 的块列表里，然后返回 True。\n"
                  "不变量：被固定的块永远不在空闲队列里，它的引用计数包含这次固定。"),
              hints=(L("The pool only ever evicts blocks nobody references. A pin is simply one more reference, held by "
                       "a pseudo-request that never ends; the cap keeps pins from taking the whole pool.",
@@ -133,13 +135,14 @@ STAGE = Stage(
         Todo("s04.expire", 6, target="EvictionPool.expire", points=2,
              title=L("end residence holds on time", "按时结束驻留持有"),
              contract=L(
-                 "Inside the loop over the holds (oldest first): stop as soon as the oldest remaining hold is still\n"
-                 "too young, that is, less than min_residence seconds of the pool's own clock have passed since it\n"
-                 "was registered. A hold exactly min_residence old has ended: then do nothing, and the code after\n"
-                 "the region releases it and counts it.",
-                 "在遍历持有的循环里（从最早的开始）：一旦剩下最早的那个持有还“太年轻”，就停止循环；“太年轻”\n"
-                 "指从它登记到现在，按块池自己的时钟还不到 min_residence 秒。恰好满 min_residence 秒的持有已经\n"
-                 "结束：这时什么都不用做，区域后面的代码会释放它并计数。"),
+                 "Inside the loop over the holds (oldest first):\n"
+                 "stop as soon as the oldest remaining hold is still too young, that is, less than min_residence\n"
+                 "seconds of the pool's own clock have passed since it was registered. A hold exactly min_residence\n"
+                 "old has ended: then do nothing, and the code after the region releases it and counts it.",
+                 "在遍历持有的循环里（从最早的开始）：\n"
+                 "一旦剩下最早的那个持有还“太年轻”，就停止循环；“太年轻”指从它登记到现在，按块池自己的时钟\n"
+                 "还不到 min_residence 秒。恰好满 min_residence 秒的持有已经结束：这时什么都不用做，\n"
+                 "区域后面的代码会释放它并计数。"),
              hints=(L("Holds are queued in the order they were made, so once one is too young, every later one is "
                       "younger still: there is nothing left to release.",
                       "持有是按登记顺序排队的，一旦某个还太年轻，后面的只会更年轻：已经没有可以释放的了。"),
