@@ -48,6 +48,7 @@ __all__ = [
     "simulate",
     "belady",
     "PoolFullError",
+    "quiz",
 ]
 
 
@@ -69,20 +70,44 @@ class LRUFreeQueue:
     ``popleft`` hands out the block after ``head`` (skipping ``mid``): a block without a key (it
     holds nothing reusable, e.g. a partial tail) before any cached one, and among cached blocks
     the one freed longest ago.
+
+    [zh]
+    按淘汰顺序排好的空闲块：先是没有 key 的块，再是缓存着内容的块，后者按最近最少使用（LRU）排列。
+
+    这是一条双向链表，直接穿过每个块自己的 ``Block.prev_free``/``Block.next_free`` 两个字段，
+    另有三个哨兵块（id 为 -1，不属于任何块池）::
+
+        head <-> [没有 key 的块，先来的在前] <-> mid <-> [缓存块，LRU ... MRU] <-> tail
+
+    不变量：
+    - 块在队列里，当且仅当它的 ``prev_free`` 不是 ``None``（此时 ``next_free`` 也不是 ``None``）；
+      不在队列里的块，两个字段都是 ``None``；
+    - 队列里的每个块在入队时引用计数都是 0；块池在让它的引用计数重新变大之前，会先把它移出队列（``remove``）；
+    - ``len(self)`` 等于队列里块的个数；``append``、``popleft``、``remove`` 都是 O(1)，
+      没有任何操作会遍历链表。
+    ``popleft`` 交出 ``head`` 后面的那个块（跳过 ``mid``）：没有 key 的块（里面没有可复用的内容，
+    比如未满的尾块）先于任何缓存块交出；缓存块之间，空闲最久的先交出。
     """
 
     def __init__(self) -> None:
         # Sentinels are blocks that no pool owns (id -1): every real block then has a neighbour
         # on both sides, so linking and unlinking never test for the ends of the list.
+        # zh: 哨兵是不属于任何块池的块（id 为 -1）：这样每个真实的块两边都有邻居，
+        # zh: 插入和摘除时就不必判断是不是到了链表的两端。
         self._head, self._mid, self._tail = Block(-1), Block(-1), Block(-1)
         self._head.next_free, self._mid.prev_free = self._mid, self._head
         self._mid.next_free, self._tail.prev_free = self._tail, self._mid
         self._len = 0
 
     # -- given helpers ----------------------------------------------------------------------------
+    # zh: -- 给定的辅助方法 ---------------------------------------------------------------------------
     @staticmethod
     def _link_before(node: Block, block: Block) -> None:
-        """Insert ``block`` just before ``node`` (O(1))."""
+        """Insert ``block`` just before ``node`` (O(1)).
+
+        [zh]
+        把 ``block`` 插到 ``node`` 的正前方（O(1)）。
+        """
         prev = node.prev_free
         block.prev_free, block.next_free = prev, node
         prev.next_free = block  # type: ignore[union-attr]
@@ -90,7 +115,11 @@ class LRUFreeQueue:
 
     @staticmethod
     def _unlink(block: Block) -> None:
-        """Take ``block`` out of the list and clear its slots (O(1))."""
+        """Take ``block`` out of the list and clear its slots (O(1)).
+
+        [zh]
+        把 ``block`` 从链表中摘下，并清空它的两个链接字段（O(1)）。
+        """
         prev, nxt = block.prev_free, block.next_free
         prev.next_free = nxt  # type: ignore[union-attr]
         nxt.prev_free = prev  # type: ignore[union-attr]
@@ -109,13 +138,19 @@ class LRUFreeQueue:
         A block with a key goes to the cached end (just before ``tail``); a block without a key
         goes to the end of the keyless run (just before ``mid``), so it is reused before any
         cached block. Raises ``ValueError`` for a block already in a queue or still referenced.
+
+        [zh]
+        ``block`` 刚刚变成空闲：它现在是*最近*使用过的空闲块。
+
+        有 key 的块放到缓存段的末尾（``tail`` 正前方）；没有 key 的块放到无 key 段的末尾
+        （``mid`` 正前方），这样它会先于任何缓存块被复用。块已经在某个队列里、或者仍被引用时，
+        抛出 ``ValueError``。
         """
         if block.prev_free is not None or block.next_free is not None:
             raise ValueError(f"block {block.block_id} is already in a free queue (double free)")
         if block.ref_count != 0:
             raise ValueError(f"block {block.block_id} is still in use (ref_count {block.ref_count})")
-        # TODO 1 (s04.append): link the block in at the right place and count it.
-        # Hint: self._link_before(self._mid or self._tail, block); keyless means block.key is None.
+        # TODO 1 (s04.append)
         ### BEGIN SOLUTION
         self._link_before(self._mid if block.key is None else self._tail, block)
         self._len += 1
@@ -123,12 +158,15 @@ class LRUFreeQueue:
 
     def popleft(self) -> Block:
         """Take out and return the next block to reuse: the first keyless block if there is one,
-        else the least recently used cached block. ``IndexError`` when the queue is empty."""
+        else the least recently used cached block. ``IndexError`` when the queue is empty.
+
+        [zh]
+        取出并返回下一个要复用的块：有无 key 的块就取第一个，否则取最近最少使用的缓存块。
+        队列为空时抛出 ``IndexError``。
+        """
         if self._len == 0:
             raise IndexError("popleft from an empty free queue")
-        # TODO 2 (s04.popleft): find the first block after self._head (skip the self._mid
-        # sentinel), unlink it, count it out and return it.
-        # Hint: the least recently used end is the head end; never walk further than one step past mid.
+        # TODO 2 (s04.popleft)
         ### BEGIN SOLUTION
         block = self._head.next_free
         if block is self._mid:
@@ -142,10 +180,13 @@ class LRUFreeQueue:
         """A free cached block got a hit: take it out of the queue in O(1), wherever it is.
 
         ``ValueError`` if it is not in the queue (validate before touching any link).
+
+        [zh]
+        一个空闲的缓存块被命中了：不管它在队列的哪个位置，都要在 O(1) 时间内把它移出队列。
+
+        它不在队列里时抛出 ``ValueError``（先校验，再动链接）。
         """
-        # TODO 3 (s04.remove): check membership, unlink the block, count it out.
-        # Hint: membership is `block.prev_free is not None`; self._unlink does the pointer work.
-        # A list/deque `.remove` would walk the queue: O(n) per hit.
+        # TODO 3 (s04.remove)
         ### BEGIN SOLUTION
         if block.prev_free is None:
             raise ValueError(f"block {block.block_id} is not in the free queue")
@@ -154,8 +195,13 @@ class LRUFreeQueue:
         ### END SOLUTION
 
     # -- given: iteration (after the TODOs) ------------------------------------------------------
+    # zh: -- 给定的代码：遍历（写在 TODO 之后） ---------------------------------------------------------
     def __iter__(self) -> Iterator[Block]:
-        """The blocks in the order ``popleft`` would hand them out (a snapshot)."""
+        """The blocks in the order ``popleft`` would hand them out (a snapshot).
+
+        [zh]
+        按 ``popleft`` 交出的顺序列出所有块（一份快照）。
+        """
         out: list[Block] = []
         node = self._head.next_free
         while node is not self._tail:
@@ -178,11 +224,27 @@ class EvictionPool(BlockPool):
     - a finished request frees its blocks tail first (:meth:`release_blocks`), so with LRU a
       prompt's last block is evicted before its prefix and the cache stays prefix-closed.
     Request ids starting with ``#`` are reserved for held references.
+
+    [zh]
+    第 3 阶段的 :class:`BlockPool`，加上 LRU 淘汰、固定（pinning）和最短驻留时间。
+
+    不变量（在 :class:`BlockPool` 的不变量之上，:meth:`violations` 仍会逐条检查）：
+    - 只有引用计数为 0 的块在空闲队列里，所以只有它们可能被淘汰；
+    - 被固定的块多持有一个引用（伪请求 :attr:`PIN_ID`），永远不会被淘汰；
+      最多固定 ``max_pinned`` 个块，并且 ``max_pinned < num_blocks``；
+    - 请求在时刻 ``t`` 算出并登记的块，会多持有一个引用（伪请求 ``#young:<n>``），
+      直到 ``clock() - t >= min_residence``；由 :meth:`expire` 释放这个引用，
+      :meth:`admit` 一开始就会调用 :meth:`expire`；
+    - 请求结束时从尾部开始释放它的块（:meth:`release_blocks`），于是在 LRU 下，
+      提示词的最后一块先于它的前缀被淘汰，缓存始终保持“前缀封闭”。
+    以 ``#`` 开头的请求 id 留给这些额外持有的引用使用。
     """
 
     #: Pseudo-request that holds one reference on every pinned block.
+    # zh: 伪请求：为每个被固定的块持有一个引用。
     PIN_ID = "#pinned"
     #: Prefix of the pseudo-requests that hold newly computed blocks for ``min_residence``.
+    # zh: 伪请求 id 的前缀：这些伪请求在 ``min_residence`` 时间内持有新算出的块。
     YOUNG_PREFIX = "#young:"
 
     def __init__(
@@ -196,6 +258,7 @@ class EvictionPool(BlockPool):
         root_seed: bytes = ROOT_SEED,
     ) -> None:
         # Explicit base calls (not super()): the grader rebuilds this class around a learner's method.
+        # zh: 显式调用基类（不用 super()）：评分器会围绕学习者写的方法重新组装这个类。
         BlockPool.__init__(self, num_blocks, block_size, free_queue=LRUFreeQueue(), root_seed=root_seed)
         if not isinstance(max_pinned, int) or not 0 <= max_pinned < num_blocks:
             raise ValueError(f"max_pinned must be an int in 0..num_blocks-1, got {max_pinned!r}")
@@ -205,11 +268,15 @@ class EvictionPool(BlockPool):
         self.min_residence = float(min_residence)
         self.clock = clock
         self.requests[self.PIN_ID] = RequestState([], [], 0, committed=True)
-        self._pinned: set[int] = set()  # block ids, for O(1) membership
-        self._young: deque[tuple[float, str]] = deque()  # (registered at, pseudo-request id)
+        # Pinned block ids (a set: O(1) membership); residence holds as (registered at, holder id),
+        # oldest first.
+        # zh: 被固定的块 id（用集合，判断是否固定是 O(1)）；驻留持有记为 (登记时刻, 持有者 id)，早登记的在前。
+        self._pinned: set[int] = set()
+        self._young: deque[tuple[float, str]] = deque()
         self._young_seq = 0
 
     # -- queries ----------------------------------------------------------------------------------
+    # zh: -- 查询 ----------------------------------------------------------------------------------
     @property
     def num_pinned(self) -> int:
         return len(self._pinned)
@@ -221,6 +288,7 @@ class EvictionPool(BlockPool):
         return key in self.cached
 
     # -- request life cycle -----------------------------------------------------------------------
+    # zh: -- 请求的生命周期 ---------------------------------------------------------------------------
     def admit(
         self,
         request_id: str,
@@ -234,6 +302,12 @@ class EvictionPool(BlockPool):
 
         Expiring first is not a mutation of this request's state: it only lets time pass. If the
         request is then refused (``PoolFullError``), the expired holds stay expired.
+
+        [zh]
+        先让到期的驻留持有结束，再执行第 3 阶段的 ``admit``（``keys`` 是查找时算好的 key，见那里）。
+
+        先做 expire 并不改变这个请求的状态，只是让时间向前走。即使随后这个请求被拒绝
+        （``PoolFullError``），已经到期的持有也保持到期。
         """
         if isinstance(request_id, str) and request_id.startswith("#"):
             raise ValueError(f"request ids starting with '#' are reserved, got {request_id!r}")
@@ -241,26 +315,38 @@ class EvictionPool(BlockPool):
         return BlockPool.admit(self, request_id, tokens, extra_keys, keys=keys)
 
     def commit(self, request_id: str) -> None:
-        """Stage 3's ``commit``; with a minimum residence, also hold the newly registered blocks."""
+        """Stage 3's ``commit``; with a minimum residence, also hold the newly registered blocks.
+
+        [zh]
+        第 3 阶段的 ``commit``；设置了最短驻留时间时，还要额外持有这次新登记的块。
+        """
         state = self.requests[request_id]
         BlockPool.commit(self, request_id)
         if self.min_residence <= 0:
             return
+        # The blocks registered just now: a duplicate of a block another request registered first
+        # kept no key. All of them are in use by this request, so none is in the free queue.
+        # zh: 刚刚登记的块（和别的请求先登记的内容重复的块没有 key）。它们都被这个请求占用着，
+        # zh: 所以都不在空闲队列里。
         fresh = [
             state.blocks[i]
             for i in range(state.hit_blocks, len(state.keys))
-            if state.blocks[i].key == state.keys[i]  # registered now (not a duplicate of another)
+            if state.blocks[i].key == state.keys[i]
         ]
         if fresh:
             self._young_seq += 1
             holder = f"{self.YOUNG_PREFIX}{self._young_seq}"
-            for block in fresh:  # all in use by `request_id`, so none is in the free queue
+            for block in fresh:
                 block.ref_count += 1
             self.requests[holder] = RequestState(fresh, [], 0, committed=True)
             self._young.append((self.clock(), holder))
 
     def release(self, request_id: str) -> None:
-        """The request is done: drop its references, tail first (see :meth:`release_blocks`)."""
+        """The request is done: drop its references, tail first (see :meth:`release_blocks`).
+
+        [zh]
+        请求结束：释放它持有的引用，从尾部开始（见 :meth:`release_blocks`）。
+        """
         if request_id not in self.requests:
             raise KeyError(request_id)
         if request_id == self.PIN_ID:
@@ -276,14 +362,18 @@ class EvictionPool(BlockPool):
         than its tail: the tail is evicted first, and a cached block's prefix is always cached
         too (the cache stays prefix-closed). ``ValueError``, changing nothing, if a block is not
         referenced.
+
+        [zh]
+        给 ``blocks``（一张块表：前缀在前，尾块在后）里的每个块释放一个引用。
+
+        引用计数降到 0 的块进入空闲队列。交给队列的顺序是从块表的*尾部*到头部，于是在 LRU 队列里，
+        提示词的前缀比它的尾部“更新”：尾部先被淘汰，一个缓存块的前缀也一定还在缓存里
+        （缓存保持前缀封闭）。有块没有被引用时抛出 ``ValueError``，并且什么都不改。
         """
         for block in blocks:
             if block.ref_count <= 0:
                 raise ValueError(f"block {block.block_id} is not referenced (ref_count {block.ref_count})")
-        # TODO 4 (s04.release_blocks): decrement every block's ref_count, tail first; append the
-        # blocks that reach 0 to self.free_queue.
-        # Hint: reversed(blocks). The head-first order would evict a shared prefix before the
-        # private tail that hangs off it, leaving tails that can never hit.
+        # TODO 4 (s04.release_blocks)
         ### BEGIN SOLUTION
         for block in reversed(blocks):
             block.ref_count -= 1
@@ -292,6 +382,7 @@ class EvictionPool(BlockPool):
         ### END SOLUTION
 
     # -- pinning ----------------------------------------------------------------------------------
+    # zh: -- 固定（pinning） ----------------------------------------------------------------------
     def pin(self, block: Block) -> bool:
         """Keep ``block``'s cached content forever (until :meth:`unpin`).
 
@@ -300,6 +391,14 @@ class EvictionPool(BlockPool):
         A pinned block holds one extra reference, so the pool never hands it out; if it was
         free, it leaves the free queue. ``ValueError`` for a block without a key (nothing to keep)
         or a block of another pool.
+
+        [zh]
+        永久保留 ``block`` 里缓存的内容（直到 :meth:`unpin`）。
+
+        调用之后块处于固定状态就返回 ``True``；已经固定了 ``max_pinned`` 个块时返回 ``False``，
+        并且什么都不改：这个上限防止固定的块把块池占满。被固定的块多持有一个引用，所以块池永远
+        不会把它交出去；如果它原本是空闲的，就要离开空闲队列。块没有 key（没有可保留的内容）
+        或者不属于这个块池时，抛出 ``ValueError``。
         """
         if block.key is None:
             raise ValueError(f"block {block.block_id} holds no cached content to pin")
@@ -307,11 +406,7 @@ class EvictionPool(BlockPool):
             raise ValueError("not a block of this pool")
         if block.block_id in self._pinned:
             return True
-        # TODO 5 (s04.pin): refuse (return False) at the cap; otherwise take a free block out of
-        # the free queue, add one reference, record the pin (self._pinned and the PIN_ID
-        # pseudo-request's block list) and return True.
-        # Hint: a free block (ref_count == 0) that stays in the free queue with ref_count 1 would
-        # be evicted while pinned.
+        # TODO 5 (s04.pin)
         ### BEGIN SOLUTION
         if len(self._pinned) >= self.max_pinned:
             return False
@@ -324,11 +419,17 @@ class EvictionPool(BlockPool):
         ### END SOLUTION
 
     def unpin(self, block: Block) -> None:
-        """Undo :meth:`pin`; the block becomes free (most recent) if nothing else uses it."""
+        """Undo :meth:`pin`; the block becomes free (most recent) if nothing else uses it.
+
+        [zh]
+        撤销 :meth:`pin`；如果没有别的请求在用这个块，它就变成空闲块（最近使用的那一端）。
+        """
         if block.block_id not in self._pinned:
             raise ValueError(f"block {block.block_id} is not pinned")
         self._pinned.discard(block.block_id)
-        self.requests[self.PIN_ID].blocks.remove(block)  # O(pins), rare
+        # O(number of pins): unpinning is rare.
+        # zh: 代价是 O(固定块数)：解除固定很少发生。
+        self.requests[self.PIN_ID].blocks.remove(block)
         self.release_blocks([block])
 
     def pin_prefix(self, keys: Sequence[bytes]) -> int:
@@ -336,6 +437,12 @@ class EvictionPool(BlockPool):
 
         Stops at the first key that is not cached or when the cap is reached, so the pinned set
         stays prefix-closed (a pinned block's prefix is pinned too).
+
+        [zh]
+        固定 ``keys`` 开头连续命中缓存的那些块；返回固定了多少个。
+
+        遇到第一个不在缓存里的 key，或者达到上限，就停下，所以被固定的块也保持前缀封闭
+        （一个被固定的块，它的前缀也被固定了）。
         """
         n = 0
         for key in keys:
@@ -346,19 +453,24 @@ class EvictionPool(BlockPool):
         return n
 
     # -- minimum residence ------------------------------------------------------------------------
+    # zh: -- 最短驻留时间 ---------------------------------------------------------------------------
     def expire(self) -> int:
         """Drop the residence holds that are old enough; returns how many holds were dropped.
 
         Holds are kept oldest first. A hold registered at clock time ``t`` ends once
         ``clock() - t >= min_residence``: before that, its blocks must stay.
+
+        [zh]
+        结束已经到期的驻留持有；返回结束了多少个。
+
+        持有按登记时间从早到晚排列。在时刻 ``t`` 登记的持有，到 ``clock() - t >= min_residence``
+        时结束；在那之前，它的块必须留着。
         """
         now = self.clock()
         dropped = 0
         while self._young:
             registered_at, holder = self._young[0]
-            # TODO 6 (s04.expire): stop at the first hold that is still too young (the ones after
-            # it are younger still); otherwise fall through, which releases it.
-            # Hint: too young means less than self.min_residence has passed since registered_at.
+            # TODO 6 (s04.expire)
             ### BEGIN SOLUTION
             if now - registered_at < self.min_residence:
                 break
@@ -369,6 +481,16 @@ class EvictionPool(BlockPool):
         return dropped
 
 
+def quiz() -> dict:
+    """Your answers to the concept quiz.
+
+    [zh]
+    你对概念小测的回答。
+    """
+    # TODO 7 (s04.quiz)
+    ### BEGIN SOLUTION
+    return {"q1": "B", "q2": "A", "q3": 32, "q4": "C", "q5": 13, "q6": "C"}
+    ### END SOLUTION
 
 
 #: Pseudo-request id of the pins (also ``EvictionPool.PIN_ID``).

@@ -1,18 +1,27 @@
-"""Realistic wrong answers for each stage-4 TODO, graded by the real grader: each fails its TODO only."""
+"""Realistic wrong answers for each stage-4 TODO, graded by the real grader: each fails its TODO only.
+
+Bug kinds covered besides the plain slips: a block left linked after it leaves the queue (popleft and
+remove without clearing links: the revive path "A frees, B hits and frees, C must hit" breaks), O(n)
+work hidden behind iteration, release in two passes that ends up head first, pins that skip the
+pseudo-request's bookkeeping or take in-use blocks out of the free queue, and a residence check that
+reads the wall clock instead of the pool's own clock.
+"""
 from __future__ import annotations
-
-
 
 APPEND = "self._link_before(self._mid if block.key is None else self._tail, block)"
 POP_PICK = """        block = self._head.next_free
         if block is self._mid:
             block = self._mid.next_free"""
+POP_UNLINK = """        self._unlink(block)  # type: ignore[arg-type]
+        self._len -= 1"""
 REMOVE_CHECK = """        if block.prev_free is None:
             raise ValueError(f"block {block.block_id} is not in the free queue")
         self._unlink(block)"""
 REMOVE_COUNT = """        self._unlink(block)
         self._len -= 1
         ### END SOLUTION"""
+MANUAL_UNLINK = """block.prev_free.next_free = block.next_free
+        block.next_free.prev_free = block.prev_free"""
 RELEASE = """        for block in reversed(blocks):
             block.ref_count -= 1
             if block.ref_count == 0:
@@ -23,7 +32,9 @@ PIN_CAP = """        if len(self._pinned) >= self.max_pinned:
 PIN_QUEUE = """        if block.ref_count == 0:
             self.free_queue.remove(block)
         block.ref_count += 1"""
+PIN_RECORD = "        self.requests[self.PIN_ID].blocks.append(block)\n"
 EXPIRE = "if now - registered_at < self.min_residence:"
+ANSWERS = '    return {"q1": "B", "q2": "A", "q3": 32, "q4": "C", "q5": 13, "q6": "C"}\n'
 
 MUTANTS = {
     # TODO 1: append
@@ -36,6 +47,9 @@ MUTANTS = {
         if block is self._tail:
             block = self._head.next_free""")]),
     "s04.popleft/hands_out_the_mid_sentinel": ("s04.popleft", [(POP_PICK, "        block = self._head.next_free")]),
+    "s04.popleft/not_counted_out": ("s04.popleft", [(POP_UNLINK, "        self._unlink(block)  # type: ignore[arg-type]")]),
+    "s04.popleft/leaves_block_linked": ("s04.popleft", [(POP_UNLINK, "        " + MANUAL_UNLINK + "\n        self._len -= 1")]),
+    "s04.popleft/walks_a_snapshot": ("s04.popleft", [(POP_PICK, "        block = next(iter(self))")]),
     # TODO 3: remove
     "s04.remove/walks_the_list": ("s04.remove", [(REMOVE_CHECK, """        node = self._head.next_free
         while node is not block:
@@ -45,6 +59,7 @@ MUTANTS = {
         self._unlink(block)""")]),
     "s04.remove/no_membership_check": ("s04.remove", [(REMOVE_CHECK, "        self._unlink(block)")]),
     "s04.remove/not_counted": ("s04.remove", [(REMOVE_COUNT, "        self._unlink(block)\n        ### END SOLUTION")]),
+    "s04.remove/leaves_links_set": ("s04.remove", [(REMOVE_COUNT, "        " + MANUAL_UNLINK + "\n        self._len -= 1\n        ### END SOLUTION")]),
     # TODO 4: release_blocks
     "s04.release_blocks/head_first": ("s04.release_blocks", [(RELEASE, RELEASE.replace("reversed(blocks)", "blocks"))]),
     "s04.release_blocks/frees_shared_blocks": ("s04.release_blocks", [(RELEASE, """        for block in reversed(blocks):
@@ -54,12 +69,40 @@ MUTANTS = {
             if block.ref_count == 1:
                 block.ref_count = 0
                 self.free_queue.append(block)""")]),
+    "s04.release_blocks/two_passes_second_head_first": ("s04.release_blocks", [(RELEASE, """        for block in reversed(blocks):
+            block.ref_count -= 1
+        for block in blocks:
+            if block.ref_count == 0:
+                self.free_queue.append(block)""")]),
     # TODO 5: pin
     "s04.pin/no_cap": ("s04.pin", [(PIN_CAP, "")]),
     "s04.pin/cap_off_by_one": ("s04.pin", [(PIN_CAP, PIN_CAP.replace(">=", ">"))]),
     "s04.pin/pinned_block_stays_evictable": ("s04.pin", [(PIN_QUEUE, "        block.ref_count += 1")]),
+    "s04.pin/takes_in_use_block_out_of_the_queue": ("s04.pin", [(PIN_QUEUE, """        self.free_queue.remove(block)
+        block.ref_count += 1""")]),
+    "s04.pin/not_recorded_for_the_pseudo_request": ("s04.pin", [(PIN_RECORD, "")]),
+    "s04.pin/counts_before_the_cap_check": ("s04.pin", [(PIN_CAP + PIN_QUEUE, PIN_QUEUE.replace(
+        "        block.ref_count += 1", "") + "        block.ref_count += 1\n" + PIN_CAP)]),
     # TODO 6: expire
     "s04.expire/compared_the_wrong_way": ("s04.expire", [(EXPIRE, "if now - registered_at > self.min_residence:")]),
     "s04.expire/hold_ends_after_t": ("s04.expire", [(EXPIRE, "if now - registered_at <= self.min_residence:")]),
     "s04.expire/never_expires": ("s04.expire", [(EXPIRE, "if registered_at - now < self.min_residence:")]),
+    "s04.expire/uses_the_wall_clock": ("s04.expire", [(EXPIRE, "if time.monotonic() - registered_at < self.min_residence:")]),
+    # TODO 7: quiz
+    "s04.quiz/counts_the_head_first_order": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q3": 32', '"q3": 0'))]),
+    "s04.quiz/hold_ends_a_second_late": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q5": 13', '"q5": 14'))]),
+    "s04.quiz/pins_are_free": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q4": "C"', '"q4": "a"'))]),
+    "s04.quiz/unanswered": ("s04.quiz", [(ANSWERS, '    return {"q1": "B"}\n')]),
+}
+
+# Correct answers written differently: they must earn every point.
+EQUIVALENT = {
+    "append/if_else": [(f"        {APPEND}\n", """        if block.key is None:
+            self._link_before(self._mid, block)
+        else:
+            self._link_before(self._tail, block)
+""")],
+    "remove/membership_through_contains": [("        if block.prev_free is None:\n            raise ValueError(f\"block {block.block_id} is not in the free queue\")",
+                                            "        if block not in self:\n            raise ValueError(\"not in the free queue\")")],
+    "expire/deadline_form": [(EXPIRE, "if registered_at + self.min_residence > now:")],
 }

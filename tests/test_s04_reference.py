@@ -491,3 +491,47 @@ def test_s04_benchmarks_run_quick(capsys):
     assert bq.main(["--quick"]) == 0 and bt.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "remove(middle)+append" in out and "Belady" in out
+
+
+# -- the quiz's numeric answers are what the reference does ----------------------------------------------
+def test_s04_quiz_numeric_answers_follow_from_the_reference():
+    """q3 and q5 are computed by the reference here, so the quiz cannot drift from the code."""
+    from solutions.s04_eviction import quiz
+
+    answers = quiz()
+    pool = EvictionPool(6, 16)
+    a, b = list(range(64)), list(range(100, 164))
+    for rid, tokens in (("A", a), ("B", b)):
+        pool.admit(rid, tokens)
+        pool.commit(rid)
+        pool.release(rid)
+    assert pool.admit("C", a + [999]).hit_tokens == answers["q3"]
+
+    clock = FakeClock(3.0)
+    pool = EvictionPool(4, 1, min_residence=10.0, clock=clock)
+    pool.admit("r", [1, 2])
+    pool.commit("r")
+    pool.release("r")
+    clock.t = answers["q5"] - 1e-9
+    assert pool.expire() == 0
+    clock.t = answers["q5"]
+    assert pool.expire() == 1
+
+
+def test_s04_quiz_head_first_release_would_hit_nothing():
+    """The wrong answer the quiz's q3 guards against: head first, LRU evicts A's prefix."""
+
+    class HeadFirst(EvictionPool):
+        def release_blocks(self, blocks):
+            for block in blocks:
+                block.ref_count -= 1
+                if block.ref_count == 0:
+                    self.free_queue.append(block)
+
+    pool = HeadFirst(6, 16)
+    a = list(range(64))
+    for rid, tokens in (("A", a), ("B", list(range(100, 164)))):
+        pool.admit(rid, tokens)
+        pool.commit(rid)
+        pool.release(rid)
+    assert pool.admit("C", a + [999]).hit_tokens == 0

@@ -1,10 +1,13 @@
-"""Hidden checks of stage 4: O(1) costs, random traffic, trace replays. Never shipped to learners."""
+"""Hidden checks of stage 4: O(1) costs, random traffic, shared paths, pins under holds, trace replays.
+Never shipped to learners."""
 from __future__ import annotations
 
 import random
 import time
 
-from autograder.checks.s04 import STAGE, Clock, caught, ids, keyed, run
+from autograder.checks.common import record
+from autograder.checks.s04 import STAGE, Clock, cached_ids, caught, ids, run
+from autograder.i18n import L
 from solutions.traces import TraceRequest, rag_traffic, thrashing_traffic
 
 # -- O(1) guards ---------------------------------------------------------------------------------------
@@ -35,7 +38,9 @@ def _big_queue(impl, n: int = BIG):
 
 
 @STAGE.check("s04.append", hidden=True,
-             hint="append must be O(1): link before a sentinel you already hold, never walk the list to find the end.")
+             hint=L("append must take constant time: insert in front of a sentinel you already hold, never walk the "
+                    "list to find its end.",
+                    "append 必须是常数时间：插到你手里已有的哨兵前面，绝不要遍历链表去找末尾。"))
 def append_is_constant_time(impl):
     q, blocks = _big_queue(impl, MEDIUM)
     fast = _timed(lambda i: q.append(blocks[i]), MEDIUM, batch=1_000)
@@ -43,7 +48,8 @@ def append_is_constant_time(impl):
 
 
 @STAGE.check("s04.popleft", hidden=True,
-             hint="popleft must be O(1): take the node next to self._head, never search the list.")
+             hint=L("popleft must take constant time: take the node next to the head sentinel, never search the list.",
+                    "popleft 必须是常数时间：直接取 head 哨兵旁边的节点，绝不要搜索链表。"))
 def popleft_is_constant_time(impl):
     q, blocks = _big_queue(impl, MEDIUM)
     for b in blocks:
@@ -54,8 +60,9 @@ def popleft_is_constant_time(impl):
 
 
 @STAGE.check("s04.remove", hidden=True,
-             hint="remove must be O(1) for a block anywhere in the queue: unlink it through its own links, "
-                  "never search for it (no list.remove / deque.remove / walking).")
+             hint=L("remove must take constant time for a block anywhere in the queue: unlink it through its own "
+                    "links, never search for it.",
+                    "不管块在队列的哪个位置，remove 都必须是常数时间：通过块自己的链接把它摘下，绝不要去搜索它。"))
 def remove_from_the_middle_is_constant_time(impl):
     q, blocks = _big_queue(impl)
     for b in blocks:
@@ -95,17 +102,27 @@ def _random_queue_ops(impl, seed: int):
     return trail, ids(q)
 
 
-@STAGE.check("s04.append", hidden=True, hint="Keyless blocks wait before mid in FIFO order; cached ones before tail.")
+@STAGE.check("s04.append", hidden=True,
+             hint=L("Under a random mix of frees, reuses and hits, each freed block must land at the end of its own "
+                    "run: keyless ones before mid, cached ones before tail, in the order they were freed.",
+                    "在随机混合的释放、复用和命中之下，每个被释放的块都必须落到它所属那一段的末尾：无 key 的在 mid "
+                    "前，缓存块在 tail 前，按释放顺序排列。"))
 def random_mix_append(impl):
     return _random_queue_ops(impl, 11)
 
 
-@STAGE.check("s04.popleft", hidden=True, hint="Keyless first, then least recently freed; count every block out.")
+@STAGE.check("s04.popleft", hidden=True,
+             hint=L("Under a random mix of operations, popleft must hand out keyless blocks first, then the least "
+                    "recently freed cached one, and count every block out.",
+                    "在随机混合的操作下，popleft 必须先交出无 key 的块，再交出最早释放的缓存块，并且每交出一个就减一次长度。"))
 def random_mix_popleft(impl):
     return _random_queue_ops(impl, 12)
 
 
-@STAGE.check("s04.remove", hidden=True, hint="Unlink exactly the given block and count it out; neighbours stay linked.")
+@STAGE.check("s04.remove", hidden=True,
+             hint=L("Under a random mix of operations, remove must unlink exactly the given block and count it out, "
+                    "leaving its neighbours linked to each other.",
+                    "在随机混合的操作下，remove 必须只摘下指定的那个块并把长度减一，它的两个邻居要彼此连好。"))
 def random_mix_remove(impl):
     return _random_queue_ops(impl, 13)
 
@@ -122,13 +139,17 @@ def _lru_pool_trail(impl):
 
 
 @STAGE.check("s04.popleft", hidden=True,
-             hint="Plugged into stage 3's pool, the queue must evict the least recently used cached block.")
+             hint=L("Plugged into stage 3's pool, the queue must hand out the least recently used cached block when "
+                    "the pool needs room.",
+                    "接入第 3 阶段的块池后，块池需要空间时，队列必须交出最近最少使用的缓存块。"))
 def pool_evicts_least_recently_used(impl):
     return _lru_pool_trail(impl)
 
 
 @STAGE.check("s04.remove", hidden=True,
-             hint="A hit on a free cached block takes it out of the queue, so it can never be handed out while in use.")
+             hint=L("A hit on a free cached block takes it out of the queue, so it is never handed out while a "
+                    "request uses it.",
+                    "命中空闲缓存块时要把它移出队列，这样它在被请求使用期间绝不会被交出去。"))
 def pool_hits_leave_the_queue(impl):
     pool = impl.BlockPool(5, 1, free_queue=impl.LRUFreeQueue())
     run(pool, "a", [1, 2, 3])
@@ -162,14 +183,18 @@ def _trace(seed: int, n: int = 60) -> list:
 
 
 @STAGE.check("s04.release_blocks", hidden=True,
-             hint="Release tail first and free only blocks whose count reaches 0: replayed traces must hit as the reference does.")
+             hint=L("Replayed request traces must hit exactly as with a tail-first release that frees only the "
+                    "blocks whose count reaches 0.",
+                    "回放请求 trace 时，命中情况必须和“从尾部释放、只释放计数降到 0 的块”完全一致。"))
 def random_trace_lru_hits(impl):
     return [impl.simulate_with(_trace(s), cap, pool_cls=impl.EvictionPool).hit_blocks
             for s in (1, 2) for cap in (8, 16)]
 
 
 @STAGE.check("s04.release_blocks", hidden=True,
-             hint="With several live requests, a shared block is freed only by its last user; the pool stays consistent.")
+             hint=L("With several live requests, a shared block is freed only by its last user, and the pool's "
+                    "invariants hold after every release.",
+                    "有多个活跃请求时，共享的块只由最后一个使用者释放，每次释放之后块池的不变量都要成立。"))
 def concurrent_requests_keep_invariants(impl):
     rng = random.Random(9)
     pool = impl.EvictionPool(10, 2)
@@ -187,21 +212,67 @@ def concurrent_requests_keep_invariants(impl):
     return trail, pool.violations()
 
 
+@STAGE.check("s04.release_blocks", hidden=True,
+             hint=L("Two requests share a deep prefix: each shared block joins the free queue once, when its last user "
+                    "releases it, and after that release the prefix is more recent than every tail.",
+                    "两个请求共享一段较深的前缀：每个共享块只在最后一个使用者释放它时进入空闲队列一次，"
+                    "并且那次释放之后，前缀比所有尾块都更“新”。"))
+def shared_path_released_by_both(impl):
+    out = []
+    for order in (("a", "b"), ("b", "a")):
+        pool = impl.EvictionPool(10, 1)
+        for rid, tail in (("a", [10, 11]), ("b", [20])):
+            pool.admit(rid, [1, 2, 3, 4] + tail)
+            pool.commit(rid)
+        trail = []
+        for rid in order:
+            pool.release(rid)
+            trail.append(record(cached_free_order=cached_ids(pool), ref_counts=[b.ref_count for b in pool.blocks]))
+        out.append(record(order=list(order), trail=trail, violations=pool.violations()))
+    return out
+
+
 # -- TODO 5: pin ------------------------------------------------------------------------------------------
 @STAGE.check("s04.pin", hidden=True,
-             hint="Pinning a block that is in use adds a reference; when its request ends it must stay out of the free queue.")
-def pin_in_use_block(impl):
-    pool = impl.EvictionPool(3, 1, max_pinned=1)
-    pool.admit("a", [5, 6])
-    pool.commit("a")
-    block = pool.cached[pool.keys_of([5])[0]]
+             hint=L("A pinned block that two live requests share keeps exactly one reference for the pin after both "
+                    "requests end, and stays out of the free queue until it is unpinned.",
+                    "被两个活跃请求共享的固定块，在两个请求都结束后只剩固定带来的那一个引用，"
+                    "并且在解除固定之前一直不在空闲队列里。"))
+def pinned_shared_block_after_both_release(impl):
+    pool = impl.EvictionPool(8, 1, max_pinned=2)
+    for rid, tail in (("a", 10), ("b", 20)):
+        pool.admit(rid, [1, 2, 3, tail])
+        pool.commit(rid)
+    block = pool.cached[pool.keys_of([1, 2])[1]]
     ok = pool.pin(block)
+    during = record(ref_count=block.ref_count, in_free_queue=block in pool.free_queue)
     pool.release("a")
-    return ok, block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()
+    pool.release("b")
+    after = record(ref_count=block.ref_count, in_free_queue=block in pool.free_queue, violations=pool.violations())
+    pool.unpin(block)
+    return record(pinned=ok, during=during, after_release=after, after_unpin=cached_ids(pool))
 
 
 @STAGE.check("s04.pin", hidden=True,
-             hint="Pins are capped and never evicted: replaying thrashing and RAG traffic must match the reference.")
+             hint=L("A block held by a residence hold is in use, not free: pinning it adds a reference without "
+                    "touching the free queue, and it stays pinned after the hold ends.",
+                    "被驻留持有的块处于使用中，不是空闲块：固定它只加一个引用、不碰空闲队列；持有结束后它仍保持固定。"))
+def pin_a_block_under_a_residence_hold(impl):
+    clock = Clock()
+    pool = impl.EvictionPool(4, 1, max_pinned=1, min_residence=10.0, clock=clock)
+    run(pool, "a", [1, 2, 3])
+    block = pool.cached[pool.keys_of([1])[0]]
+    ok = caught(lambda: pool.pin(block))
+    clock.t = 10.0
+    ended = pool.expire()
+    return record(pin_raised=ok, ref_count=block.ref_count, in_free_queue=block in pool.free_queue,
+                  holds_ended=ended, free_blocks=len(pool.free_queue), violations=pool.violations())
+
+
+@STAGE.check("s04.pin", hidden=True,
+             hint=L("Replaying traffic with pinning on must give the same hits and rejections as pins that are "
+                    "capped, leave the free queue and are never evicted.",
+                    "开启固定后回放流量，命中数和拒绝数必须和“有上限、离开空闲队列、永不被淘汰”的固定完全一致。"))
 def pinning_replays(impl):
     out = []
     for trace, cap in ((thrashing_traffic(200, num_prompts=8, prompt_blocks=6, seed=3), 30),
@@ -211,7 +282,9 @@ def pinning_replays(impl):
     return out
 
 
-@STAGE.check("s04.pin", hidden=True, hint="max_pinned=0 means no block may be pinned.")
+@STAGE.check("s04.pin", hidden=True,
+             hint=L("With a cap of 0 no block may be pinned: pin returns False and changes nothing.",
+                    "上限为 0 时任何块都不能固定：pin 返回 False，什么都不改。"))
 def zero_cap_pins_nothing(impl):
     pool = impl.EvictionPool(3, 1, max_pinned=0)
     run(pool, "a", [5, 6])
@@ -221,7 +294,9 @@ def zero_cap_pins_nothing(impl):
 
 # -- TODO 6: expire -------------------------------------------------------------------------------------
 @STAGE.check("s04.expire", hidden=True,
-             hint="Replaying traffic with a minimum residence time must hold and release blocks exactly as the reference.")
+             hint=L("Replaying traffic with a minimum residence time must hold and release blocks on the trace's "
+                    "clock exactly when their time has come.",
+                    "带最短驻留时间回放流量时，必须按 trace 的时钟，在块到期的那一刻才结束持有。"))
 def residence_replays(impl):
     trace = thrashing_traffic(200, num_prompts=8, prompt_blocks=6, seed=5)
     out = []
@@ -232,7 +307,8 @@ def residence_replays(impl):
 
 
 @STAGE.check("s04.expire", hidden=True,
-             hint="expire() returns how many holds it ended; several may end at once, none while still young.")
+             hint=L("Several holds may end in one call, none while still young; expire returns how many ended.",
+                    "一次调用可以结束多个持有，但还年轻的一个也不能结束；expire 返回结束了多少个。"))
 def many_holds_end_together(impl):
     clock = Clock()
     pool = impl.EvictionPool(12, 1, min_residence=4.0, clock=clock)
@@ -244,3 +320,18 @@ def many_holds_end_together(impl):
         clock.t = t
         counts.append((pool.expire(), len(pool.free_queue)))
     return counts, pool.violations()
+
+
+@STAGE.check("s04.expire", hidden=True,
+             hint=L("Time comes from the pool's own clock (here it reads about a billion seconds): compare it with "
+                    "the registration time, never with the wall clock.",
+                    "时间来自块池自己的时钟（这里它的读数约为十亿秒）：拿它和登记时刻比较，绝不要用系统时间。"))
+def expire_reads_the_pools_clock(impl):
+    clock = Clock(1e9)
+    pool = impl.EvictionPool(6, 1, min_residence=10.0, clock=clock)
+    run(pool, "a", [1, 2, 3])
+    counts = []
+    for t in (1e9 + 5.0, 1e9 + 10.0):
+        clock.t = t
+        counts.append(record(ended=pool.expire(), free_blocks=len(pool.free_queue)))
+    return counts
