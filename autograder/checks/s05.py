@@ -91,11 +91,13 @@ STAGE = Stage(
                    "先建上半段的新节点（前 split_len 个 token 和槽位、原父节点、原访问时间），给它同样的锁数，"
                    "再把 child 截成剩下的部分，最后修好三处链接：child 的父节点、新节点的 children，以及原父节点 "
                    "children 里的那一项——它现在要指向新节点。"),
-                 L("new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access); "
+                 L("parent = child.parent; new = self._new_node(child.key[:split_len], child.value[:split_len], parent, "
+                   "child.last_access); "
                    "new.lock_ref = child.lock_ref; child.key, child.value = child.key[split_len:], "
                    "child.value[split_len:]; child.parent = new; new.children[self._child_key(child.key)] = child; "
                    "parent.children[self._child_key(new.key)] = new",
-                   "new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access)；"
+                   "parent = child.parent；new = self._new_node(child.key[:split_len], child.value[:split_len], parent, "
+                   "child.last_access)；"
                    "new.lock_ref = child.lock_ref；child.key、child.value 改成 [split_len:] 的部分；"
                    "child.parent = new；new.children[self._child_key(child.key)] = child；"
                    "parent.children[self._child_key(new.key)] = new"))),
@@ -128,12 +130,14 @@ STAGE = Stage(
                    "当 pos < len(key) 时循环：查出子节点，没有就停。数出它的边从 pos 起有多少个 token 匹配（已给的 "
                    "_common_len 会按整页算好）。如果比边短，就在那里切开，接着用上半段。给它打上时间戳、加上它的"
                    "槽位，把 node 和 pos 往下移。"),
-                 L("child = node.children.get(self._child_key(key, pos)); matched = self._common_len(child.key, key, "
-                   "pos); if matched < len(child.key): child = self._split_node(child, matched); then "
-                   "child.last_access = now; slots.extend(child.value); node, pos = child, pos + matched",
-                   "child = node.children.get(self._child_key(key, pos))；matched = self._common_len(child.key, key, "
-                   "pos)；if matched < len(child.key): child = self._split_node(child, matched)；然后 "
-                   "child.last_access = now；slots.extend(child.value)；node, pos = child, pos + matched"))),
+                 L("pos = 0; while pos < len(key): child = node.children.get(self._child_key(key, pos)); if child is "
+                   "None: break; matched = self._common_len(child.key, key, pos); if matched < len(child.key): "
+                   "child = self._split_node(child, matched); then child.last_access = now; "
+                   "slots.extend(child.value); node, pos = child, pos + matched",
+                   "pos = 0；while pos < len(key): child = node.children.get(self._child_key(key, pos))；if child is "
+                   "None: break；matched = self._common_len(child.key, key, pos)；if matched < len(child.key): "
+                   "child = self._split_node(child, matched)；然后 child.last_access = now；"
+                   "slots.extend(child.value)；node, pos = child, pos + matched"))),
         Todo("s05.insert", 3, target="RadixCache.insert", points=3,
              title=L("insert the uncached remainder", "插入尚未缓存的剩余部分"),
              contract=contract(
@@ -159,12 +163,13 @@ STAGE = Stage(
                    "沿用 match_prefix 的循环，只是不收集槽位。查不到子节点时，用 key[pos:] 和 value[pos:] 建叶子，"
                    "登记进 node.children，把它的长度加到 evictable_size 上，然后 break：此时 pos 正好是已缓存的"
                    "长度。"),
-                 L("leaf = self._new_node(key[pos:], value[pos:], node, now); node.children[self._child_key(key, "
-                   "pos)] = leaf; self.evictable_size += len(leaf.key); break. Otherwise as in match: matched = "
+                 L("In the loop of match_prefix, when child is None: leaf = self._new_node(key[pos:], value[pos:], "
+                   "node, now); node.children[self._child_key(key, pos)] = leaf; self.evictable_size += "
+                   "len(leaf.key); break. Otherwise as in match: matched = "
                    "self._common_len(child.key, key, pos), split if shorter, child.last_access = now, "
                    "node, pos = child, pos + matched",
-                   "leaf = self._new_node(key[pos:], value[pos:], node, now)；node.children[self._child_key(key, "
-                   "pos)] = leaf；self.evictable_size += len(leaf.key)；break。否则与 match 相同：matched = "
+                   "沿用 match_prefix 的循环，child is None 时：leaf = self._new_node(key[pos:], value[pos:], node, "
+                   "now)；node.children[self._child_key(key, pos)] = leaf；self.evictable_size += len(leaf.key)；break。否则与 match 相同：matched = "
                    "self._common_len(child.key, key, pos)，比边短就切开，child.last_access = now，"
                    "node, pos = child, pos + matched"))),
         Todo("s05.inc_lock_ref", 4, target="RadixCache.inc_lock_ref", points=2,
@@ -240,12 +245,12 @@ STAGE = Stage(
                    "把未加锁的叶子节点放进按 (last_access, id) 排序的堆。弹出、摘除、释放；如果父节点刚变成叶子、"
                    "没有加锁、又不是根，就把它压入堆。释放的槽位不足 num_tokens 且堆不空时继续循环。"),
                  L("heap = [(n.last_access, n.id, n) for n in self._leaves() if n.lock_ref == 0]; "
-                   "heapq.heapify(heap); in the loop: _, _, leaf = heapq.heappop(heap); "
+                   "heapq.heapify(heap); in the loop: _, _, leaf = heapq.heappop(heap); parent = leaf.parent; "
                    "del parent.children[self._child_key(leaf.key)]; leaf.parent = None; freed.extend(leaf.value); "
                    "self.evictable_size -= len(leaf.key); push the parent when it has no children, "
                    "parent.lock_ref == 0 and parent is not self.root",
                    "heap = [(n.last_access, n.id, n) for n in self._leaves() if n.lock_ref == 0]；"
-                   "heapq.heapify(heap)；循环里：_, _, leaf = heapq.heappop(heap)；"
+                   "heapq.heapify(heap)；循环里：_, _, leaf = heapq.heappop(heap)；parent = leaf.parent；"
                    "del parent.children[self._child_key(leaf.key)]；leaf.parent = None；freed.extend(leaf.value)；"
                    "self.evictable_size -= len(leaf.key)；父节点没有子节点、parent.lock_ref == 0 且不是 "
                    "self.root 时把它压入堆"))),
