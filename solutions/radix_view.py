@@ -9,7 +9,7 @@ red border marks what the last step touched.
 
 Where widgets do not run (a static notebook viewer, an exported HTML, ``nbconvert``), the view's
 display carries a PNG of the current tree as well, and :func:`show_tree` / :meth:`RadixView.picture`
-draw one on demand.
+draw one on demand. Labels, captions and titles follow the notebook's language (``tr``).
 
 The view only reads ``cache.root`` and the nodes' ``key``, ``value``, ``children``, ``lock_ref``,
 ``last_access`` and ``id``, so it works with a learner's cache as long as those are right.
@@ -21,6 +21,8 @@ import io
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+from autograder.i18n import tr
 
 Decode = Callable[[Sequence[int]], str]
 
@@ -121,10 +123,10 @@ def draw_tree(nodes: Sequence[NodeSnapshot], *, decode: Decode | None = None, ti
     for n in nodes:
         x, y = pos[n.id]
         if n.parent is None:
-            label, colour = "root", COLOURS["root"]
+            label, colour = tr("root", "根"), COLOURS["root"]
         else:
-            label = (f"#{n.id}  tokens [{n.start}, {n.end})\n{token_text(n.key, decode)}\n"
-                     f"lock {n.lock_ref} · t={n.last_access:g}")
+            label = (f"#{n.id}  {tr('tokens', 'token')} [{n.start}, {n.end})\n{token_text(n.key, decode)}\n"
+                     f"{tr('lock', '锁')} {n.lock_ref} · t={n.last_access:g}")
             colour = COLOURS["locked"] if n.lock_ref > 0 else COLOURS["leaf"] if n.leaf else COLOURS["inner"]
         hot = n.id in touched
         ax.text(x, y, label, ha="center", va="center", fontsize=8, zorder=3,
@@ -139,12 +141,14 @@ def draw_tree(nodes: Sequence[NodeSnapshot], *, decode: Decode | None = None, ti
     locked = sum(len(n.key) for n in nodes if n.lock_ref > 0)
     head = f"{title}\n" if title else ""
     count = len(by_id) - 1
-    ax.set_title(f"{head}{count} node{'' if count == 1 else 's'}, {total} tokens ({locked} protected by locks, "
-                 f"{total - locked} evictable)", fontsize=9)
-    ax.legend(handles=[Patch(fc=COLOURS["locked"], label="locked"),
-                       Patch(fc=COLOURS["leaf"], label="evictable leaf"),
-                       Patch(fc=COLOURS["inner"], label="inner node"),
-                       Patch(fc="white", ec="#c0392b", lw=2, label="touched by this step")],
+    summary = tr(f"{count} node{'' if count == 1 else 's'}, {total} tokens ({locked} protected by locks, "
+                 f"{total - locked} evictable)",
+                 f"{count} 个节点，{total} 个 token（{locked} 个受锁保护，{total - locked} 个可淘汰）")
+    ax.set_title(f"{head}{summary}", fontsize=9)
+    ax.legend(handles=[Patch(fc=COLOURS["locked"], label=tr("locked", "已加锁")),
+                       Patch(fc=COLOURS["leaf"], label=tr("evictable leaf", "可淘汰的叶子")),
+                       Patch(fc=COLOURS["inner"], label=tr("inner node", "内部节点")),
+                       Patch(fc="white", ec="#c0392b", lw=2, label=tr("touched by this step", "本步改动过"))],
               loc="lower left", fontsize=7, frameon=False, ncol=4, bbox_to_anchor=(0, -0.08))
     fig.tight_layout()
     return fig
@@ -178,7 +182,7 @@ class RadixView:
         self.decode = decode
         self.title = title
         self._slots = itertools.count(first_slot)  # fresh slot ids for insert() without slots
-        self.steps: list[Step] = [Step("start", "", snapshot(cache), frozenset(), ())]
+        self.steps: list[Step] = [Step(tr("start", "开始"), "", snapshot(cache), frozenset(), ())]
         self._widget: Any = None
 
     # -- operations ------------------------------------------------------------------------------
@@ -187,30 +191,32 @@ class RadixView:
         tokens = list(tokens)
         slots = [next(self._slots) for _ in tokens] if slots is None else list(slots)
         already = self.cache.insert(tokens, slots)
-        self._record(f"insert {self._text(tokens)}", f"{already} tokens were cached already")
+        self._record(f"{tr('insert', '插入')} {self._text(tokens)}",
+                     tr(f"{already} tokens were cached already", f"其中 {already} 个 token 原本已缓存"))
         return already
 
     def match(self, tokens: Sequence[int]) -> Any:
         """``cache.match_prefix``; returns its match (pass it to :meth:`lock`)."""
         match = self.cache.match_prefix(list(tokens))
-        self._record(f"match {self._text(tokens)}", f"hit {match.length} tokens, slots {match.slots}")
+        self._record(f"{tr('match', '匹配')} {self._text(tokens)}",
+                     tr(f"hit {match.length} tokens, slots {match.slots}", f"命中 {match.length} 个 token，槽位 {match.slots}"))
         return match
 
     def lock(self, node_or_match: Any) -> int:
         node = getattr(node_or_match, "last_node", node_or_match)
         moved = self.cache.inc_lock_ref(node)
-        self._record(f"lock #{node.id}", f"{moved} tokens became protected")
+        self._record(f"{tr('lock', '加锁')} #{node.id}", tr(f"{moved} tokens became protected", f"{moved} 个 token 变为受保护"))
         return moved
 
     def unlock(self, node_or_match: Any) -> int:
         node = getattr(node_or_match, "last_node", node_or_match)
         moved = self.cache.dec_lock_ref(node)
-        self._record(f"unlock #{node.id}", f"{moved} tokens became evictable")
+        self._record(f"{tr('unlock', '解锁')} #{node.id}", tr(f"{moved} tokens became evictable", f"{moved} 个 token 变为可淘汰"))
         return moved
 
     def evict(self, num_tokens: int) -> list[int]:
         freed = self.cache.evict(num_tokens)
-        self._record(f"evict {num_tokens}", f"freed {len(freed)} slots {freed}")
+        self._record(f"{tr('evict', '淘汰')} {num_tokens}", tr(f"freed {len(freed)} slots {freed}", f"释放了 {len(freed)} 个槽位 {freed}"))
         return freed
 
     def _text(self, tokens: Sequence[int]) -> str:
@@ -240,15 +246,15 @@ class RadixView:
         s = self.steps[step]
         index = step % len(self.steps)
         return draw_tree(s.nodes, decode=self.decode, touched=s.touched,
-                         title=f"{self.title} · step {index}: {s.label}")
+                         title=f"{self.title} · " + tr(f"step {index}: {s.label}", f"第 {index} 步：{s.label}"))
 
     def caption(self, step: int = -1) -> str:
         s = self.steps[step]
-        lines = [f"step {step % len(self.steps)}: {s.label}"]
+        lines = [tr(f"step {step % len(self.steps)}: {s.label}", f"第 {step % len(self.steps)} 步：{s.label}")]
         if s.result:
             lines.append(f"→ {s.result}")
         if s.dropped:
-            lines.append("evicted: " + ", ".join(s.dropped))
+            lines.append(tr("evicted: ", "已淘汰：") + ", ".join(s.dropped))
         return "\n".join(lines)
 
     @property
@@ -258,9 +264,9 @@ class RadixView:
             import ipywidgets as widgets
 
             last = len(self.steps) - 1
-            slider = widgets.IntSlider(value=last, min=0, max=last, description="step",
+            slider = widgets.IntSlider(value=last, min=0, max=last, description=tr("step", "步骤"),
                                        continuous_update=False, layout=widgets.Layout(width="60%"))
-            play = widgets.Play(value=last, min=0, max=last, interval=900, description="replay")
+            play = widgets.Play(value=last, min=0, max=last, interval=900, description=tr("replay", "回放"))
             widgets.jslink((play, "value"), (slider, "value"))
             slider.observe(lambda change: self._show(change["new"]), names="value")
             slider.observe(lambda change: setattr(play, "max", change["new"]), names="max")

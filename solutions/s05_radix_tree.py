@@ -33,6 +33,20 @@ class RadixCache:
     ``clock`` gives access times and must never go backwards; by default a logical counter that
     ticks once per ``match_prefix`` or ``insert``, so runs are deterministic. Methods validate their
     arguments before they change anything.
+
+    [zh]
+    以基数树（radix tree）存放的前缀缓存，缓存的对象是 token 序列。
+
+    不变量（由 :meth:`check_invariants` 检查）：
+    - 每条缓存的 token 序列在树里只存一份：兄弟节点的第一个 token 互不相同（``page_size > 1``
+      时是第一页互不相同），每条边的长度都是 ``page_size`` 的整数倍；
+    - ``evictable_size + protected_size == 树中 token 总数``，其中 ``protected_size`` 统计
+      ``lock_ref > 0`` 的节点上的 token，``evictable_size`` 统计其余的 token；
+    - 树中每个槽位（slot）编号只出现一次；
+    - 加了锁的节点（因而它到根的整条路径）永远不会被淘汰。
+
+    ``clock`` 提供访问时间，不能倒退；默认是一个逻辑计数器，每次 ``match_prefix`` 或 ``insert``
+    加一，所以每次运行的结果都相同。各方法先校验参数，再修改状态。
     """
 
     def __init__(self, page_size: int = 1, *, clock: Callable[[], float] | None = None) -> None:
@@ -46,22 +60,38 @@ class RadixCache:
         self.protected_size = 0
 
     # -- small helpers (given) -------------------------------------------------------------------
+    # zh: -- 小工具（已给出） -------------------------------------------------------------------
     def _page_aligned(self, tokens: Sequence[int]) -> Tokens:
-        """``tokens`` as a tuple, cut down to whole pages (the partial last page is never cached)."""
+        """``tokens`` as a tuple, cut down to whole pages (the partial last page is never cached).
+
+        [zh]
+        把 ``tokens`` 转成元组，并截到整页（最后不满一页的部分从不缓存）。
+        """
         key = tuple(tokens)
         return key[: len(key) - len(key) % self.page_size]
 
     def _child_key(self, key: Tokens, pos: int = 0) -> object:
         """The dict key under which an edge starting at ``key[pos]`` hangs from its parent: the
-        first token, or the first whole page when ``page_size > 1``."""
+        first token, or the first whole page when ``page_size > 1``.
+
+        [zh]
+        一条从 ``key[pos]`` 开始的边挂在父节点下时所用的字典键：第一个 token；``page_size > 1``
+        时是第一整页。
+        """
         if self.page_size == 1:
             return key[pos]
         return key[pos: pos + self.page_size]
 
     def _common_len(self, edge: Tokens, key: Tokens, pos: int) -> int:
-        """How many leading tokens of ``edge`` equal ``key[pos:]``, rounded down to whole pages."""
+        """How many leading tokens of ``edge`` equal ``key[pos:]``, rounded down to whole pages.
+
+        [zh]
+        ``edge`` 开头有多少个 token 与 ``key[pos:]`` 逐个相等，向下取整到整页。
+        """
         n = len(edge)
-        if key[pos: pos + n] == edge:  # the common case, compared in C: the whole edge matches
+        # The common case, compared in C: the whole edge matches.
+        # zh: 最常见的情况（在 C 里比较）：整条边都匹配。
+        if key[pos: pos + n] == edge:
             return n
         limit = min(n, len(key) - pos)
         i = 0
@@ -70,7 +100,11 @@ class RadixCache:
         return i - i % self.page_size
 
     def _new_node(self, key: Tokens, value: Tokens, parent: TreeNode, now: float) -> TreeNode:
-        """A fresh unlocked node; the caller hangs it under ``parent`` and accounts its tokens."""
+        """A fresh unlocked node; the caller hangs it under ``parent`` and accounts its tokens.
+
+        [zh]
+        一个新建的、未加锁的节点；由调用者把它挂到 ``parent`` 下，并把它的 token 记进账里。
+        """
         return TreeNode(next(self._ids), key, value, parent, now)
 
     # -- TODOs -------------------------------------------------------------------------------------
@@ -79,19 +113,23 @@ class RadixCache:
         first ``split_len`` tokens and now sits between ``child`` and its old parent.
 
         Sizes do not change: the same tokens are in the tree, under the same locks.
+
+        [zh]
+        在 ``child`` 的边的第 ``split_len`` 个 token 之后把边切开；返回新节点：它持有前
+        ``split_len`` 个 token，位于 ``child`` 和它原来的父节点之间。
+
+        两个计数都不变：树里还是同样的 token，受同样的锁保护。
         """
         if child is self.root or not 0 < split_len < len(child.key) or split_len % self.page_size:
             raise ValueError(f"cannot split a {len(child.key)}-token edge at {split_len}")
-        # TODO 1 (s05._split_node): make `new`, a node for child.key[:split_len] and its slots,
-        # between child.parent and child; child keeps the rest of its key and slots. `new` copies
-        # child's lock_ref and last_access, and both parents' children dicts must be right.
-        # Hint: self._new_node(key, value, parent, now) makes the node; self._child_key(key) is the
-        # dict key of an edge.
+        # TODO 1 (s05._split_node)
         ### BEGIN SOLUTION
         parent = child.parent
         assert parent is not None
         new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access)
-        new.lock_ref = child.lock_ref  # the same locks still cover these tokens
+        # The same locks still cover these tokens.
+        # zh: 这些 token 仍然受原来那些锁的保护。
+        new.lock_ref = child.lock_ref
         child.key = child.key[split_len:]
         child.value = child.value[split_len:]
         child.parent = new
@@ -106,6 +144,13 @@ class RadixCache:
         A match that ends inside an edge splits that edge, so ``last_node`` covers exactly the
         matched tokens (locking it locks nothing more). Every node on the matched path gets the
         current access time. Tokens shorter than one page match nothing and change nothing.
+
+        [zh]
+        ``tokens`` 已缓存的最长前缀（只算整页），以及这段前缀结束处的节点。
+
+        匹配若停在某条边的中间，就把这条边切开，使 ``last_node`` 恰好覆盖匹配上的 token
+        （给它加锁不会多锁任何东西）。匹配路径上的每个节点都记下当前访问时间。不足一页的
+        tokens 什么也匹配不上，也不改变任何东西。
         """
         key = self._page_aligned(tokens)
         node = self.root
@@ -113,11 +158,7 @@ class RadixCache:
         if not key:
             return PrefixMatch(slots, node)
         now = self._clock()
-        # TODO 2 (s05.match_prefix): walk down from the root. At each node, find the child whose
-        # edge starts with the next token (page) of `key`, count how many of its tokens match, and
-        # split the child when the match ends inside its edge. Stamp each node you pass with `now`,
-        # collect the slots of the matched tokens, and leave `node` at the last matched node.
-        # Hint: self._child_key(key, pos), self._common_len(child.key, key, pos), self._split_node.
+        # TODO 2 (s05.match_prefix)
         ### BEGIN SOLUTION
         pos = 0
         while pos < len(key):
@@ -126,7 +167,9 @@ class RadixCache:
                 break
             matched = self._common_len(child.key, key, pos)
             if matched < len(child.key):
-                child = self._split_node(child, matched)  # make the match boundary a node
+                # Make the match boundary a node.
+                # zh: 让匹配的边界成为一个节点。
+                child = self._split_node(child, matched)
             child.last_access = now
             slots.extend(child.value)
             node = child
@@ -141,6 +184,13 @@ class RadixCache:
         For those leading tokens the tree keeps its own slots: the caller's slots at the same
         positions are duplicates, and the caller frees the ones it did not get from a match. The
         partial last page is not cached either; its slots stay the caller's.
+
+        [zh]
+        把 ``tokens``（整页部分）连同它们的 KV 槽位 ``slots`` 放进缓存；返回开头有多少个 token
+        原本就已缓存。
+
+        对开头这些 token，树保留它自己的槽位：调用者在相同位置上的槽位是重复的，凡不是从匹配
+        得来的，由调用者自己释放。最后不满一页的部分同样不缓存，它的槽位仍归调用者。
         """
         if len(slots) != len(tokens):
             raise ValueError(f"{len(tokens)} tokens but {len(slots)} slots")
@@ -151,11 +201,7 @@ class RadixCache:
         if not key:
             return 0
         now = self._clock()
-        # TODO 3 (s05.insert): walk down like match_prefix (split where the paths diverge inside
-        # an edge, stamp every node you pass with `now`). Where no child continues the path, hang
-        # one new leaf holding the rest of `key` and `value`, count its tokens as evictable, and
-        # stop: `pos` (returned below) must then be the number of tokens that were already cached.
-        # Hint: the new leaf is self._new_node(key[pos:], value[pos:], node, now).
+        # TODO 3 (s05.insert)
         ### BEGIN SOLUTION
         while pos < len(key):
             child = node.children.get(self._child_key(key, pos))
@@ -177,14 +223,16 @@ class RadixCache:
         """Lock the path from ``node`` up to the root (a request in flight uses its KV).
 
         Returns how many tokens moved from evictable to protected.
+
+        [zh]
+        给从 ``node`` 到根的整条路径加锁（一个正在运行的请求要用这些 KV）。
+
+        返回有多少个 token 从可淘汰变成了受保护。
         """
         if node is not self.root and node.parent is None:
             raise ValueError(f"{node!r} is not in the tree (evicted?)")
         moved = 0
-        # TODO 4 (s05.inc_lock_ref): for every node from `node` up to (not including) the root,
-        # add one lock. A node whose lock_ref goes from 0 to 1 moves its tokens from
-        # self.evictable_size to self.protected_size; count them in `moved`.
-        # Hint: while node is not self.root: ...; node = node.parent
+        # TODO 4 (s05.inc_lock_ref)
         ### BEGIN SOLUTION
         while node is not self.root:
             if node.lock_ref == 0:
@@ -200,15 +248,18 @@ class RadixCache:
         """Release one lock taken by :meth:`inc_lock_ref` on the same node.
 
         Returns how many tokens moved from protected back to evictable.
+
+        [zh]
+        释放之前用 :meth:`inc_lock_ref` 在同一个节点上加的一把锁。
+
+        返回有多少个 token 从受保护变回了可淘汰。
         """
         if node is not self.root and (node.parent is None or node.lock_ref <= 0):
-            # ancestors hold at least node's locks, so checking node is enough
+            # Ancestors hold at least node's locks, so checking node is enough.
+            # zh: 祖先节点的锁数至少等于 node 的锁数，所以只检查 node 就够了。
             raise ValueError(f"{node!r} is not locked")
         moved = 0
-        # TODO 5 (s05.dec_lock_ref): undo inc_lock_ref: for every node from `node` up to (not
-        # including) the root, drop one lock; a node whose lock_ref reaches 0 moves its tokens back
-        # from self.protected_size to self.evictable_size (count them in `moved`).
-        # Hint: the mirror image of inc_lock_ref.
+        # TODO 5 (s05.dec_lock_ref)
         ### BEGIN SOLUTION
         while node is not self.root:
             node.lock_ref -= 1
@@ -226,16 +277,18 @@ class RadixCache:
 
         A node is dropped whole. A parent whose last child goes becomes a leaf, and a candidate
         too. Locked nodes are never dropped.
+
+        [zh]
+        至少淘汰 ``num_tokens`` 个 token（可淘汰的不够时才少于这个数），最近最少使用的未加锁
+        叶子节点先走；按淘汰顺序返回释放出的槽位。
+
+        节点整个淘汰。父节点失去最后一个子节点后就成了叶子节点，也成为候选。加锁的节点永远
+        不会被淘汰。
         """
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
         freed: list[int] = []
-        # TODO 6 (s05.evict): put the unlocked leaves in a heap ordered by (last_access, id); pop
-        # the oldest, detach it (out of parent.children; its parent becomes None), add its slots
-        # to `freed`, take its tokens off self.evictable_size, and push the parent when it just
-        # became an unlocked leaf (never the root). Stop once len(freed) >= num_tokens or nothing
-        # is left to evict.
-        # Hint: self._leaves() yields the leaves; heapq.heappush(heap, (n.last_access, n.id, n)).
+        # TODO 6 (s05.evict)
         ### BEGIN SOLUTION
         heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if leaf.lock_ref == 0]
         heapq.heapify(heap)
@@ -244,7 +297,9 @@ class RadixCache:
             parent = leaf.parent
             assert parent is not None
             del parent.children[self._child_key(leaf.key)]
-            leaf.parent = None  # mark it detached: locking it later is an error
+            # Mark it detached: locking it later is an error.
+            # zh: 标记为已摘除：之后再给它加锁就是错误。
+            leaf.parent = None
             freed.extend(leaf.value)
             self.evictable_size -= len(leaf.key)
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
@@ -253,24 +308,38 @@ class RadixCache:
         return freed
 
     # -- queries (given) ---------------------------------------------------------------------------
+    # zh: -- 查询（已给出） ---------------------------------------------------------------------------
     @property
     def total_size(self) -> int:
-        """Tokens in the tree, by the books."""
+        """Tokens in the tree, by the books.
+
+        [zh]
+        按账面计算的树中 token 总数。
+        """
         return self.evictable_size + self.protected_size
 
     def nodes(self) -> Iterator[TreeNode]:
-        """Every node but the root, parents before children, siblings in key order."""
+        """Every node but the root, parents before children, siblings in key order.
+
+        [zh]
+        除根以外的所有节点：父节点在子节点之前，兄弟节点按键排序。
+        """
         stack = [self.root]
         while stack:
             node = stack.pop()
             if node is not self.root:
                 yield node
-            # child keys are ints (page size 1) or tuples of ints (pages): both sort as tuples
+            # Child keys are ints (page size 1) or tuples of ints (pages): both sort as tuples.
+            # zh: 子节点的键是 int（页大小为 1）或 int 元组（按页）：统一当作元组排序。
             order = sorted(node.children, key=lambda k: k if isinstance(k, tuple) else (k,), reverse=True)
             stack.extend(node.children[k] for k in order)
 
     def _leaves(self) -> Iterator[TreeNode]:
-        """Every node without children (not the root), in no particular order."""
+        """Every node without children (not the root), in no particular order.
+
+        [zh]
+        所有没有子节点的节点（不含根），顺序不定。
+        """
         stack = list(self.root.children.values())
         while stack:
             node = stack.pop()
@@ -280,7 +349,11 @@ class RadixCache:
                 yield node
 
     def path_tokens(self, node: TreeNode) -> Tokens:
-        """All tokens from the root down to the end of ``node``'s edge."""
+        """All tokens from the root down to the end of ``node``'s edge.
+
+        [zh]
+        从根一直到 ``node`` 这条边末尾的全部 token。
+        """
         parts = []
         while node is not None and node is not self.root:
             parts.append(node.key)
@@ -288,12 +361,21 @@ class RadixCache:
         return tuple(t for part in reversed(parts) for t in part)
 
     def cached_sequences(self) -> set[Tokens]:
-        """The token sequences that end at a leaf (every cached sequence is a prefix of one)."""
+        """The token sequences that end at a leaf (every cached sequence is a prefix of one).
+
+        [zh]
+        以叶子节点结尾的 token 序列（每条缓存的序列都是其中某一条的前缀）。
+        """
         return {self.path_tokens(leaf) for leaf in self._leaves()}
 
     def describe(self) -> list[tuple[int, list[int], list[int], int, float]]:
         """Plain data for the tree: ``(depth in tokens, key, slots, lock_ref, last_access)`` per
-        node, parents first, siblings in key order (node ids are left out on purpose)."""
+        node, parents first, siblings in key order (node ids are left out on purpose).
+
+        [zh]
+        用普通数据描述整棵树：每个节点一个 ``(起始深度（按 token 计）, key, slots, lock_ref,
+        last_access)``，父节点在前，兄弟节点按键排序（故意不含节点 id）。
+        """
         out = []
         depth_of = {id(self.root): 0}
         for node in self.nodes():
@@ -303,7 +385,11 @@ class RadixCache:
         return out
 
     def check_invariants(self) -> None:
-        """Raise ``AssertionError`` naming the first broken invariant (see the class docstring)."""
+        """Raise ``AssertionError`` naming the first broken invariant (see the class docstring).
+
+        [zh]
+        发现第一个被破坏的不变量时抛出 ``AssertionError`` 并说明是哪一个（见类的文档字符串）。
+        """
         p = self.page_size
         assert self.root.parent is None and not self.root.key and self.root.lock_ref == 0, "root"
         evictable = protected = 0
@@ -335,6 +421,17 @@ class RadixCache:
             f"tree has evictable={evictable} protected={protected}")
 
 
+def quiz() -> dict:
+    """Your answers to the concept quiz.
+
+    [zh]
+    你对概念小测的回答。
+    """
+    # TODO 7 (s05.quiz)
+    ### BEGIN SOLUTION
+    return {"q1": "B", "q2": "B", "q3": 32, "q4": "A", "q5": 64, "q6": "C"}
+    ### END SOLUTION
+
 
 # -- given: eviction without a scan of the tree ----------------------------------------------------
 class IncrementalEviction:
@@ -357,29 +454,65 @@ class IncrementalEviction:
     entry popped is the candidate with the smallest ``(last_access, id)``: the node
     ``RadixCache.evict`` pops. Both therefore drop the same nodes, in the same order, and return
     the same slots.
+
+    [zh]
+    混入到基数树缓存类的前面（``class C(IncrementalEviction, RadixCache)``），让 ``evict``
+    每淘汰一个节点只花 O(log n)，而不是每次调用都扫描所有叶子节点。
+
+    ``RadixCache.evict`` 每次调用都把所有未加锁的叶子节点收进一个堆：调度器偶尔成批淘汰时
+    没问题；但如果调度器每个请求只淘汰自己缺的那一点，每个请求都要付一次扫描的代价，而且树
+    越大越贵。这里候选者（除根以外、未加锁的叶子节点，按 ``(last_access, id)`` 排序）的堆与
+    缓存同寿命。凡是可能产生候选者的方法都通过 ``super()`` 维护它：``insert``（新叶子，或再次
+    被访问的叶子）、``match_prefix``（再次被访问的叶子）、``dec_lock_ref``（被解锁的叶子），
+    以及 ``evict`` 自己（失去最后一个子节点的父节点）。不再是候选者的节点（被加锁、有了子节点、
+    被再次访问、被淘汰）留着旧条目：这个条目*过期*了，到堆顶时直接跳过（惰性失效）；堆的大小
+    比上次清理时翻倍后，一次性清掉所有过期条目。
+
+    不变量：每个候选者都有一个条目 ``(node.last_access, node.id, node)``。条目有效当且仅当它的
+    节点仍是候选者且访问时间没变，所以弹出的第一个有效条目就是 ``(last_access, id)`` 最小的
+    候选者，也就是 ``RadixCache.evict`` 会弹出的那个节点。因此两者淘汰相同的节点、顺序相同、
+    返回的槽位也相同。
     """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._heap: list[tuple[float, int, TreeNode]] = []
-        self._heap_limit = 64  # drop stale entries when the heap grows past this
-        self._newest: TreeNode | None = None  # the node _new_node made last (see insert)
+        # Drop stale entries when the heap grows past this.
+        # zh: 堆超过这个大小时清理过期条目。
+        self._heap_limit = 64
+        # The node _new_node made last (see insert).
+        # zh: _new_node 最近创建的节点（见 insert）。
+        self._newest: TreeNode | None = None
 
     def _is_candidate(self, node: TreeNode) -> bool:
-        """An unlocked leaf still in the tree, other than the root."""
+        """An unlocked leaf still in the tree, other than the root.
+
+        [zh]
+        仍在树中、未加锁、不是根的叶子节点。
+        """
         return node.parent is not None and not node.children and node.lock_ref == 0
 
     def _offer(self, node: TreeNode) -> None:
-        """Give ``node`` an entry if it is a candidate now (at most one node per operation is)."""
+        """Give ``node`` an entry if it is a candidate now (at most one node per operation is).
+
+        [zh]
+        如果 ``node`` 现在是候选者，就给它一个条目（每次操作最多只有一个节点会成为候选者）。
+        """
         if self._is_candidate(node):
             heapq.heappush(self._heap, (node.last_access, node.id, node))
             if len(self._heap) > self._heap_limit:
                 self._drop_stale()
 
     def _drop_stale(self) -> None:
-        """Keep one valid entry per candidate; O(heap), once per doubling, so O(1) per push."""
+        """Keep one valid entry per candidate; O(heap), once per doubling, so O(1) per push.
+
+        [zh]
+        每个候选者只保留一个有效条目；代价 O(堆大小)，每翻倍一次才做一次，摊到每次 push 是 O(1)。
+        """
         live = {e[2].id: e for e in self._heap if self._is_candidate(e[2]) and e[2].last_access == e[0]}
-        self._heap[:] = live.values()  # in place: evict holds the list
+        # In place: evict holds the list.
+        # zh: 原地修改：evict 手里拿着这个列表。
+        self._heap[:] = live.values()
         heapq.heapify(self._heap)
         self._heap_limit = max(64, 2 * len(self._heap))
 
@@ -390,7 +523,9 @@ class IncrementalEviction:
 
     def match_prefix(self, tokens: Sequence[int]) -> PrefixMatch:
         match = super().match_prefix(tokens)
-        self._offer(match.last_node)  # the path was touched; only its last node can be a leaf
+        # The path was touched; only its last node can be a leaf.
+        # zh: 整条路径都被访问过；其中只有最后一个节点可能是叶子。
+        self._offer(match.last_node)
         return match
 
     def insert(self, tokens: Sequence[int], slots: Sequence[int]) -> int:
@@ -400,6 +535,8 @@ class IncrementalEviction:
         if node is None or node.children:
             # No new leaf (the whole sequence was cached: the path may end at a leaf it touched),
             # or it was not made through _new_node: find where the inserted path ends.
+            # zh: 没有新叶子（整条序列都已缓存：路径可能停在一个被再次访问的叶子上），
+            # zh: 或者新叶子不是用 _new_node 建的：找出插入路径的终点。
             key = self._page_aligned(tokens)
             node, pos = self.root, 0
             while pos < len(key):
@@ -412,11 +549,17 @@ class IncrementalEviction:
 
     def dec_lock_ref(self, node: TreeNode) -> int:
         moved = super().dec_lock_ref(node)
-        self._offer(node)  # its ancestors all have a child: only `node` can be a leaf
+        # Its ancestors all have a child: only `node` can be a leaf.
+        # zh: 它的祖先都有子节点：只有 `node` 可能是叶子。
+        self._offer(node)
         return moved
 
     def evict(self, num_tokens: int) -> list[int]:
-        """Same contract and result as ``RadixCache.evict``, without looking at the whole tree."""
+        """Same contract and result as ``RadixCache.evict``, without looking at the whole tree.
+
+        [zh]
+        与 ``RadixCache.evict`` 的约定和结果完全相同，只是不必查看整棵树。
+        """
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
         freed: list[int] = []
@@ -424,17 +567,25 @@ class IncrementalEviction:
         while heap and len(freed) < num_tokens:
             last_access, _, leaf = heapq.heappop(heap)
             if not self._is_candidate(leaf) or leaf.last_access != last_access:
-                continue  # a stale entry
+                # A stale entry.
+                # zh: 过期条目。
+                continue
             parent = leaf.parent
             del parent.children[self._child_key(leaf.key)]
             leaf.parent = None
             freed.extend(leaf.value)
             self.evictable_size -= len(leaf.key)
-            self._offer(parent)  # it may have become a leaf (never the root: it has no parent)
+            # It may have become a leaf (never the root: the root has no parent).
+            # zh: 父节点可能成了叶子（不会是根：根没有父节点，_is_candidate 会排除它）。
+            self._offer(parent)
         return freed
 
     def check_invariants(self) -> None:
-        """The tree's invariants, and: every candidate has a valid entry in the heap."""
+        """The tree's invariants, and: every candidate has a valid entry in the heap.
+
+        [zh]
+        树本身的不变量，外加：每个候选者在堆里都有一个有效条目。
+        """
         super().check_invariants()
         valid = {e[2].id for e in self._heap if e[2].last_access == e[0]}
         for leaf in self._leaves():
@@ -443,4 +594,9 @@ class IncrementalEviction:
 
 class IncrementalRadixCache(IncrementalEviction, RadixCache):
     """:class:`RadixCache` with :class:`IncrementalEviction`: what a scheduler that evicts only each
-    request's shortfall should use (``benchmarks/bench_radix.py`` measures both)."""
+    request's shortfall should use (``benchmarks/bench_radix.py`` measures both).
+
+    [zh]
+    带 :class:`IncrementalEviction` 的 :class:`RadixCache`：调度器如果每个请求只淘汰自己缺的部分，
+    就应该用它（``benchmarks/bench_radix.py`` 对两者都做了测量）。
+    """

@@ -2,16 +2,16 @@
 Also a few *right* answers written differently from the reference, which must pass everything."""
 from __future__ import annotations
 
-
-
 # -- snippets of the reference (each occurs exactly once in solutions/s05_radix_tree.py) ---------------
-SPLIT_LOCK = "        new.lock_ref = child.lock_ref  # the same locks still cover these tokens\n"
+SPLIT_LOCK = "        new.lock_ref = child.lock_ref\n"
 SPLIT_NEW = "new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access)"
 SPLIT_RELINK = "        parent.children[self._child_key(new.key)] = new\n"
 SPLIT_PARENT = "        child.parent = new\n"
 
 MATCH_STEP = """            if matched < len(child.key):
-                child = self._split_node(child, matched)  # make the match boundary a node
+                # Make the match boundary a node.
+                # zh: 让匹配的边界成为一个节点。
+                child = self._split_node(child, matched)
             child.last_access = now
             slots.extend(child.value)
 """
@@ -48,6 +48,34 @@ DEC_MOVE = """            node.lock_ref -= 1
                 moved += len(node.key)
             node = node.parent
 """
+
+# Compares the edge and the rest of the prompt as joined digits: right for one-digit tokens only.
+DIGITS = """            edge_text = "".join(map(str, child.key))
+            rest_text = "".join(map(str, key[pos:]))
+            matched = 0
+            while matched < min(len(child.key), len(edge_text), len(rest_text)) and edge_text[matched] == rest_text[matched]:
+                matched += 1
+            matched -= matched % self.page_size
+"""
+# Finds the child to follow by looking at every child: right, but slow under a wide node.
+SCAN = """            child = None
+            for candidate in node.children.values():
+                if self._child_key(candidate.key) == self._child_key(key, pos):
+                    child = candidate
+                    break
+"""
+MATCH_COUNT = """            matched = self._common_len(child.key, key, pos)
+            if matched < len(child.key):
+                # Make the match boundary a node.
+"""
+INSERT_COUNT = """            matched = self._common_len(child.key, key, pos)
+            if matched < len(child.key):
+                child = self._split_node(child, matched)
+"""
+INSERT_LOOKUP = """            child = node.children.get(self._child_key(key, pos))
+            if child is None:
+                leaf"""
+ANSWERS = '    return {"q1": "B", "q2": "B", "q3": 32, "q4": "A", "q5": 64, "q6": "C"}\n'
 
 EVICT_HEAP = "heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if leaf.lock_ref == 0]"
 EVICT_LOOP = "        while len(freed) < num_tokens and heap:\n"
@@ -97,7 +125,26 @@ MUTANTS = {
     "s05.evict/most_recent_first": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace("(leaf.last_access,", "(-leaf.last_access,"))]),
     "s05.evict/one_node_too_many": ("s05.evict", [(EVICT_LOOP, EVICT_LOOP.replace("<", "<="))]),
     "s05.evict/evicted_node_keeps_its_parent": ("s05.evict", [
-        ("            leaf.parent = None  # mark it detached: locking it later is an error\n", "")]),
+        ("            # zh: 标记为已摘除：之后再给它加锁就是错误。\n            leaf.parent = None\n",
+         "            # zh: 标记为已摘除：之后再给它加锁就是错误。\n")]),
+    # issue 12: lock bookkeeping on shared paths, token boundaries, the cost of a lookup
+    "s05.inc_lock_ref/stops_at_locked_ancestor": ("s05.inc_lock_ref", [
+        (INC_MOVE, "            if node.lock_ref > 0:\n                node.lock_ref += 1\n                break\n" + INC_MOVE)]),
+    "s05.dec_lock_ref/stops_while_still_held": ("s05.dec_lock_ref", [
+        (DEC_MOVE, DEC_MOVE.replace("            node.lock_ref -= 1\n",
+                                    "            node.lock_ref -= 1\n            if node.lock_ref > 0:\n                break\n"))]),
+    "s05.evict/locked_parent_becomes_candidate": ("s05.evict", [
+        (EVICT_PUSH, EVICT_PUSH.replace(" and parent.lock_ref == 0", ""))]),
+    "s05.match_prefix/joined_digits": ("s05.match_prefix", [(MATCH_COUNT, DIGITS + MATCH_COUNT.split("\n", 1)[1])]),
+    "s05.match_prefix/scans_children": ("s05.match_prefix", [(MATCH_LOOKUP, SCAN + "            if child is None:\n                break\n")]),
+    "s05.insert/joined_digits": ("s05.insert", [(INSERT_COUNT, DIGITS + INSERT_COUNT.split("\n", 1)[1])]),
+    "s05.insert/scans_children": ("s05.insert", [(INSERT_LOOKUP, SCAN + "            if child is None:\n                leaf")]),
+    # the quiz
+    "s05.quiz/counts_a_node_per_match": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q1": "B"', '"q1": "C"'))]),
+    "s05.quiz/one_unlock_frees_the_shared_path": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
+    "s05.quiz/partial_pages_hit": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q3": 32', '"q3": 40'))]),
+    "s05.quiz/evicts_single_tokens": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q5": 64', '"q5": 1'))]),
+    "s05.quiz/scans_the_children": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q6": "C"', '"q6": "a"'))]),
 }
 
 # Right answers that do not look like the reference: they must pass every TODO.

@@ -293,6 +293,92 @@ def test_s05_page_size_validated():
         RadixCache(page_size=0)
 
 
+# -- shared paths, token boundaries, the quiz ---------------------------------------------------------
+def test_s05_dec_lock_ref_two_requests_on_one_deep_node_release_fully():
+    cache, _ = make_cache()
+    cache.insert([1, 2, 3, 4], [10, 11, 12, 13])
+    cache.insert([1, 2, 5], [20, 21, 22])
+    deep = cache.match_prefix([1, 2, 3, 4]).last_node
+    assert cache.inc_lock_ref(deep) == 4 and cache.inc_lock_ref(deep) == 0
+    assert [n.lock_ref for n in path_nodes(cache, deep)] == [2, 2]
+    assert cache.dec_lock_ref(deep) == 0  # the other request still holds the whole path
+    assert [n.lock_ref for n in path_nodes(cache, deep)] == [1, 1]
+    assert cache.dec_lock_ref(deep) == 4
+    assert (cache.evictable_size, cache.protected_size) == (5, 0)
+    assert sorted(cache.evict(100)) == [10, 11, 12, 13, 22]
+    cache.check_invariants()
+
+
+def test_s05_evict_keeps_a_locked_inner_node_that_lost_its_children():
+    cache, now = make_cache()
+    for t, (tokens, start) in enumerate([([1, 2, 3], 10), ([1, 2, 4], 20), ([5], 30)], start=1):
+        now[0] = t
+        cache.insert(tokens, fresh_slots(tokens, start))
+    inner = cache.match_prefix([1, 2]).last_node
+    cache.inc_lock_ref(inner)
+    assert cache.evict(100) == [12, 22, 30]  # [1 2] became a leaf, but it is locked
+    assert cache.describe()[0][1:4] == ([1, 2], [10, 11], 1)
+    cache.dec_lock_ref(inner)
+    assert cache.evict(100) == [10, 11]
+    cache.check_invariants()
+
+
+def test_s05_match_prefix_compares_whole_tokens():
+    cache, _ = make_cache()
+    cache.insert([1, 2, 3], [10, 11, 12])
+    cache.insert([12, 5], [20, 21])
+    assert cache.match_prefix([1, 23, 4]).slots == [10]
+    assert cache.match_prefix([12, 3]).slots == [20]
+    assert cache.insert([1, 23, 4], [30, 31, 32]) == 1
+    cache.check_invariants()
+
+
+def test_s05_quiz_answers_agree_with_the_reference():
+    from solutions.s05_radix_tree import quiz
+
+    answers = quiz()
+    cache = RadixCache()
+    cache.insert([1, 2, 3, 4, 5, 6], list(range(6)))
+    cache.match_prefix([1, 2, 3, 9])
+    cache.match_prefix([1, 9])
+    assert "ABCD"[[2, 3, 4, 6].index(len(list(cache.nodes())))] == answers["q1"]
+    paged = RadixCache(16)
+    paged.insert(list(range(64)), list(range(64)))
+    assert paged.match_prefix(list(range(40)) + [999] * 24).length == answers["q3"]
+    wide = RadixCache()
+    wide.insert([7] * 64, list(range(64)))
+    assert len(wide.evict(1)) == answers["q5"]
+
+
+def test_s05_view_speaks_the_notebook_language():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from autograder.i18n import set_language
+    from solutions.radix_view import RadixView
+
+    import warnings
+
+    from autograder.fonts import use_cjk_font
+
+    set_language("zh")
+    try:
+        assert use_cjk_font()  # what the Chinese edition's setup cell does
+        view = RadixView(RadixCache())
+        view.insert([1, 2, 3])
+        view.evict(3)
+        assert view.caption().startswith("第 2 步：淘汰 3") and "释放了 3 个槽位" in view.caption()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            figure = view.picture(1)
+            figure.canvas.draw()
+        assert "个节点" in figure.axes[0].get_title()
+        assert not [w for w in caught if "missing from" in str(w.message)]
+    finally:
+        set_language("en")
+    assert RadixView(RadixCache()).caption() == "step 0: start"
+
+
 # -- property-based: random operations against a brute-force model ----------------------------------
 tokens_st = st.lists(st.integers(0, 2), max_size=10)
 

@@ -1,10 +1,14 @@
-"""Hidden checks of stage 5: random operation sequences, pages, and the bookkeeping behind locks and
-eviction. Never shipped to learners."""
+"""Hidden checks of stage 5: random operation sequences, pages, token boundaries, the bookkeeping behind
+locks on shared paths and eviction, and the cost of a lookup under a node with very many children.
+Never shipped to learners."""
 from __future__ import annotations
 
 import random
+import time
 
+from autograder.checks.common import record
 from autograder.checks.s05 import STAGE, checked, make, node_at, sizes, slots_for
+from autograder.i18n import L
 
 
 def _random_tokens(rng: random.Random, n_max: int = 9) -> list[int]:
@@ -22,33 +26,70 @@ def _random_ops(impl, seed: int, page_size: int, steps: int = 60):
         op = rng.random()
         if op < 0.4:
             tokens = _random_tokens(rng)
-            log.append(("insert", cache.insert(tokens, slots_for(i, tokens))))
+            log.append(record(insert=cache.insert(tokens, slots_for(i, tokens))))
         elif op < 0.7:
             m = cache.match_prefix(_random_tokens(rng))
-            log.append(("match", m.slots))
+            log.append(record(match=m.slots))
             if rng.random() < 0.5:
-                log.append(("lock", cache.inc_lock_ref(m.last_node)))
+                log.append(record(lock=cache.inc_lock_ref(m.last_node)))
                 locked.append(m.last_node)
         elif op < 0.85 and locked:
-            log.append(("unlock", cache.dec_lock_ref(locked.pop(rng.randrange(len(locked))))))
+            log.append(record(unlock=cache.dec_lock_ref(locked.pop(rng.randrange(len(locked))))))
         else:
-            log.append(("evict", cache.evict(rng.randint(0, 6))))
+            log.append(record(evict=cache.evict(rng.randint(0, 6))))
         log.append(sizes(cache))
-    return log, checked(cache)
+    return record(log=log, cache=checked(cache))
+
+
+# -- cost: a lookup under a node with very many children ---------------------------------------------
+# A correct match or insert finds the child to follow with one dict lookup: a few microseconds per call
+# whatever the fan-out. One that scans the children costs time in proportion to their number: with
+# 150,000 children, milliseconds per call. The budget is about 200x what the reference needs (CPU time
+# of this process, so other load on the machine does not count), while a scan exceeds it several times
+# over: the probe stops as soon as the budget is spent and answers "too slow".
+FANOUT = 150_000
+CALLS = 3_000
+BUDGET_S = 1.5
+SYSTEM = (7, 7, 7)
+
+
+def _wide_cache(impl):
+    """A shared 3-token prefix with FANOUT children below it, built node by node (no TODO code runs)."""
+    cache = impl.RadixCache()
+    inner = cache._new_node(SYSTEM, (0, 1, 2), cache.root, 0)
+    cache.root.children[cache._child_key(SYSTEM)] = inner
+    for i in range(FANOUT):
+        node = cache._new_node((10 + i, 3), (10 + 2 * i, 11 + 2 * i), inner, 0)
+        inner.children[cache._child_key(node.key)] = node
+    cache.evictable_size = len(SYSTEM) + 2 * FANOUT
+    return cache
+
+
+def _within_budget(op, n_ops: int, batch: int = 100) -> bool:
+    """Run ``op(i)`` for i in range(n_ops); False as soon as the budget is spent."""
+    t0 = time.process_time()
+    for start in range(0, n_ops, batch):
+        for i in range(start, min(start + batch, n_ops)):
+            op(i)
+        if time.process_time() - t0 > BUDGET_S:
+            return False
+    return True
 
 
 # -- TODO 1: _split_node ----------------------------------------------------------------------------
 @STAGE.check("s05._split_node", hidden=True,
-             hint="With pages, the new node is filed under its first page (a tuple): use self._child_key.")
+             hint=L("With pages, the new node is filed under its first page (a tuple): use self._child_key.",
+                    "按页时，新节点以它的第一页（一个元组）为键登记：用 self._child_key。"))
 def split_with_pages(impl):
     cache = make(impl, [1, 2, 3, 4, 5, 6], page_size=2)
     leaf = node_at(cache, [1, 2, 3, 4, 5, 6])
     new = cache._split_node(leaf, 4)
-    return list(new.key), cache.match_prefix([1, 2, 3, 4, 5, 6]).slots, checked(cache)
+    return record(new_key=list(new.key), slots=cache.match_prefix([1, 2, 3, 4, 5, 6]).slots, cache=checked(cache))
 
 
 @STAGE.check("s05._split_node", hidden=True,
-             hint="Split a node below an inner node: the new node's parent is the old node's parent, not the root.")
+             hint=L("Split a node below an inner node: the new node's parent is the old node's parent, not the root.",
+                    "切开一个挂在内部节点下的节点：新节点的父节点是旧节点原来的父节点，而不是根。"))
 def split_below_an_inner_node(impl):
     cache = make(impl, [1, 2, 3, 4, 5], [1, 2, 9])
     leaf = node_at(cache, [1, 2, 3, 4, 5])
@@ -56,35 +97,42 @@ def split_below_an_inner_node(impl):
     cache._split_node(leaf, 2)
     paths = [list(cache.path_tokens(n)) for n in cache.nodes()]
     cache.dec_lock_ref(leaf)
-    return paths, checked(cache), cache.evict(100)
+    return record(paths=paths, cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05._split_node", hidden=True, hint="Every random sequence of operations must leave the same tree.")
+@STAGE.check("s05._split_node", hidden=True,
+             hint=L("Every random sequence of operations must leave the same tree: keep tokens, slots, locks and "
+                    "access times when you split.",
+                    "任意一串随机操作之后，树都必须一样：分裂时保留 token、槽位、锁和访问时间。"))
 def random_operations(impl):
     return _random_ops(impl, 51, 1)
 
 
 # -- TODO 2: match_prefix ---------------------------------------------------------------------------
 @STAGE.check("s05.match_prefix", hidden=True,
-             hint="After a partial match, locking last_node must lock exactly the matched tokens.")
+             hint=L("After a partial match, locking last_node must lock exactly the matched tokens.",
+                    "部分匹配之后，给 last_node 加锁必须恰好锁住匹配上的 token。"))
 def lock_after_partial_match(impl):
     cache = make(impl, [1, 2, 3, 4, 5])
     m = cache.match_prefix([1, 2, 3, 9])
     cache.inc_lock_ref(m.last_node)
-    return m.length, checked(cache), cache.evict(100)
+    return record(length=m.length, cache=checked(cache), evicted=cache.evict(100))
 
 
 @STAGE.check("s05.match_prefix", hidden=True,
-             hint="A key shorter than one page matches nothing and leaves the tree (and access times) unchanged.")
+             hint=L("A key shorter than one page matches nothing and leaves the tree (and access times) unchanged.",
+                    "不足一页的 key 什么也匹配不上，树（包括访问时间）保持不变。"))
 def short_key_changes_nothing(impl):
     cache = make(impl, [1, 2, 3, 4, 5, 6], page_size=3)
     before = cache.describe()
     m = cache.match_prefix([1, 2])
-    return m.length, m.last_node is cache.root, cache.describe() == before, checked(cache)
+    return record(length=m.length, last_node_is_root=m.last_node is cache.root, unchanged=cache.describe() == before,
+                  cache=checked(cache))
 
 
 @STAGE.check("s05.match_prefix", hidden=True,
-             hint="Random trees, random queries, page sizes 1-3: longest match, slots and access times.")
+             hint=L("Random trees, random queries, page sizes 1-3: the longest match, its slots and access times.",
+                    "随机的树、随机的查询、页大小 1-3：最长匹配、它的槽位和访问时间都要对。"))
 def random_matches(impl):
     out = []
     for page_size, seed in ((1, 52), (2, 53), (3, 54)):
@@ -94,20 +142,55 @@ def random_matches(impl):
             tokens = _random_tokens(rng)
             cache.insert(tokens, slots_for(i, tokens))
         matches = [cache.match_prefix(_random_tokens(rng)).slots for _ in range(15)]
-        out.append((matches, checked(cache)))
+        out.append(record(page_size=page_size, matches=matches, cache=checked(cache)))
     return out
 
 
-@STAGE.check("s05.match_prefix", hidden=True, hint="Matching the same prefix twice must not split again or move slots.")
+@STAGE.check("s05.match_prefix", hidden=True,
+             hint=L("Matching the same prefix twice must not split again or move slots.",
+                    "同一个前缀匹配两次，不能再切一次，也不能挪动槽位。"))
 def repeated_match_is_stable(impl):
     cache = make(impl, [1, 2, 3, 4], [1, 2, 3, 5])
     first = cache.match_prefix([1, 2, 3, 4, 9]).slots
     second = cache.match_prefix([1, 2, 3, 4, 9]).slots
-    return first, second, checked(cache)
+    return record(first=first, second=second, cache=checked(cache))
+
+
+@STAGE.check("s05.match_prefix", hidden=True,
+             hint=L("Tokens are whole numbers: a token 23 is not the tokens 2, 3, and a token 12 is not 1, 2. "
+                    "Compare tokens, never their digits or text.",
+                    "token 是整数：token 23 不等于 token 2、3，token 12 也不等于 1、2。比较 token 本身，不要比较"
+                    "它们的数字字符或文本。"))
+def multi_digit_tokens(impl):
+    out = []
+    for page_size in (1, 2):
+        cache = make(impl, [1, 2, 3, 4], [12, 34, 5, 6], [123, 4], page_size=page_size)
+        queries = ([1, 23, 4, 5], [1, 2, 34, 5], [12, 3, 4, 5], [123, 4, 5, 6], [1, 2, 3, 45], [12, 34, 56, 7])
+        out.append(record(page_size=page_size, matches=[cache.match_prefix(q).slots for q in queries],
+                          cache=checked(cache)))
+    return out
+
+
+@STAGE.check("s05.match_prefix", hidden=True,
+             hint=L("Under a node with very many children, find the child to follow with one lookup in children "
+                    "(keyed by the first token or page), never by scanning every child: a match must not get "
+                    "slower as a node gets more children.",
+                    "某个节点有非常多子节点时，要用 children 查一次字典（键是第一个 token 或第一页）找到要走的子节点，"
+                    "绝不能逐个扫描所有子节点：子节点再多，匹配也不应变慢。"))
+def match_under_many_children_is_fast(impl):
+    cache = _wide_cache(impl)
+    rng = random.Random(71)
+    queries = [[*SYSTEM, 10 + rng.randrange(FANOUT), 3, 9] for _ in range(CALLS)]
+    found: list[int] = []
+    fast = _within_budget(lambda i: found.append(cache.match_prefix(queries[i]).length), CALLS)
+    return record(within_budget=fast, lengths=sorted(set(found)) if fast else None,
+                  sizes=sizes(cache) if fast else None)
 
 
 # -- TODO 3: insert ---------------------------------------------------------------------------------
-@STAGE.check("s05.insert", hidden=True, hint="Random inserts with page sizes 1-3: returned counts and the tree.")
+@STAGE.check("s05.insert", hidden=True,
+             hint=L("Random inserts with page sizes 1-3: the returned counts and the tree.",
+                    "页大小 1-3 下的随机插入：返回值和整棵树都要对。"))
 def random_inserts(impl):
     out = []
     for page_size, seed in ((1, 55), (2, 56), (3, 57)):
@@ -117,36 +200,74 @@ def random_inserts(impl):
         for i in range(12):
             tokens = _random_tokens(rng)
             returned.append(cache.insert(tokens, slots_for(i, tokens)))
-        out.append((returned, checked(cache)))
+        out.append(record(page_size=page_size, returned=returned, cache=checked(cache)))
     return out
 
 
 @STAGE.check("s05.insert", hidden=True,
-             hint="A leaf hung under a locked path is unlocked itself: its tokens are evictable.")
+             hint=L("A leaf hung under a locked path is unlocked itself: its tokens are evictable.",
+                    "挂在已加锁路径下的新叶子本身没有加锁：它的 token 是可淘汰的。"))
 def insert_below_a_locked_path(impl):
     cache = make(impl, [1, 2, 3])
     cache.inc_lock_ref(node_at(cache, [1, 2, 3]))
     cache.insert([1, 2, 3, 4, 5], slots_for(1, [1, 2, 3, 4, 5]))
     cache.insert([1, 2, 7], slots_for(2, [1, 2, 7]))
-    return checked(cache), cache.evict(100)
+    return record(cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05.insert", hidden=True, hint="Inserting a sequence that is fully cached adds nothing and returns its length.")
+@STAGE.check("s05.insert", hidden=True,
+             hint=L("Inserting a sequence that is fully cached adds nothing and returns its length.",
+                    "插入一条已经完全缓存的序列，什么也不添加，返回它的长度。"))
 def fully_cached_insert(impl):
     cache = make(impl, [1, 2, 3, 4])
-    return cache.insert([1, 2], slots_for(5, [1, 2])), cache.insert([1, 2, 3, 4], slots_for(6, [1, 2, 3, 4])), \
-        checked(cache)
+    return record(short=cache.insert([1, 2], slots_for(5, [1, 2])),
+                  whole=cache.insert([1, 2, 3, 4], slots_for(6, [1, 2, 3, 4])), cache=checked(cache))
+
+
+@STAGE.check("s05.insert", hidden=True,
+             hint=L("Tokens are whole numbers: after [1, 2, 3] is cached, [1, 23, 4] shares only its first token "
+                    "with it, and [12, 3] shares none. Compare tokens, never their digits or text.",
+                    "token 是整数：缓存了 [1, 2, 3] 之后，[1, 23, 4] 与它只共享第一个 token，[12, 3] 一个也不共享。"
+                    "比较 token 本身，不要比较它们的数字字符或文本。"))
+def insert_multi_digit_tokens(impl):
+    out = []
+    for page_size in (1, 2):
+        cache = impl.RadixCache(page_size)
+        seqs = ([1, 2, 3, 4], [1, 23, 4, 5], [12, 3, 4, 5], [1, 2, 34, 5], [123, 4, 5, 6])
+        returned = [cache.insert(s, slots_for(i, s)) for i, s in enumerate(seqs)]
+        out.append(record(page_size=page_size, returned=returned, cache=checked(cache)))
+    return out
+
+
+@STAGE.check("s05.insert", hidden=True,
+             hint=L("Under a node with very many children, find the child to follow with one lookup in children, "
+                    "never by scanning every child (a miss would scan them all): an insert must not get slower as "
+                    "a node gets more children.",
+                    "某个节点有非常多子节点时，要用 children 查一次字典找到要走的子节点，绝不能逐个扫描（查不到时"
+                    "会把所有子节点都扫一遍）：子节点再多，插入也不应变慢。"))
+def insert_under_many_children_is_fast(impl):
+    cache = _wide_cache(impl)
+    rng = random.Random(72)
+    seqs = [[*SYSTEM, 10 + FANOUT + i, rng.randrange(5)] for i in range(CALLS)]
+    returned: list[int] = []
+    fast = _within_budget(lambda i: returned.append(cache.insert(seqs[i], slots_for(i, seqs[i]))), CALLS)
+    return record(within_budget=fast, returned=sorted(set(returned)) if fast else None,
+                  sizes=sizes(cache) if fast else None)
 
 
 # -- TODO 4: inc_lock_ref ---------------------------------------------------------------------------
-@STAGE.check("s05.inc_lock_ref", hidden=True, hint="Locked paths survive eviction of everything else.")
+@STAGE.check("s05.inc_lock_ref", hidden=True,
+             hint=L("Locked paths survive eviction of everything else.",
+                    "加了锁的路径在其他所有东西被淘汰之后仍然留着。"))
 def locked_path_survives_eviction(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4], [1, 5], [6])
     cache.inc_lock_ref(node_at(cache, [1, 2, 4]))
-    return cache.evict(100), checked(cache)
+    return record(evicted=cache.evict(100), cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True, hint="Random lock sequences: moved tokens and sizes after each lock.")
+@STAGE.check("s05.inc_lock_ref", hidden=True,
+             hint=L("Random lock sequences: the moved tokens and both sizes after each lock.",
+                    "随机的加锁序列：每次加锁后挪动的 token 数和两个计数都要对。"))
 def random_locks(impl):
     rng = random.Random(58)
     seqs = [_random_tokens(rng) for _ in range(8)]
@@ -154,23 +275,41 @@ def random_locks(impl):
     moved = []
     for _ in range(12):
         m = cache.match_prefix(_random_tokens(rng))
-        moved.append((cache.inc_lock_ref(m.last_node), sizes(cache)))
-    return moved, checked(cache)
+        moved.append(record(moved=cache.inc_lock_ref(m.last_node), **sizes(cache)))
+    return record(locks=moved, cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True, hint="Locking the root locks nothing and moves nothing.")
+@STAGE.check("s05.inc_lock_ref", hidden=True,
+             hint=L("Locking the root locks nothing and moves nothing.", "给根加锁什么也不锁，也不挪动 token。"))
 def lock_root(impl):
     cache = make(impl, [1, 2])
-    return cache.inc_lock_ref(cache.root), checked(cache)
+    return record(moved=cache.inc_lock_ref(cache.root), cache=checked(cache))
+
+
+@STAGE.check("s05.inc_lock_ref", hidden=True,
+             hint=L("Two requests lock the same deep node: every node on its path needs two locks, so do not stop "
+                    "walking up at a node that is locked already.",
+                    "两个请求锁同一个深层节点：它路径上的每个节点都要有两把锁，所以遇到已经加锁的节点也不能停止往上走。"))
+def two_requests_lock_the_same_deep_node(impl):
+    cache = make(impl, [1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 7])
+    deep = node_at(cache, [1, 2, 3, 4, 5])
+    first = cache.inc_lock_ref(deep)
+    second = cache.inc_lock_ref(deep)
+    other = cache.inc_lock_ref(node_at(cache, [1, 2, 3, 9]))
+    return record(first=first, second=second, other=other, cache=checked(cache))
 
 
 # -- TODO 5: dec_lock_ref ---------------------------------------------------------------------------
-@STAGE.check("s05.dec_lock_ref", hidden=True, hint="Random lock/unlock sequences: moved tokens and sizes after each step.")
+@STAGE.check("s05.dec_lock_ref", hidden=True,
+             hint=L("Random lock/unlock sequences: the moved tokens and both sizes after each step.",
+                    "随机的加锁/解锁序列：每一步之后挪动的 token 数和两个计数都要对。"))
 def random_unlocks(impl):
-    return _random_ops(impl, 59, 1), _random_ops(impl, 60, 2)
+    return record(page_1=_random_ops(impl, 59, 1), page_2=_random_ops(impl, 60, 2))
 
 
-@STAGE.check("s05.dec_lock_ref", hidden=True, hint="After the last unlock, the whole path can be evicted again.")
+@STAGE.check("s05.dec_lock_ref", hidden=True,
+             hint=L("After the last unlock, the whole path can be evicted again.",
+                    "最后一把锁解开之后，整条路径又可以被淘汰了。"))
 def unlock_then_evict(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4])
     leaf = node_at(cache, [1, 2, 3])
@@ -179,44 +318,71 @@ def unlock_then_evict(impl):
     cache.dec_lock_ref(leaf)
     held = cache.evict(100)
     cache.dec_lock_ref(node_at(cache, [1, 2]))
-    return held, cache.evict(100), checked(cache)
+    return record(held=held, evicted=cache.evict(100), cache=checked(cache))
+
+
+@STAGE.check("s05.dec_lock_ref", hidden=True,
+             hint=L("Requests on a shared path release in any order: each unlock walks the whole path up to the "
+                    "root, also past nodes another request still holds, and no lock is left after the last one.",
+                    "共享路径上的请求可以按任意顺序释放：每次解锁都走完到根的整条路径，经过仍被其他请求持有的节点也要"
+                    "继续往上，最后一个请求释放后不能留下任何锁。"))
+def shared_path_released_in_any_order(impl):
+    out = []
+    for order in ((0, 1, 2), (2, 1, 0), (1, 0, 2)):
+        cache = make(impl, [1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 7])
+        held = [node_at(cache, [1, 2, 3, 4, 5]), node_at(cache, [1, 2, 3, 4, 5]), node_at(cache, [1, 2, 3])]
+        for node in held:
+            cache.inc_lock_ref(node)
+        steps = []
+        for i in order:
+            moved = cache.dec_lock_ref(held[i])
+            steps.append(record(moved=moved, **sizes(cache)))
+        out.append(record(order=list(order), steps=steps, cache=checked(cache), evicted=cache.evict(100)))
+    return out
 
 
 # -- TODO 6: evict ----------------------------------------------------------------------------------
-@STAGE.check("s05.evict", hidden=True, hint="Random trees and amounts: the freed slots, in eviction order.")
+@STAGE.check("s05.evict", hidden=True,
+             hint=L("Random trees and amounts: the freed slots, in eviction order.",
+                    "随机的树和随机的数量：释放出的槽位及其顺序都要对。"))
 def random_evictions(impl):
-    return _random_ops(impl, 61, 1), _random_ops(impl, 62, 3)
+    return record(page_1=_random_ops(impl, 61, 1), page_3=_random_ops(impl, 62, 3))
 
 
 @STAGE.check("s05.evict", hidden=True,
-             hint="Eviction order follows last_access (a match refreshes a whole path), ties by node id.")
+             hint=L("Eviction order follows last_access (a match refreshes a whole path), ties by node id.",
+                    "淘汰顺序按 last_access（一次匹配会刷新整条路径），时间相同时按节点 id。"))
 def refreshed_path_goes_last(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4], [5, 6], [7])
     cache.match_prefix([1, 2, 3])
     out = []
     while cache.total_size:
         out.append(cache.evict(1))
-    return out, checked(cache)
-
-
-@STAGE.check("s05.evict", hidden=True, hint="Ask for more than is evictable: free all unlocked tokens, then stop.")
-def more_than_evictable(impl):
-    cache = make(impl, [1, 2, 3, 4], [1, 2, 5], [6])
-    cache.inc_lock_ref(node_at(cache, [1, 2, 5]))
-    return cache.evict(1000), cache.evict(1), checked(cache)
+    return record(one_by_one=out, cache=checked(cache))
 
 
 @STAGE.check("s05.evict", hidden=True,
-             hint="Evicting everything empties the tree but never touches the root; the cache stays usable.")
+             hint=L("Ask for more than is evictable: free all unlocked tokens, then stop.",
+                    "要求的比可淘汰的还多时：释放所有未加锁的 token，然后停下。"))
+def more_than_evictable(impl):
+    cache = make(impl, [1, 2, 3, 4], [1, 2, 5], [6])
+    cache.inc_lock_ref(node_at(cache, [1, 2, 5]))
+    return record(first=cache.evict(1000), then=cache.evict(1), cache=checked(cache))
+
+
+@STAGE.check("s05.evict", hidden=True,
+             hint=L("Evicting everything empties the tree but never touches the root; the cache stays usable.",
+                    "全部淘汰会清空整棵树，但绝不碰根；之后缓存仍然可用。"))
 def evict_everything_then_reuse(impl):
     cache = make(impl, [1, 2], [1, 3], [4])
     freed = cache.evict(100)
     cache.insert([1, 2, 3], slots_for(5, [1, 2, 3]))
-    return freed, cache.match_prefix([1, 2, 3]).slots, checked(cache)
+    return record(freed=freed, slots=cache.match_prefix([1, 2, 3]).slots, cache=checked(cache))
 
 
 @STAGE.check("s05.evict", hidden=True,
-             hint="Detach an evicted node completely (its parent becomes None), so it cannot be locked later.")
+             hint=L("Detach an evicted node completely (its parent becomes None), so that it cannot be locked later.",
+                    "被淘汰的节点要彻底摘除（parent 设为 None），这样之后就无法再给它加锁。"))
 def evicted_node_is_detached(impl):
     cache = make(impl, [1, 2], [3])
     gone = node_at(cache, [1, 2])
@@ -226,4 +392,22 @@ def evicted_node_is_detached(impl):
         outcome = "locked"
     except ValueError:
         outcome = "ValueError"
-    return outcome, gone.parent is None, checked(cache)
+    return record(lock_after_eviction=outcome, parent_is_none=gone.parent is None, cache=checked(cache))
+
+
+@STAGE.check("s05.evict", hidden=True,
+             hint=L("A locked inner node whose last child is evicted becomes a leaf, but a request still holds it: "
+                    "it is not a candidate until it is unlocked, at any depth and page size.",
+                    "加了锁的内部节点在最后一个子节点被淘汰后变成叶子，但仍有请求持有它：不论在哪一层、页大小多少，"
+                    "解锁之前它都不是候选。"))
+def locked_inner_nodes_outlive_their_children(impl):
+    out = []
+    for page_size in (1, 2):
+        cache = make(impl, [1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 7, 8], [1, 2, 9, 9], [5, 5], page_size=page_size)
+        deep_inner = node_at(cache, [1, 2, 3, 4])
+        cache.inc_lock_ref(deep_inner)
+        steps = [record(freed=cache.evict(n), **sizes(cache)) for n in (1, 100)]
+        held = checked(cache)
+        cache.dec_lock_ref(deep_inner)
+        out.append(record(page_size=page_size, steps=steps, held=held, then=cache.evict(100), cache=checked(cache)))
+    return out
