@@ -94,7 +94,7 @@ def paged_attention_torch(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tab
 
 
 def decode_slots(block_tables: Tensor, positions: Tensor, block_size: int) -> Tensor:
-    """Pool slot of request ``r``'s token at ``positions[r]``, through row ``r`` of ``block_tables`` ``[R, max_blocks]``."""
+    """Pool slot of request ``r``'s token at ``positions[r]``, through row ``r`` of ``block_tables`` ``[R, n]``."""
     rows = torch.arange(block_tables.shape[0], device=block_tables.device)
     return block_tables.long()[rows, positions // block_size] * block_size + positions % block_size
 

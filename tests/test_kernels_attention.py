@@ -101,7 +101,8 @@ def test_kernels_every_attention_call_site_uses_a_fused_sdpa_kernel():
     from kernels.model import DecoderLM, ModelConfig
 
     gen = torch.Generator().manual_seed(0)
-    q, k, v = torch.randn(9, 4, 16, generator=gen), torch.randn(9, 2, 16, generator=gen), torch.randn(9, 2, 16, generator=gen)
+    q = torch.randn(9, 4, 16, generator=gen)
+    k, v = torch.randn(9, 2, 16, generator=gen), torch.randn(9, 2, 16, generator=gen)
     kc, vc = scatter_into_pool(k, v, [2, 0, 1], 4, 4)
     pool = KVPool(1, 4, 4, 2, 16)
     pool.k[0].copy_(kc)
