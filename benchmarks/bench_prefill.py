@@ -115,16 +115,16 @@ def measure_length(model: DecoderLM, prefix: int, question: int, *, rounds: int,
             elementwise_s={rows: pick("elem"), 1: pick("elem_1")}, forward1_s=pick("forward_1"),
             bookkeeping_s={n: pick("bookkeeping")} if "bookkeeping" in sec else None, device=str(device))
 
-    ratios_full = [predict_ttft(cfg, n, 0, calibration(full, n, i)) / full["full"][i] for i in range(rounds)]
-    ratios_cached = [predict_ttft(cfg, question, prefix, calibration(cached, question, i)) / cached["cached"][i]
-                     for i in range(3 * rounds)]
-    cal_full, cal_cached = calibration(full, n, None), calibration(cached, question, None)
+    pred_full = [predict_ttft(cfg, n, 0, calibration(full, n, i)) for i in range(rounds)]
+    pred_cached = [predict_ttft(cfg, question, prefix, calibration(cached, question, i)) for i in range(3 * rounds)]
+    cal_full, cal_cached = calibration(full, n, rounds // 2), calibration(cached, question, 3 * rounds // 2)
     return {
         "full_min": min(full["full"]), "cached_min": min(cached["cached"]),
         "full_median": statistics.median(full["full"]), "cached_median": statistics.median(cached["cached"]),
-        "ratio_full": statistics.median(ratios_full), "ratio_cached": statistics.median(ratios_cached),
-        "pred_full_min": predict_ttft(cfg, n, 0, cal_full),
-        "pred_cached_min": predict_ttft(cfg, question, prefix, cal_cached),
+        "pred_full_median": statistics.median(pred_full), "pred_cached_median": statistics.median(pred_cached),
+        "pred_full_min": min(pred_full), "pred_cached_min": min(pred_cached),
+        "ratio_full": statistics.median(p / m for p, m in zip(pred_full, full["full"])),
+        "ratio_cached": statistics.median(p / m for p, m in zip(pred_cached, cached["cached"])),
         "gemm_rate_full": cal_full.gemm_rate(n), "gemm_rate_cached": cal_cached.gemm_rate(question),
         "attn_rate_full": cal_full.attention_rate(n, n), "attn_rate_cached": cal_cached.attention_rate(question, n),
         "max_abs_diff": diff,
@@ -149,20 +149,20 @@ def run_shape(name: str, cfg: ModelConfig, prefixes: list[int], question: int, r
         r = measure_length(model, prefix, question, rounds=rounds, block_size=block_size, attention=attention,
                            device=device)
         measured = r["full_median"] / r["cached_median"]
-        predicted = r["pred_full_min"] / r["pred_cached_min"]
+        predicted = r["pred_full_median"] / r["pred_cached_median"]
         worst = max(worst, abs(r["ratio_full"] - 1), abs(r["ratio_cached"] - 1))
         worst_diff = max(worst_diff, r["max_abs_diff"])
         print(f"{prefix:>7} {r['full_median'] * 1e3:>9.1f} {r['cached_median'] * 1e3:>10.2f} {measured:>8.1f}x "
               f"{predicted:>9.1f}x {predicted_speedup(cfg, prefix, question):>9.1f}x {r['ratio_full']:>15.2f} "
               f"{r['ratio_cached']:>17.2f} {r['max_abs_diff']:>10.1e}")
         notes.append(f"{prefix:>7} min: full {r['full_min'] * 1e3:.1f} ms (pred {r['pred_full_min'] * 1e3:.1f}), "
-                     f"cached {r['cached_min'] * 1e3:.2f} ms (pred {r['pred_cached_min'] * 1e3:.2f}); GEMM "
-                     f"{r['gemm_rate_full'] / 1e9:.0f} GFLOP/s at {prefix + question} rows vs "
+                     f"cached {r['cached_min'] * 1e3:.2f} ms (pred {r['pred_cached_min'] * 1e3:.2f}); median round: "
+                     f"GEMM {r['gemm_rate_full'] / 1e9:.0f} GFLOP/s at {prefix + question} rows vs "
                      f"{r['gemm_rate_cached'] / 1e9:.0f} at {question}; attention {r['attn_rate_full'] / 1e9:.0f} "
                      f"GFLOP/s full vs {r['attn_rate_cached'] / 1e9:.0f} cached")
-    print("ms and ratios: medians over rounds; pred/meas: median over rounds of (prediction from that round's "
-          "calibration) / (that round's measurement). 'flop-only': the uncalibrated FLOP ratio (one rate for all "
-          "work).")
+    print("ms: medians over rounds; predicted: median predicted full / median predicted cached; pred/meas: median "
+          "over rounds of (prediction from that round's calibration) / (that round's measurement); 'flop-only': the "
+          "uncalibrated FLOP ratio (one rate for all work). Minima over rounds:")
     print("\n".join(notes))
     return worst, worst_diff
 
@@ -177,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per length (default 5)")
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice); 1 is steadier on a machine shared with "
+                             "other jobs, where several threads wait on each other")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     if args.quick:
         shapes = {"tiny": QUICK_MODEL}

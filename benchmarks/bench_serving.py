@@ -4,8 +4,9 @@ For each of stage 7's workloads (``solutions/serving_workloads.py``: shared syst
 multi-turn chat from the Mooncake trace, unique prompts, thrashing) this serves the same requests
 with the cache on and off on the same pool (``solutions/serving.py``), alternating on/off for
 ``--repeats`` rounds, and prints per workload: the hit rate, on/off ratios of TTFT p50/p90, TPOT
-p50, end-to-end p50 and throughput (medians over rounds; below 1 means "on" is lower), peak KV
-blocks in use, and whether both runs generated identical tokens (they must). Summaries come from
+p50, end-to-end p50 and throughput (each round's on/off ratio, median over rounds, with the range of
+the TTFT p50 ratio as a measure of noise; below 1 means "on" is lower), peak KV blocks in use, and
+whether both runs generated identical tokens (they must). Summaries come from
 stage 7's reference (``latency_summary``, ``cache_accounting``).
 
     python benchmarks/bench_serving.py              # four workloads, about a minute on 2 CPU cores
@@ -57,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="on/off rounds per setting (default 3)")
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice); 1 is steadier on a machine shared with "
+                             "other jobs, where several threads wait on each other")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     cfg = ModelConfig.tiny() if args.quick else SERVING_MODEL
     block_size = 4 if args.quick else 16
@@ -68,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model: hidden {cfg.hidden_size}, {cfg.num_hidden_layers} layers, {cfg.num_attention_heads}/"
           f"{cfg.num_key_value_heads} heads, vocab {cfg.vocab_size}, {cfg.num_parameters() / 1e6:.1f}M params, fp32, "
           f"random weights; block size {block_size}; max batch {args.max_batch}; {repeats} on/off round(s), medians")
-    print(f"{'workload':>14} {'blocks':>6} {'reqs':>5} {'hit':>5} {'TTFT p50':>9} {'TTFT p90':>9} {'TPOT p50':>9} "
+    print(f"{'workload':>14} {'blocks':>6} {'reqs':>5} {'hit':>5} {'TTFT p50 [range]':>17} {'TTFT p90':>9} "
+          f"{'TPOT p50':>9} "
           f"{'e2e p50':>8} {'req/s':>7} {'peak blk on/off':>16} {'TTFT p50 ms on/off':>19} {'tokens':>10} {'s/run':>6}")
     start_all = time.perf_counter()
     failures = []
@@ -91,19 +98,24 @@ def main(argv: list[str] | None = None) -> int:
             def med(cache: bool, key: str) -> float:
                 return statistics.median(row[key] for row in rows[cache])
 
+            def per_round(key: str) -> list[float]:  # on/off of the same round: load bursts hit both alike
+                return [ratio(a[key], b[key]) for a, b in zip(rows[True], rows[False])]
+
             if not identical:
                 failures.append(f"{name}@{blocks}")
+            ttft = per_round("ttft_p50")
             print(f"{name:>14} {blocks:>6} {len(requests):>5} {med(True, 'hit_rate'):>5.0%} "
-                  f"{ratio(med(True, 'ttft_p50'), med(False, 'ttft_p50')):>9.2f} "
-                  f"{ratio(med(True, 'ttft_p90'), med(False, 'ttft_p90')):>9.2f} "
-                  f"{ratio(med(True, 'tpot_p50'), med(False, 'tpot_p50')):>9.2f} "
-                  f"{ratio(med(True, 'e2e_p50'), med(False, 'e2e_p50')):>8.2f} "
-                  f"{ratio(med(True, 'requests_per_s'), med(False, 'requests_per_s')):>7.2f} "
+                  f"{statistics.median(ttft):>5.2f} [{min(ttft):.2f}-{max(ttft):.2f}] "
+                  f"{statistics.median(per_round('ttft_p90')):>9.2f} "
+                  f"{statistics.median(per_round('tpot_p50')):>9.2f} "
+                  f"{statistics.median(per_round('e2e_p50')):>8.2f} "
+                  f"{statistics.median(per_round('requests_per_s')):>7.2f} "
                   f"{med(True, 'peak_blocks_in_use'):>8.0f}/{med(False, 'peak_blocks_in_use'):<7.0f} "
                   f"{med(True, 'ttft_p50') * 1e3:>9.1f}/{med(False, 'ttft_p50') * 1e3:<9.1f} "
                   f"{'identical' if identical else 'DIFFER':>10} {statistics.mean(seconds):>6.2f}")
-    print("ratios: cache on / cache off of the median over rounds (TTFT, TPOT, e2e: below 1 = faster with the "
-          "cache; req/s: above 1 = more throughput). 'tokens': generated tokens of every request, on vs off.")
+    print("ratios: cache on / cache off in the same round, median over rounds, [min-max] for TTFT p50 (the spread "
+          "is the noise); TTFT, TPOT, e2e: below 1 = faster with the cache; req/s: above 1 = more throughput. ms: "
+          "medians. 'tokens': generated tokens of every request, on vs off.")
     print(f"total {time.perf_counter() - start_all:.1f} s")
     if failures:
         print(f"MISMATCH: generated tokens differ with the cache on for {failures}")
