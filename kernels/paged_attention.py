@@ -17,8 +17,9 @@ block_size, Hkv, D]``, block table ``[num_table_blocks]`` (int). ``Hq`` is a mul
 Why every call adds a batch dimension: ``scaled_dot_product_attention`` runs its fused kernels only
 on 4-D ``[batch, heads, tokens, dim]`` inputs. Given 3-D tensors it silently falls back to the
 unfused reference ("math") kernel, which on a CPU is several times slower at 1-4k tokens and would
-make the no-cache baseline look worse than it is. ``tests/test_kernels_attention.py`` runs every
-call site with SDPA restricted to its fused backends, so a 3-D call fails there.
+make the no-cache baseline look worse than it is. Grouped-query heads likewise need care on CUDA
+(:func:`fused_sdpa`). ``tests/test_kernels_attention.py`` runs every call site with SDPA restricted
+to its fused backends (on CPU; ``benchmarks/gpu_check.py`` does it on CUDA), so a fallback fails there.
 """
 
 from __future__ import annotations
@@ -43,10 +44,25 @@ def fused_attention_only() -> Iterator[None]:
         yield
 
 
+def fused_sdpa(q: Tensor, k: Tensor, v: Tensor, *, attn_mask: Tensor | None = None, is_causal: bool = False,
+               scale: float | None = None) -> Tensor:
+    """SDPA of 4-D ``q [B, Hq, Tq, D]``, ``k/v [B, Hkv, Tk, D]`` in a form a fused kernel accepts; ``[B, Hq, Tq, D]``.
+
+    Grouped-query heads: torch's ``enable_gqa`` is fused on CPU (flash) but on CUDA only in the flash
+    kernel, which takes neither a mask nor fp32. There, with a mask or in fp32, the kv heads are
+    repeated instead, so the memory-efficient kernel runs (it takes masks and fp32).
+    """
+    group = q.shape[1] // k.shape[1]
+    if group > 1 and q.device.type == "cuda" and (attn_mask is not None or q.dtype == torch.float32):
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        group = 1
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale,
+                                          enable_gqa=group > 1)
+
+
 def _sdpa(q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
     """SDPA of one sequence given as ``[T, H, D]`` tensors, run as a batch of one; returns ``[T, Hq, D]``."""
-    out = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
-                                         enable_gqa=q.shape[1] != k.shape[1], **kwargs)
+    out = fused_sdpa(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None], **kwargs)
     return out[0].transpose(0, 1)
 
 
@@ -124,6 +140,5 @@ def paged_decode_attention_torch(q: Tensor, k_cache: Tensor, v_cache: Tensor, bl
     k = k_cache.reshape(num_blocks * block_size, hkv, d).index_select(0, slots).view(r, longest, hkv, d)
     v = v_cache.reshape(num_blocks * block_size, hkv, d).index_select(0, slots).view(r, longest, hkv, d)
     visible = (pos[None, :] < context_lens.to(q.device)[:, None])[:, None, None, :]  # [R, 1, 1, L]
-    out = F.scaled_dot_product_attention(q[:, :, None, :], k.transpose(1, 2), v.transpose(1, 2),
-                                         attn_mask=visible, scale=scale, enable_gqa=hq != hkv)
+    out = fused_sdpa(q[:, :, None, :], k.transpose(1, 2), v.transpose(1, 2), attn_mask=visible, scale=scale)
     return out[:, :, 0, :]
