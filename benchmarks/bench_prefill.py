@@ -18,8 +18,9 @@ shared machine; a round's prediction uses that round's calibration, and the tabl
 over rounds of predicted/measured (the minimum-time numbers are printed too). The cached prefill is
 short, so its group runs three times as many rounds.
 
-    python benchmarks/bench_prefill.py                        # both shapes, 3-4 minutes on 2 CPU cores
+    python benchmarks/bench_prefill.py                        # both shapes: minutes (20 on a busy shared machine)
     python benchmarks/bench_prefill.py --model small          # one shape
+    python benchmarks/bench_prefill.py --threads 1            # steadier where other jobs share the cores
     python benchmarks/bench_prefill.py --quick                # smoke test, seconds
 
 The last line is ``calibration: worst |predicted/measured - 1| = N%`` over every shape, length and

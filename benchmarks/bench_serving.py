@@ -9,7 +9,8 @@ the TTFT p50 ratio as a measure of noise; below 1 means "on" is lower), peak KV 
 whether both runs generated identical tokens (they must). Summaries come from
 stage 7's reference (``latency_summary``, ``cache_accounting``).
 
-    python benchmarks/bench_serving.py              # four workloads, about a minute on 2 CPU cores
+    python benchmarks/bench_serving.py              # four workloads, about a minute on 2 idle CPU cores
+    python benchmarks/bench_serving.py --threads 1  # steadier where other jobs share the cores
     python benchmarks/bench_serving.py --quick      # tiny model and workloads, seconds
     python benchmarks/bench_serving.py --workloads thrashing --blocks 160 256
 """
