@@ -1,5 +1,8 @@
-"""GPU check of the paged-attention kernel and of cached prefill, in under 5 minutes on one GPU.
+"""GPU check of the paged-attention kernel, cached prefill and the serving loop, in under 5 minutes on one GPU.
 
+0. **Fused attention**: every attention call site (full prefill, torch paged reference, stage 6's
+   reference, batched decode, a cached prefill, a serving run) with SDPA restricted to its fused
+   backends (flash, memory-efficient, cuDNN): a fallback to the unfused "math" kernel fails.
 1. **Kernel**: the Triton paged-attention kernel against the torch reference (``kernels.paged_attention``)
    at Qwen2.5-0.5B's attention shape (14 query heads, 2 kv heads, head dim 64) with a shuffled block
    table: max abs difference and time of each.
@@ -8,6 +11,9 @@
    plus a 64-token question: logits of the cached path (stage 6's ``PagedPrefiller`` with the Triton
    kernel) against a full prefill (SDPA ``is_causal=True``) in fp32, then TTFT of both in bf16, the
    measured speedup, and the FLOP model's prediction.
+3. **Serving loop** (``solutions/serving.py``) at Qwen2.5-0.5B's shape: cache on vs off on a
+   shared-prefix workload (fp32: identical generated tokens; bf16: TTFT p50/p90, TPOT p50, throughput
+   and their on/off ratios) and on unique prompts (the cache must not make them slower).
 
 ``--quick`` runs everything tiny; on a machine without CUDA it runs the kernel through Triton's
 interpreter (``TRITON_INTERPRET=1``, set here before the kernel is imported), so a CPU test can smoke
@@ -38,10 +44,14 @@ if not torch.cuda.is_available():
 from kernels.device import describe_device  # noqa: E402
 from kernels.flops import predicted_speedup  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
-from kernels.paged_attention import paged_attention_torch  # noqa: E402
+from kernels.paged_attention import (causal_attention, fused_attention_only, paged_attention_torch,  # noqa: E402
+                                     paged_decode_attention_torch)
 from kernels.timing import timed  # noqa: E402
 from kernels.triton_paged_attention import paged_attention_triton  # noqa: E402
-from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, pool_attention  # noqa: E402
+from solutions import serving_workloads as W  # noqa: E402
+from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention, pool_attention  # noqa: E402
+from solutions.s07_serving import summarize_run  # noqa: E402
+from solutions.serving import compare_outputs, serve, warm_up  # noqa: E402
 
 FAILURES: list[str] = []
 
@@ -60,6 +70,48 @@ def expect(ok: bool, what: str) -> str:
     if not ok:
         FAILURES.append(what)
     return "ok" if ok else "FAIL"
+
+
+def fused_check(device: torch.device, quick: bool) -> None:
+    """Every attention call site must run with SDPA restricted to its fused backends."""
+    from kernels.kv_pool import KVPool
+
+    cfg = ModelConfig.tiny() if quick else ModelConfig.qwen2_5_0_5b(num_hidden_layers=2)
+    dtypes = [torch.float32] + ([torch.bfloat16] if device.type == "cuda" else [])
+    print(f"\n[0] fused SDPA at every attention call site (Hq {cfg.num_attention_heads}, Hkv "
+          f"{cfg.num_key_value_heads}, D {cfg.head_dim})")
+    for dtype in dtypes:
+        gen = torch.Generator(device=device).manual_seed(0)
+        hq, hkv, d, bs = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, 16
+        q = torch.randn(300, hq, d, generator=gen, device=device).to(dtype)
+        k = torch.randn(300, hkv, d, generator=gen, device=device).to(dtype)
+        pool = KVPool(1, 24, bs, hkv, d, dtype=dtype, device=device)
+        pool.k[0].normal_(generator=gen)
+        pool.v[0].normal_(generator=gen)
+        table = torch.randperm(24, generator=gen, device=device)[:19]
+        model = DecoderLM.random(cfg, seed=0, dtype=dtype, device=device)
+        sites = {
+            "causal_attention (full prefill)": lambda: causal_attention(q, k, k),
+            "paged_attention_torch, offset 0": lambda: paged_attention_torch(q, pool.k[0], pool.v[0], table, 0),
+            "paged_attention_torch, offset 236": lambda: paged_attention_torch(q[:64], pool.k[0], pool.v[0], table,
+                                                                               236),
+            "stage 6 paged_attention (reference)": lambda: paged_attention(q[:64], pool, 0, table, 236),
+            "paged_decode_attention_torch": lambda: paged_decode_attention_torch(
+                q[:3], pool.k[0], pool.v[0], table[None].expand(3, -1), torch.tensor([5, 300, 77], device=device)),
+            "model full prefill": lambda: full_prefill(model, list(range(200))),
+            "cached prefill (PagedPrefiller)": lambda: PagedPrefiller(model, 40, bs).generate(list(range(100)), 2),
+            "serving run (prefill + batched decode)": lambda: serve(model, W.shared_prefix(
+                num_groups=1, prompts_per_group=3, prefix_len=64, question_len=4, output_len=3, vocab=cfg.vocab_size),
+                num_blocks=40),
+        }
+        for name, run in sites.items():
+            try:
+                with fused_attention_only(), torch.no_grad():
+                    run()
+                status = "ok"
+            except RuntimeError as exc:
+                status = expect(False, f"fused SDPA {dtype} {name}: {str(exc).splitlines()[0][:120]}")
+            print(f"{str(dtype).removeprefix('torch.'):>9} {name:<42} {status}")
 
 
 def kernel_check(device: torch.device, quick: bool) -> None:
@@ -136,6 +188,51 @@ def end_to_end(device: torch.device, quick: bool) -> None:
             torch.cuda.empty_cache()
 
 
+def serving_check(device: torch.device, quick: bool) -> None:
+    """The serving loop, cache on vs off: identical tokens (fp32), then latencies (bf16 on CUDA)."""
+    cfg = ModelConfig.tiny() if quick else ModelConfig.qwen2_5_0_5b()
+    vocab = cfg.vocab_size
+    print(f"\n[3] serving loop: {cfg.num_parameters() / 1e6:.0f}M-parameter model, random weights, greedy decoding")
+    # fp32: the cache must not change a single generated token.
+    model = DecoderLM.random(cfg, seed=0, dtype=torch.float32, device=device)
+    small = W.shared_prefix(num_groups=2, prompts_per_group=4, prefix_len=48 if quick else 512, question_len=(4, 24),
+                            output_len=4 if quick else 8, rate=1000.0, vocab=vocab, seed=1)
+    on = serve(model, small, num_blocks=64 if quick else 256, cache=True)
+    off = serve(model, small, num_blocks=64 if quick else 256, cache=False)
+    differ = compare_outputs(on, off)
+    status = expect(not differ, f"serving fp32: generated tokens differ with the cache on for {differ}")
+    print(f"fp32, {len(small)} requests: hit rate {summarize_run(on)['hit_rate']:.0%}; generated tokens identical "
+          f"on/off: {not differ} {status}")
+    del model
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    model = DecoderLM.random(cfg, seed=0, dtype=dtype, device=device)
+    warm_up(model)
+    workloads = {
+        "shared_prefix": W.shared_prefix(num_groups=4, prompts_per_group=8, prefix_len=64 if quick else 2048,
+                                         question_len=(8, 32) if quick else (32, 128), output_len=4 if quick else 32,
+                                         rate=20.0 if quick else 40.0, vocab=vocab),
+        "unique": W.unique(num_requests=32, prompt_len=(32, 96) if quick else (1024, 3072),
+                           output_len=4 if quick else 32, rate=20.0 if quick else 40.0, vocab=vocab),
+    }
+    blocks = 160 if quick else 1024
+    print(f"{str(dtype).removeprefix('torch.')}, pool {blocks} blocks of 16, max batch 8; ratios on/off (TTFT, TPOT: "
+          "below 1 = faster with the cache)")
+    print(f"{'workload':>14} {'hit':>5} {'TTFT p50 on/off ms':>20} {'TTFT p90 on/off ms':>20} "
+          f"{'TPOT p50 on/off ms':>20} "
+          f"{'req/s on/off':>14} {'TTFT p50':>9} {'TPOT p50':>9}")
+    for name, requests in workloads.items():
+        rows = {c: summarize_run(serve(model, requests, num_blocks=blocks, cache=c)) for c in (True, False)}
+        a, b = rows[True], rows[False]
+        print(f"{name:>14} {a['hit_rate']:>5.0%} {a['ttft_p50'] * 1e3:>9.1f}/{b['ttft_p50'] * 1e3:<10.1f} "
+              f"{a['ttft_p90'] * 1e3:>9.1f}/{b['ttft_p90'] * 1e3:<10.1f} "
+              f"{a['tpot_p50'] * 1e3:>9.2f}/{b['tpot_p50'] * 1e3:<10.2f} "
+              f"{a['requests_per_s']:>6.1f}/{b['requests_per_s']:<7.1f} {a['ttft_p50'] / b['ttft_p50']:>9.2f} "
+              f"{a['tpot_p50'] / b['tpot_p50']:>9.2f}")
+    del model
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny shapes; runs on CPU via the Triton interpreter")
@@ -146,8 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"device: {describe_device(device)}; triton interpreter: {os.environ.get('TRITON_INTERPRET', '0')}")
     start = time.perf_counter()
+    fused_check(device, args.quick)
     kernel_check(device, args.quick)
     end_to_end(device, args.quick)
+    serving_check(device, args.quick)
     print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + '; '.join(FAILURES)} "
           f"({time.perf_counter() - start:.1f} s)")
     return 1 if FAILURES else 0

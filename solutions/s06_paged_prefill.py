@@ -108,8 +108,8 @@ def paged_attention(q: Tensor, pool: KVPool, layer: int, block_table: Sequence[i
     # through the block table (TODO 2's arithmetic; calling slot_mapping is fine), repeat each kv
     # head for its `group` query heads, and attend with a causal mask *shifted by offset*: query i
     # (absolute position offset+i) may see key j iff j <= offset + i.
-    # Hint: F.scaled_dot_product_attention wants [heads, tokens, dim] and takes a bool attn_mask
-    # [T, offset+T] (True = may attend); Tensor.repeat_interleave(group, dim=1).
+    # Hint: F.scaled_dot_product_attention wants 4-D [batch, heads, tokens, dim] (3-D runs a slow
+    # unfused kernel), a bool attn_mask [T, offset+T] (True = may attend); Tensor.repeat_interleave(group, dim=1).
     ### BEGIN SOLUTION
     n = offset + t
     table = torch.as_tensor(block_table, dtype=torch.long, device=q.device)
@@ -119,8 +119,9 @@ def paged_attention(q: Tensor, pool: KVPool, layer: int, block_table: Sequence[i
     v = pool.flat_v(layer)[slots].repeat_interleave(group, dim=1)
     query_pos = torch.arange(offset, n, device=q.device)
     mask = key_pos[None, :] <= query_pos[:, None]
-    out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
-                                         attn_mask=mask).transpose(0, 1)
+    # [None] adds the batch dimension: SDPA's fused kernels take 4-D input only.
+    out = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
+                                         attn_mask=mask)[0].transpose(0, 1)
     ### END SOLUTION
     return out
 

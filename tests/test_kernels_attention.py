@@ -16,7 +16,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.paged_attention import causal_attention, paged_attention_torch
+from kernels.paged_attention import (causal_attention, fused_attention_only, paged_attention_torch,
+                                     paged_decode_attention_torch)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,6 +68,72 @@ def test_kernels_paged_attention_rejects_short_table():
     kc = torch.zeros(4, 4, 2, 8)
     with pytest.raises(ValueError, match="covers 4 tokens, need 9"):
         paged_attention_torch(q, kc, kc, torch.tensor([1]), 4)
+
+
+def test_kernels_paged_decode_matches_one_request_at_a_time():
+    # Four requests of different lengths in one padded batch; each must equal its own paged attention.
+    gen = torch.Generator().manual_seed(5)
+    hq, hkv, d, bs, num_blocks = 6, 2, 8, 4, 40
+    kc = torch.randn(num_blocks, bs, hkv, d, generator=gen)
+    vc = torch.randn(num_blocks, bs, hkv, d, generator=gen)
+    lens = [1, 7, 13, 4]
+    perm = torch.randperm(num_blocks, generator=gen).tolist()
+    tables, start = [], 0
+    for n in lens:
+        tables.append(perm[start:start + -(-n // bs)])
+        start += len(tables[-1])
+    width = max(map(len, tables))
+    padded = torch.tensor([t + [0] * (width - len(t)) for t in tables])
+    q = torch.randn(len(lens), hq, d, generator=gen)
+    out = paged_decode_attention_torch(q, kc, vc, padded, torch.tensor(lens))
+    for i, n in enumerate(lens):
+        one = paged_attention_torch(q[i:i + 1], kc, vc, torch.tensor(tables[i]), n - 1)
+        assert (out[i] - one[0]).abs().max() < 1e-6
+
+
+def test_kernels_every_attention_call_site_uses_a_fused_sdpa_kernel():
+    """With SDPA restricted to its fused backends (flash on CPU), every call site must still run.
+
+    A 3-D call, or a mask the fused kernels cannot take, would fall back to the slow "math" kernel
+    and raise here instead."""
+    from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention
+    from kernels.kv_pool import KVPool
+    from kernels.model import DecoderLM, ModelConfig
+
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(9, 4, 16, generator=gen)
+    k, v = torch.randn(9, 2, 16, generator=gen), torch.randn(9, 2, 16, generator=gen)
+    kc, vc = scatter_into_pool(k, v, [2, 0, 1], 4, 4)
+    pool = KVPool(1, 4, 4, 2, 16)
+    pool.k[0].copy_(kc)
+    pool.v[0].copy_(vc)
+    model = DecoderLM.random(ModelConfig.tiny(), seed=0)
+    prompt = list(range(3, 40))
+    with fused_attention_only():
+        outs = {
+            "causal_attention": causal_attention(q, k, v),
+            "paged_attention_torch offset 0": paged_attention_torch(q, kc, vc, torch.tensor([2, 0, 1]), 0),
+            "paged_attention_torch offset 5": paged_attention_torch(q[5:], kc, vc, torch.tensor([2, 0, 1]), 5),
+            "paged_decode_attention_torch": paged_decode_attention_torch(
+                q[:2], kc, vc, torch.tensor([[2, 0, 1], [2, 0, 0]]), torch.tensor([9, 5])),
+            "s06 paged_attention (the TODO's reference)": paged_attention(q[5:], pool, 0, [2, 0, 1], 5),
+        }
+        full = full_prefill(model, prompt)
+        engine = PagedPrefiller(model, 32, 4)
+        engine.prefill(prompt[:20])
+        cached, ledger = engine.prefill(prompt)
+    assert ledger["hit_tokens"] == 20
+    assert (full - cached).abs().max() < 1e-4
+    dense = causal_attention(q, k, v)
+    assert (outs["paged_attention_torch offset 0"] - dense).abs().max() < 1e-5
+    assert (outs["s06 paged_attention (the TODO's reference)"] - dense[5:]).abs().max() < 1e-5
+
+
+def test_kernels_fused_only_rejects_a_3d_sdpa_call():
+    # The guard above is a real one: the unbatched call it exists to catch is refused.
+    x = torch.randn(2, 5, 8)
+    with fused_attention_only(), pytest.raises(RuntimeError):
+        torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True)
 
 
 TRITON_SCRIPT = r"""

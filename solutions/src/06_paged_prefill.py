@@ -177,8 +177,10 @@ with demo("s06.prefill"):
 # grows with `P`. The predicted speedup is `flops(full) / flops(cached)`.
 #
 # The baseline is a full prefill with the fastest causal attention torch has
-# (`F.scaled_dot_product_attention(is_causal=True)`), not a slow loop. Both runs use a fresh
-# question each time and we keep the fastest of a few runs (the least disturbed one).
+# (`F.scaled_dot_product_attention(is_causal=True)`, given 4-D `[batch, heads, tokens, dim]` tensors:
+# with 3-D ones torch silently falls back to an unfused kernel that is several times slower at a few
+# thousand tokens), not a slow loop. Both runs use a fresh question each time and we keep the
+# fastest of a few runs (the least disturbed one).
 
 # %%
 import matplotlib.pyplot as plt
@@ -255,12 +257,14 @@ with demo("s06.prefill"):
 #   still attends to every cached key, and that work grows with `P`. For long prefixes attention is
 #   most of what is left, which is why fast paged-attention kernels matter *more* with a prefix
 #   cache, not less.
-# - Measured and predicted agree roughly, not exactly. Where they differ, ask what the FLOP model
-#   leaves out. A short suffix runs slower per FLOP than predicted: fixed per-layer overhead
-#   (Python, kernel launches), and matmuls over few rows (on a CPU a 64-row matmul reaches roughly
-#   60-75% of the FLOP rate of a 1,000-row one: the weights are read and packed for only 64 rows).
-#   A full prefill's long causal attention usually runs slower per FLOP than its matmuls, which
-#   makes the measured speedup at long prefixes *larger* than predicted.
+# - Measured stays below the FLOP model's prediction, and the gap is not noise: the FLOP model runs
+#   every kind of work at one rate, but a short suffix runs slower per FLOP than a full prefill.
+#   Its matmuls have few rows (on a CPU a 64-row matmul reaches roughly 50-80% of the FLOP rate of
+#   a 1,000-row one: the weights are read and packed for only 64 rows), its attention gathers the
+#   prefix's K/V through the block table and applies a mask, and fixed per-layer overhead (Python,
+#   kernel launches) weighs more on a short call. The full prefill, meanwhile, runs torch's fused
+#   flash attention. Stage 7 measures the rate of each kind of work at the sizes used and predicts
+#   both TTFTs from them (`benchmarks/bench_prefill.py` does it at 256-4,096 cached tokens).
 # - On a GPU, a 64-token suffix cannot keep the device busy: the cached path is bound by launch
 #   overhead and memory reads, so expect measured well below predicted there. `benchmarks/gpu_check.py`
 #   measures it at Qwen2.5-0.5B's size.

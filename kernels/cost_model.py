@@ -1,0 +1,378 @@
+"""A prefill cost model calibrated on the device it predicts: time = work / measured rate.
+
+:mod:`kernels.flops` counts the work of a prefill; it cannot say how long it takes, because a device
+does not run every kind of work at one rate. On a CPU a 64-row matmul reads each weight matrix for
+only 64 rows and runs at a fraction of a 4,000-row one's FLOP rate; a long causal attention runs at
+yet another rate; element-wise work and Python overhead are not FLOPs at all. So this module
+*measures*, in the same run as the predictions it feeds, at the sizes actually used:
+
+- **GEMM throughput** of the model's own linear layers (q, k, v, o, gate, up, down of every layer,
+  the real weight tensors in the order a forward pass uses them) at a given number of rows;
+- the **output head** on one row (a prefill computes the last token's logits only);
+- **attention throughput** at (new queries, context length), timing the very attention function
+  the prefill calls (full causal SDPA, or paged attention that also writes the new K/V);
+- **element-wise seconds** per forward at a row count (norms, RoPE, SwiGLU's product, residuals,
+  embedding), a **fixed overhead** per forward (Python and dispatch: a one-token forward minus its
+  measured parts), and the block manager's **bookkeeping** per prompt token (hashing, admission,
+  commit) for prefills that go through it.
+
+:class:`Calibration` holds the measured rates; stage 7's ``predict_ttft`` combines them with
+:func:`kernels.flops.prefill_flops`. The ``*_probe`` functions return zero-argument callables so
+that a benchmark can interleave them with the prefills it predicts (``benchmarks/rounds.py``), and
+:meth:`Calibration.from_seconds` turns their times into rates.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from kernels.flops import prefill_flops
+from kernels.kv_pool import KVPool
+from kernels.model import DecoderLM, ModelConfig, apply_rope, rope_cos_sin
+from kernels.paged_attention import causal_attention
+from kernels.timing import timed
+
+Probe = Callable[[], Any]
+#: ``attention(q [T, Hq, D], pool, layer, block_table, offset) -> [T, Hq, D]`` (kernels.prefill.PagedAttention).
+PagedAttentionFn = Callable[[Tensor, KVPool, int, Any, int], Tensor]
+
+
+def linear_flops(cfg: ModelConfig, rows: int) -> float:
+    """FLOPs of every layer's projections and MLP for ``rows`` tokens (no head, no attention)."""
+    return prefill_flops(cfg, rows)["linear"]
+
+
+def head_flops(cfg: ModelConfig) -> float:
+    return prefill_flops(cfg, 1)["head"]
+
+
+def attention_flops(cfg: ModelConfig, queries: int, context: int) -> float:
+    """FLOPs of every layer's attention: ``queries`` new tokens, the last at position ``context - 1``."""
+    return prefill_flops(cfg, queries, context - queries)["attention"]
+
+
+def _interp_loglog(points: dict[int, float], x: float) -> float:
+    """Piecewise linear in log-log between measured points; the end values beyond them."""
+    xs = sorted(points)
+    if not xs:
+        raise ValueError("nothing measured")
+    if x <= xs[0]:
+        return points[xs[0]]
+    if x >= xs[-1]:
+        return points[xs[-1]]
+    for lo, hi in zip(xs, xs[1:]):
+        if lo <= x <= hi:
+            w = (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
+            return math.exp((1 - w) * math.log(points[lo]) + w * math.log(points[hi]))
+    raise AssertionError("unreachable")
+
+
+def _interp_linear(points: dict[int, float], x: float) -> float:
+    """Piecewise linear between measured points, extended along the nearest segment (or constant)."""
+    xs = sorted(points)
+    if len(xs) == 1:
+        return points[xs[0]]
+    for lo, hi in zip(xs, xs[1:]):
+        if x <= hi or hi == xs[-1]:
+            w = (x - lo) / (hi - lo)
+            return max(0.0, points[lo] + w * (points[hi] - points[lo]))
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Rates measured on one device for one model shape.
+
+    Invariants: every rate is positive (FLOP/s) and every time non-negative (s); the tables are
+    keyed by the sizes that were measured (rows; ``(queries, context)``), and lookups between them
+    interpolate (GEMM rate: log-log; element-wise time: linear; attention: the nearest measured
+    shape in log distance), so a table measured at exactly the sizes used is read exactly.
+    """
+
+    gemm_flops_per_s: dict[int, float]
+    head_flops_per_s: float
+    attention_flops_per_s: dict[tuple[int, int], float]
+    elementwise_s: dict[int, float]
+    overhead_s: float = 0.0
+    bookkeeping_s_per_token: float = 0.0
+    device: str = ""
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rates = [*self.gemm_flops_per_s.values(), *self.attention_flops_per_s.values(), self.head_flops_per_s]
+        if not self.gemm_flops_per_s or not self.attention_flops_per_s or not self.elementwise_s:
+            raise ValueError("a calibration needs GEMM, attention and element-wise measurements")
+        if any(not r > 0 for r in rates):
+            raise ValueError("rates must be positive")
+        if any(not t >= 0 for t in (*self.elementwise_s.values(), self.overhead_s, self.bookkeeping_s_per_token)):
+            raise ValueError("times must be non-negative")
+
+    # -- lookups used by the cost model ---------------------------------------------------------
+    def gemm_rate(self, rows: int) -> float:
+        """FLOP/s of the model's linear layers with ``rows`` rows."""
+        return _interp_loglog(self.gemm_flops_per_s, rows)
+
+    def attention_rate(self, queries: int, context: int) -> float:
+        """FLOP/s of attention of ``queries`` new tokens over ``context`` keys (nearest measured shape)."""
+        if (queries, context) in self.attention_flops_per_s:
+            return self.attention_flops_per_s[(queries, context)]
+        lq, lc = math.log(queries), math.log(context)
+        key = min(self.attention_flops_per_s,
+                  key=lambda k: (abs(math.log(k[0]) - lq) + abs(math.log(k[1]) - lc), k))
+        return self.attention_flops_per_s[key]
+
+    def other_s(self, computed: int, cached: int) -> float:
+        """Seconds that are neither matmul nor attention: element-wise work on ``computed`` rows,
+        the fixed overhead of a forward pass, and block bookkeeping over all ``computed + cached``
+        prompt tokens (zero for a prefill that bypasses the block manager)."""
+        return (_interp_linear(self.elementwise_s, computed) + self.overhead_s
+                + self.bookkeeping_s_per_token * (computed + cached))
+
+    def without_block_manager(self) -> Calibration:
+        """The same rates for a prefill that never hashes or admits (a plain full prefill)."""
+        return replace(self, bookkeeping_s_per_token=0.0)
+
+    # -- construction and JSON ------------------------------------------------------------------
+    @classmethod
+    def from_seconds(cls, cfg: ModelConfig, *, gemm_s: dict[int, float], head_s: float,
+                     attention_s: dict[tuple[int, int], float], elementwise_s: dict[int, float],
+                     forward1_s: float | None = None, bookkeeping_s: dict[int, float] | None = None,
+                     device: str = "") -> Calibration:
+        """Rates from measured seconds: ``gemm_s[rows]`` (all linear layers), ``head_s`` (one row),
+        ``attention_s[(queries, context)]`` (one layer), ``elementwise_s[rows]`` (one forward),
+        ``forward1_s`` (a whole one-token forward: its unexplained rest is the fixed overhead) and
+        ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length)."""
+        tiny = 1e-12
+        layers = cfg.num_hidden_layers
+        cal = cls(
+            gemm_flops_per_s={r: linear_flops(cfg, r) / max(s, tiny) for r, s in gemm_s.items()},
+            head_flops_per_s=head_flops(cfg) / max(head_s, tiny),
+            attention_flops_per_s={k: attention_flops(cfg, *k) / max(layers * s, tiny) for k, s in attention_s.items()},
+            elementwise_s=dict(elementwise_s),
+            device=device,
+        )
+        overhead = 0.0
+        if forward1_s is not None:
+            explained = (linear_flops(cfg, 1) / cal.gemm_rate(1) + head_flops(cfg) / cal.head_flops_per_s
+                         + attention_flops(cfg, 1, 1) / cal.attention_rate(1, 1) + cal.other_s(1, 0))
+            overhead = max(0.0, forward1_s - explained)
+        per_token = 0.0
+        if bookkeeping_s:
+            per_token = statistics.median(s / n for n, s in bookkeeping_s.items())
+        return replace(cal, overhead_s=overhead, bookkeeping_s_per_token=per_token)
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = asdict(self)
+        raw["gemm_flops_per_s"] = {str(k): v for k, v in self.gemm_flops_per_s.items()}
+        raw["attention_flops_per_s"] = {f"{q},{c}": v for (q, c), v in self.attention_flops_per_s.items()}
+        raw["elementwise_s"] = {str(k): v for k, v in self.elementwise_s.items()}
+        return raw
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Calibration:
+        raw = dict(raw)
+        raw["gemm_flops_per_s"] = {int(k): float(v) for k, v in raw["gemm_flops_per_s"].items()}
+        raw["attention_flops_per_s"] = {tuple(int(x) for x in k.split(",")): float(v)
+                                        for k, v in raw["attention_flops_per_s"].items()}
+        raw["elementwise_s"] = {int(k): float(v) for k, v in raw["elementwise_s"].items()}
+        return cls(**raw)
+
+
+# ------------------------------------------------------------------------------------------------
+# Probes: zero-argument callables that do one kind of work at one size, for interleaved timing.
+# ------------------------------------------------------------------------------------------------
+def _device_dtype(model: DecoderLM) -> tuple[torch.device, torch.dtype]:
+    p = next(model.parameters())
+    return p.device, p.dtype
+
+
+def gemm_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
+    """Every linear layer of ``model`` (its own weights, in forward order) on ``rows`` rows."""
+    cfg = model.config
+    device, dtype = _device_dtype(model)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(rows, cfg.hidden_size, generator=gen, device=device).to(dtype)
+    attn_out = torch.randn(rows, cfg.num_attention_heads * cfg.head_dim, generator=gen, device=device).to(dtype)
+    mid = torch.randn(rows, cfg.intermediate_size, generator=gen, device=device).to(dtype)
+    layers = list(model.model.layers)
+
+    def run() -> None:
+        with torch.no_grad():
+            for layer in layers:
+                a, m = layer.self_attn, layer.mlp
+                a.q_proj(x), a.k_proj(x), a.v_proj(x), a.o_proj(attn_out)
+                m.gate_proj(x), m.up_proj(x), m.down_proj(mid)
+
+    return run
+
+
+def head_probe(model: DecoderLM, seed: int = 0) -> Probe:
+    """The output head on one row."""
+    device, dtype = _device_dtype(model)
+    x = torch.randn(1, model.config.hidden_size, generator=torch.Generator(device=device).manual_seed(seed),
+                    device=device).to(dtype)
+
+    def run() -> None:
+        with torch.no_grad():
+            model.lm_head(x)
+
+    return run
+
+
+def full_attention_probe(model: DecoderLM, tokens: int, seed: int = 0) -> Probe:
+    """One layer's causal attention of ``tokens`` tokens (the full-prefill baseline's kernel)."""
+    cfg = model.config
+    device, dtype = _device_dtype(model)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(tokens, cfg.num_attention_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    k = torch.randn(tokens, cfg.num_key_value_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    v = torch.randn(tokens, cfg.num_key_value_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+
+    def run() -> None:
+        with torch.no_grad():
+            causal_attention(q, k, v)
+
+    return run
+
+
+def paged_attention_probe(model: DecoderLM, queries: int, context: int, attention: PagedAttentionFn, *,
+                          write: Callable[[KVPool, int, Tensor, Tensor, Tensor], Any] | None = None,
+                          block_size: int = 16, seed: int = 0) -> Probe:
+    """One layer of a cached prefill's attention: write the ``queries`` new tokens' K/V (``write``,
+    e.g. stage 6's ``write_kv``), then ``attention`` over ``context`` keys through a shuffled table."""
+    cfg = model.config
+    device, dtype = _device_dtype(model)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    blocks = -(-context // block_size)
+    pool = KVPool(1, blocks + 4, block_size, cfg.num_key_value_heads, cfg.head_dim, dtype=dtype, device=device)
+    pool.k[0].normal_(generator=gen)
+    pool.v[0].normal_(generator=gen)
+    table = torch.randperm(blocks + 4, generator=gen, device=device)[:blocks]
+    offset = context - queries
+    pos = torch.arange(offset, context, device=device)
+    slots = table[pos // block_size] * block_size + pos % block_size
+    q = torch.randn(queries, cfg.num_attention_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    k = torch.randn(queries, cfg.num_key_value_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    v = torch.randn(queries, cfg.num_key_value_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+
+    def run() -> None:
+        with torch.no_grad():
+            if write is not None:
+                write(pool, 0, slots, k, v)
+            attention(q, pool, 0, table, offset)
+
+    return run
+
+
+def elementwise_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
+    """The non-matmul work of one forward on ``rows`` rows: embedding, RoPE tables, per layer two
+    RMSNorms, RoPE on q and k, SwiGLU's product and two residual adds; the final norm of one row."""
+    cfg = model.config
+    device, dtype = _device_dtype(model)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    ids = torch.randint(0, cfg.vocab_size, (rows,), generator=gen, device=device)
+    positions = torch.arange(rows, device=device)
+    q = torch.randn(rows, cfg.num_attention_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    k = torch.randn(rows, cfg.num_key_value_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    g = torch.randn(rows, cfg.intermediate_size, generator=gen, device=device).to(dtype)
+    u = torch.randn(rows, cfg.intermediate_size, generator=gen, device=device).to(dtype)
+    layers = list(model.model.layers)
+
+    def run() -> None:
+        with torch.no_grad():
+            x = model.model.embed_tokens(ids)
+            cos, sin = rope_cos_sin(positions, cfg.head_dim, cfg.rope_theta, x.dtype)
+            for layer in layers:
+                h = layer.input_layernorm(x)
+                apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+                x = x + h
+                h = layer.post_attention_layernorm(x)
+                F.silu(g) * u
+                x = x + h
+            model.model.norm(x[-1:])
+
+    return run
+
+
+def forward_probe(model: DecoderLM, tokens: int = 1, seed: int = 0) -> Probe:
+    """A whole full-prefill forward of ``tokens`` tokens (one token: mostly fixed overhead)."""
+    cfg = model.config
+    device, _ = _device_dtype(model)
+    ids = torch.randint(0, cfg.vocab_size, (tokens,), generator=torch.Generator(device=device).manual_seed(seed),
+                        device=device)
+
+    def run() -> None:
+        with torch.no_grad():
+            model(ids)
+
+    return run
+
+
+def bookkeeping_probe(make_pool: Callable[[], Any], prompt_tokens: int, vocab: int, seed: int = 0) -> Probe:
+    """Admit, commit and release a fresh prompt of ``prompt_tokens`` tokens in a block pool from
+    ``make_pool()`` (hashing every full block): the block manager's share of a cached prefill."""
+    rng = random.Random(seed)
+    pool = make_pool()
+    counter = iter(range(10**9))
+
+    def run() -> None:
+        rid = f"probe-{next(counter)}"
+        tokens = [rng.randrange(vocab) for _ in range(prompt_tokens)]
+        pool.admit(rid, tokens)
+        pool.commit(rid)
+        pool.release(rid)
+
+    return run
+
+
+def median_seconds(probe: Probe, device: torch.device | str | None, reps: int = 5) -> float:
+    """Median wall time of ``reps`` calls after one warm-up call (device work included)."""
+    probe()
+    return statistics.median(timed(probe, device)[0] for _ in range(reps))
+
+
+def calibrate(model: DecoderLM, *, rows: Iterable[int], full_attention: Iterable[int] = (),
+              paged_attention: Iterable[tuple[int, int]] = (), attention: PagedAttentionFn | None = None,
+              write: Callable[..., Any] | None = None, make_pool: Callable[[], Any] | None = None,
+              block_size: int = 16, reps: int = 5) -> Calibration:
+    """Measure everything a :class:`Calibration` holds, each probe ``reps`` times (median).
+
+    ``rows``: row counts of the GEMMs (and element-wise work) to measure; ``full_attention``: token
+    counts of full causal attention; ``paged_attention``: (queries, context) of the paged
+    ``attention`` function (with ``write`` before it). ``make_pool`` builds the block pool whose
+    bookkeeping is measured (skipped when ``None``). Benchmarks that want the calibration to see
+    the same load as the prefills it predicts interleave the probes instead (``bench_prefill.py``).
+    """
+    device, _ = _device_dtype(model)
+    cfg = model.config
+    rows = sorted(set(rows) | {1})
+    gemm = {r: median_seconds(gemm_probe(model, r), device, reps) for r in rows}
+    elem = {r: median_seconds(elementwise_probe(model, r), device, reps) for r in rows}
+    attn = {(n, n): median_seconds(full_attention_probe(model, n), device, reps) for n in set(full_attention) | {1}}
+    if paged_attention and attention is None:
+        raise ValueError("paged attention shapes need the attention function to time")
+    for q, c in paged_attention:
+        attn[(q, c)] = median_seconds(paged_attention_probe(model, q, c, attention, write=write, block_size=block_size),
+                                      device, reps)
+    book = None
+    if make_pool is not None:
+        book = {n: median_seconds(bookkeeping_probe(make_pool, n, cfg.vocab_size), device, reps)
+                for n in sorted({c for _, c in paged_attention} or {256})}
+    return Calibration.from_seconds(
+        cfg, gemm_s=gemm, head_s=median_seconds(head_probe(model), device, reps), attention_s=attn,
+        elementwise_s=elem, forward1_s=median_seconds(forward_probe(model, 1), device, reps), bookkeeping_s=book,
+        device=str(device))
+
+
+def measured_points(cal: Calibration) -> dict[str, Sequence[Any]]:
+    """The sizes a calibration measured (for printing)."""
+    return {"rows": sorted(cal.gemm_flops_per_s), "attention": sorted(cal.attention_flops_per_s),
+            "elementwise_rows": sorted(cal.elementwise_s)}

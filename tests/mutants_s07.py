@@ -1,0 +1,66 @@
+"""Realistic wrong answers for each stage-7 TODO: each must fail its own TODO only.
+
+Every edit lies inside its TODO's solution region (a learner writes nothing else); the check
+``tests/test_s07_checks.py`` verifies that, and grades each variant with the stage's probes. Once the
+stage-7 notebook exists, ``tests/test_mutants.py`` grades them through the real grader too.
+"""
+from __future__ import annotations
+
+RANK = "        rank = p / 100 * (len(ordered) - 1)\n"
+INTERP = '        summary[f"p{p:g}"] = ordered[lo] + (rank - lo) * (ordered[hi] - ordered[lo])\n'
+HIT_RATE = '        "hit_rate": hit / prompt if prompt else 0.0,\n'
+WITH_CACHE = 'with_cache = sum(prefill_flops(cfg, e["computed_tokens"], e["hit_tokens"])["total"] for e in ledger)'
+WITH_HIT = '"requests_with_hit": sum(1 for e in ledger if e["hit_tokens"] > 0),'
+SAVED_FRACTION = '"saved_fraction": (without - with_cache) / without if without else 0.0,'
+GEMM = 'flops["linear"] / cal.gemm_rate(computed)'
+ATTN = 'flops["attention"] / cal.attention_rate(computed, computed + cached)'
+FLOPS = "    flops = prefill_flops(cfg, computed, cached)\n"
+OTHER = "               + cal.other_s(computed, cached))"
+MEETING = "    meeting = [m for m in measurements if _meets(m, slo)]\n"
+KEY = 'key=lambda m: (m["num_blocks"], float(m[first]), bool(m["cache"]))'
+
+MUTANTS = {
+    # TODO 1: latency_summary
+    "s07.latency_summary/nearest_rank": ("s07.latency_summary", [(INTERP, INTERP.replace(
+        "ordered[lo] + (rank - lo) * (ordered[hi] - ordered[lo])", "ordered[round(rank)]"))]),
+    "s07.latency_summary/not_sorted": ("s07.latency_summary", [("    ordered = sorted(xs)\n", "    ordered = xs\n")]),
+    "s07.latency_summary/rank_scaled_by_count": ("s07.latency_summary", [(RANK, RANK.replace(
+        "p / 100 * (len(ordered) - 1)", "min(p / 100 * len(ordered), len(ordered) - 1)"))]),
+    "s07.latency_summary/floor_without_interpolation": ("s07.latency_summary", [(INTERP, INTERP.replace(
+        "ordered[lo] + (rank - lo) * (ordered[hi] - ordered[lo])", "ordered[lo]"))]),
+    # TODO 2: cache_accounting
+    "s07.cache_accounting/mean_of_request_hit_rates": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
+        "hit / prompt if prompt else 0.0",
+        'sum(e["hit_tokens"] / e["prompt_tokens"] for e in ledger) / len(ledger) if ledger else 0.0'))]),
+    "s07.cache_accounting/prefix_attention_counted_as_saved": ("s07.cache_accounting", [(WITH_CACHE, WITH_CACHE.replace(
+        'e["computed_tokens"], e["hit_tokens"])', 'e["computed_tokens"])'))]),
+    "s07.cache_accounting/every_request_counted_as_hit": ("s07.cache_accounting", [(WITH_HIT, WITH_HIT.replace(
+        '> 0', '>= 0'))]),
+    "s07.cache_accounting/saved_over_with_cache": ("s07.cache_accounting", [(SAVED_FRACTION, SAVED_FRACTION.replace(
+        "/ without if without", "/ with_cache if with_cache"))]),
+    # TODO 3: predict_ttft
+    "s07.predict_ttft/gemm_rate_at_prompt_rows": ("s07.predict_ttft", [(GEMM, GEMM.replace(
+        "gemm_rate(computed)", "gemm_rate(computed + cached)"))]),
+    "s07.predict_ttft/attention_ignores_cached_context": ("s07.predict_ttft", [(ATTN, ATTN.replace(
+        "computed + cached)", "computed)"))]),
+    "s07.predict_ttft/one_rate_for_everything": ("s07.predict_ttft", [(ATTN, ATTN.replace(
+        "cal.attention_rate(computed, computed + cached)", "cal.gemm_rate(computed)"))]),
+    "s07.predict_ttft/flops_without_the_prefix": ("s07.predict_ttft", [(FLOPS, FLOPS.replace(
+        "prefill_flops(cfg, computed, cached)", "prefill_flops(cfg, computed)"))]),
+    "s07.predict_ttft/flops_only_no_other_time": ("s07.predict_ttft", [(OTHER, OTHER.replace(
+        "+ cal.other_s(computed, cached))", ")"))]),
+    # TODO 4: choose_setting
+    "s07.choose_setting/fastest_not_cheapest": ("s07.choose_setting", [(KEY, KEY.replace(
+        '(m["num_blocks"], float(m[first]), bool(m["cache"]))',
+        '(float(m[first]), m["num_blocks"], bool(m["cache"]))'))]),
+    "s07.choose_setting/strict_bound": ("s07.choose_setting", [(MEETING, MEETING.replace(
+        "_meets(m, slo)", "all(float(m[k]) < b for k, b in slo.items())"))]),
+    "s07.choose_setting/first_metric_only": ("s07.choose_setting", [(MEETING, MEETING.replace(
+        "_meets(m, slo)", "float(m[first]) <= slo[first]"))]),
+    "s07.choose_setting/first_in_input_order": ("s07.choose_setting", [(
+        "        best = min(meeting, " + KEY + ")\n", "        best = meeting[0]\n")]),
+    "s07.choose_setting/prefers_cache_on_at_ties": ("s07.choose_setting", [(KEY, KEY.replace(
+        'bool(m["cache"]))', 'not m["cache"])'))]),
+    "s07.choose_setting/returns_the_original": ("s07.choose_setting", [(
+        "        chosen = dict(best)\n", "        chosen = best\n")]),
+}
