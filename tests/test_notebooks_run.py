@@ -57,3 +57,21 @@ def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id):
         if c.metadata.get("nbgrader", {}).get("grade"):
             todo = next(t for t in stage.todos if t.grade_id == gid)
             assert f"{todo.label} is not implemented yet" in outputs(c) or "which is not implemented yet" in outputs(c)
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_chinese_learner_notebook_runs_unfilled_and_speaks_chinese(stage_id):
+    """The Chinese edition runs like the English one (same code; localized prose, comments and strings),
+    and its unfinished checks answer in Chinese. Its instructor code must at least compile."""
+    import ast
+
+    files = layout.stage_files(stage_id)
+    if "zh" not in files.languages:
+        pytest.skip(f"{stage_id} has no Chinese edition")
+    for c in nbformat.read(files.instructor("zh"), as_version=4).cells:
+        if c.cell_type == "code":
+            ast.parse("\n".join(line for line in c.source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    nb, _ = execute(files.learner("zh"))
+    assert not error_cells(nb), error_cells(nb)
+    said = "".join(outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    assert "还没有实现" in said and "not implemented" not in said
