@@ -46,3 +46,26 @@ def tensor(t: Any, decimals: int = 6) -> dict:
 def record(**fields: Any) -> dict:
     """A result with labelled fields (shown as ``name=value``), instead of a bare tuple."""
     return dict(fields)
+
+
+# CPU time of the grading child, not wall time: children share two cores with everything else. The
+# clock is bound here, when a spec module imports this one, before any learner code runs (learner code
+# may replace time.process_time afterwards).
+_cpu_clock = __import__("time").process_time
+
+
+def within_budget(op: Callable[[int], Any], n_ops: int, budget_s: float, batch: int = 50) -> bool:
+    """Run ``op(i)`` for ``i`` in ``range(n_ops)``; False as soon as ``budget_s`` of CPU time is spent.
+
+    For cost checks: choose ``n_ops`` so that the reference needs a small fraction of the budget (a
+    loaded machine cannot fail it) and an implementation of the wrong order needs many budgets (a fast
+    machine cannot pass it); ``batch`` keeps one batch of the slow variant well under a second, so the
+    probe stops early and answers "too slow" inside the grader's time limit.
+    """
+    t0 = _cpu_clock()
+    for start in range(0, n_ops, batch):
+        for i in range(start, min(start + batch, n_ops)):
+            op(i)
+        if _cpu_clock() - t0 > budget_s:
+            return False
+    return True

@@ -13,11 +13,8 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s07",
-    number=7,
     title="Serving with a prefix cache: measure, explain, decide",
     subtitle="带前缀缓存的服务：测量、解释、决策",
-    notebook="07_serving",
-    reference="solutions.s07_serving",
     todos=[
         Todo("s07.latency_summary", 1, target="latency_summary", points=2, title="percentiles of a latency list"),
         Todo("s07.cache_accounting", 2, target="cache_accounting", points=3,

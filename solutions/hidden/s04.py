@@ -3,9 +3,8 @@ Never shipped to learners."""
 from __future__ import annotations
 
 import random
-import time
 
-from autograder.checks.common import record
+from autograder.checks.common import record, within_budget
 from autograder.checks.s04 import STAGE, Clock, cached_ids, caught, ids, run
 from autograder.i18n import L
 from solutions.traces import TraceRequest, rag_traffic, thrashing_traffic
@@ -21,14 +20,7 @@ BUDGET_S = 2.0
 
 
 def _timed(ops, n_ops: int, batch: int = 50) -> bool:
-    """Run ``ops(i)`` for i in range(n_ops); False as soon as the budget is spent."""
-    t0 = time.perf_counter()
-    for start in range(0, n_ops, batch):
-        for i in range(start, min(start + batch, n_ops)):
-            ops(i)
-        if time.perf_counter() - t0 > BUDGET_S:
-            return False
-    return True
+    return within_budget(ops, n_ops, BUDGET_S, batch)
 
 
 def _big_queue(impl, n: int = BIG):
