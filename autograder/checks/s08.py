@@ -161,10 +161,10 @@ STAGE = Stage(
                  choices=(L("about 20", "大约 20 个"), L("about 1,300", "大约 1,300 个"),
                           L("about 500,000", "大约 500,000 个"), L("about 1,000,000", "大约 1,000,000 个"))),
         Question("q2", L("Two prompts of 4 full blocks (plus a short tail) differ only in their first block, and "
-                         "the truncated keys of those first blocks collide. The engine keys blocks by truncated "
+                         "the truncated keys of those first blocks collide. The engine looks blocks up by truncated "
                          "chained keys. How many full blocks of the second prompt hit?",
-                         "两个提示词各有 4 个满块（外加一个短尾巴），只有第一个块不同，而这两个第一个块截断后的 "
-                         "key 发生了碰撞。引擎用截断的链式 key 给块编号。第二个提示词有几个满块会命中？"),
+                         "两个提示词各有 4 个满块（外加一个短尾巴），只有第一个块不同，而两者第一个块截断后的 "
+                         "key 恰好碰撞。引擎用截断的链式 key 来查缓存。第二个提示词有几个满块会命中？"),
                  L("A chained key sees its parent only through the parent's key, never through its tokens.",
                    "链式 key 只通过父 key 看到前面的内容，看不到前面块里的 token。"), decimals=0),
         Question("q3", L("The attacker's prompt shares its first 10 tokens with the victim's; the block size is 16. "
@@ -347,6 +347,16 @@ def overlapping(impl):
                     "可能有几个中点判错一样少：返回其中最小的。"))
 def tie_takes_the_smallest(impl):
     return impl.fit_threshold([1, 3], [2, 4])
+
+
+@STAGE.check("s08.fit_threshold", call="fit_threshold([1.0, 4.0], [2.0, 3.0, 5.0, 6.0, 7.0, 8.0, 9.0])", atol=ATOL,
+             title=L("every sample counts once", "每个样本只算一次"),
+             hint=L("Count errors as samples, each one once: with 2 hits and 7 misses, a score that weighs the two "
+                    "classes equally (an error rate per class) picks another threshold.",
+                    "按样本个数数错误，每个样本只算一次：2 个命中、7 个未命中时，把两类等权看待的打分（按类别算"
+                    "错误率）会选出另一个阈值。"))
+def every_sample_counts_once(impl):
+    return impl.fit_threshold([1.0, 4.0], [2.0, 3.0, 5.0, 6.0, 7.0, 8.0, 9.0])
 
 
 @STAGE.check("s08.fit_threshold",
