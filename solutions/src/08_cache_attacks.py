@@ -532,11 +532,11 @@ with demo("s08.fit_threshold"):
 
 # %%
 with demo("s08.detect_sharing"):
+    audits = [(p.shared_len, *detect_sharing(p.samples.hit, p.samples.miss)) for p in sweep]
     print(tr(f"{'shared L':>8} {'KS D':>5} {'p-value':>9} {'detected':>8}   (alpha = 0.001, 25 + 25 samples)",
              f"{'共享 L':>8} {'KS D':>5} {'p 值':>9} {'检测到':>8}   （alpha = 0.001，25 + 25 个样本）"))
-    for p in sweep:
-        d, p_value, detected = detect_sharing(p.samples.hit, p.samples.miss)
-        print(f"{p.shared_len:>8} {d:>5.2f} {p_value:>9.1e} {str(detected):>8}")
+    for shared_len, d, p_value, detected in audits:
+        print(f"{shared_len:>8} {d:>5.2f} {p_value:>9.1e} {str(detected):>8}")
     at64 = next(p for p in sweep if p.shared_len == 64).samples
     d, p_value, detected = detect_sharing(at64.hit, at64.miss)
     measured["ks_p_value_64_shared"] = p_value
@@ -710,16 +710,16 @@ with demo("s08.tenant_extra_keys"):
     n = 60
     rows = ((tr("salted, 64 of 80 tokens shared", "加盐，80 个 token 共享 64 个"), 64),
             (tr("salted, nothing shared (control)", "加盐，什么都不共享（对照组）"), 0))
-    print(tr(f"{'':<34} {'held-out accuracy':>17} {'KS D':>5} {'p-value':>8} {'detected':>8}",
-             f"{'':<28} {'留出样本准确率':>10} {'KS D':>5} {'p 值':>8} {'检测到':>6}"))
+    results = []
     for label, shared_len in rows:
         s = sample_hit_miss(salted, n=n, prompt_len=80, shared_len=shared_len, seed=11)
         t = fit_threshold(s.hit[: n // 2], s.miss[: n // 2])
-        held_out = accuracy(t, s.hit[n // 2:], s.miss[n // 2:])
-        d, p_value, detected = detect_sharing(s.hit, s.miss)
-        print(f"{label:<34} {held_out:>17.2f} {d:>5.2f} {p_value:>8.1e} {str(detected):>8}")
-        if shared_len:
-            measured["held_out_accuracy_salted"] = held_out
+        results.append((label, accuracy(t, s.hit[n // 2:], s.miss[n // 2:]), *detect_sharing(s.hit, s.miss)))
+    measured["held_out_accuracy_salted"] = results[0][1]
+    for label, held_out, d, p_value, detected in results:
+        print(label)
+        print(tr(f"    held-out accuracy {held_out:.2f} (chance 0.50); KS D {d:.2f}, p = {p_value:.1e}, detected: {detected}",
+                 f"    留出样本准确率 {held_out:.2f}（瞎猜 0.50）；KS D {d:.2f}，p = {p_value:.1e}，检测到共享：{detected}"))
 
 # %% [markdown] lang="en"
 # ### What isolation costs
@@ -741,15 +741,15 @@ with demo("s08.tenant_extra_keys"):
 with demo("s08.tenant_extra_keys"):
     workload = make_tenant_workload(0, num_requests=2000)
     sizes = [4096, 1024, 512]
-    rows = {}
-    print(tr(f"{'blocks':>6} {'one cache':>9} {'salted':>7} {'shared prompts':>16} {'blocks to keep all':>20}",
-             f"{'块数':>6} {'共用缓存':>9} {'加盐':>7} {'共享提示词的命中率':>16} {'全部缓存所需块数':>20}"))
-    for blocks in sizes:
-        a = replay(workload, extra_keys_for=None, num_blocks=blocks)
-        b = replay(workload, extra_keys_for=tenant_extra_keys, num_blocks=blocks)
-        rows[blocks] = (a, b)
-        print(f"{blocks:>6} {a.hit_rate:>9.3f} {b.hit_rate:>7.3f} {a.shared_hit_rate:>7.3f} -> {b.shared_hit_rate:.3f} "
-              f"{a.distinct_blocks:>9} -> {b.distinct_blocks}")
+    rows = {blocks: (replay(workload, extra_keys_for=None, num_blocks=blocks),
+                     replay(workload, extra_keys_for=tenant_extra_keys, num_blocks=blocks)) for blocks in sizes}
+    print(tr("hit rate, one shared cache -> salted per tenant; on shared prompts; blocks needed to keep everything",
+             "命中率：共用缓存 -> 按租户加盐；共享提示词上的命中率；全部缓存所需的块数"))
+    for blocks, (a, b) in rows.items():
+        print(tr(f"{blocks:>5} blocks: {a.hit_rate:.3f} -> {b.hit_rate:.3f}; shared prompts {a.shared_hit_rate:.3f} -> "
+                 f"{b.shared_hit_rate:.3f}; {a.distinct_blocks} -> {b.distinct_blocks} blocks",
+                 f"{blocks:>5} 个块：{a.hit_rate:.3f} -> {b.hit_rate:.3f}；共享提示词 {a.shared_hit_rate:.3f} -> "
+                 f"{b.shared_hit_rate:.3f}；{a.distinct_blocks} -> {b.distinct_blocks} 个块"))
     measured["hit_rate_1024_blocks"] = f"{rows[1024][0].hit_rate:.3f} -> {rows[1024][1].hit_rate:.3f}"
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(sizes, [rows[n][0].hit_rate for n in sizes], "o-", label=tr("one shared cache", "共用一个缓存"))
