@@ -151,7 +151,7 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
 
     after = _digests(repo)
     changed = {f for f in before if after.get(f) != before[f]}
-    assert changed == {layout.rel(layout.README)}, changed  # only the generated stage tables
+    assert changed == {layout.rel(layout.README), layout.rel(layout.README_ZH)}, changed  # only the generated tables
     readme = (repo / layout.rel(layout.README)).read_text(encoding="utf-8")
     assert "Shared prefixes" in readme and f"| {number} |" in readme
 
