@@ -230,3 +230,38 @@ def test_a_plot_with_chinese_labels_draws_every_glyph(tmp_path):
     p = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
     assert (tmp_path / "zh.png").stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_partial_credit_reaches_nbgraders_gradebook(tmp_path):
+    """With partial credit configured, nbgrader's gradebook holds the same fractional points as the CLI."""
+    import shutil
+
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    from autograder.testing import variant_notebook
+
+    s01 = layout.stage_files("s01")
+    course = tmp_path / "course"
+    subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", "s01"], cwd=ROOT, check=True,
+                   capture_output=True)
+    with open(course / "nbgrader_config.py", "a", encoding="utf-8") as f:
+        f.write('\nc.IsolatedGrade.grading = "partial"\n')
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", s01.notebook, "--create"], cwd=course,
+                   check=True, capture_output=True, timeout=300)
+    submitted = course / "submitted" / "bob" / s01.notebook
+    shutil.copytree(course / "release" / s01.notebook, submitted)
+    nb_path = submitted / s01.learner().name
+    nbformat.write(variant_notebook("s01", WRONG_MATCH), nb_path)
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", s01.notebook], cwd=course, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    cli = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nb_path),
+                          "--grading", "partial", "--format", "json", "--no-progress"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    want = {t["id"].replace(".", "-"): t["points"] for t in json.loads(cli.stdout)["submissions"][0]["todos"]}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        nb = gb.find_submission_notebook(s01.notebook, s01.notebook, "bob")
+        book = {g.name: g.auto_score for g in nb.grades if g.name in want}
+    assert book == want and 0 < book["s01-match_prefix"] < load_stage("s01").todo("s01.match_prefix").points
