@@ -30,12 +30,13 @@ STAGE = Stage(
         Todo("s06.suffix_positions", 1, target="suffix_positions", points=2,
              title=L("absolute positions of the uncached tokens", "未缓存 token 的绝对位置"),
              contract=L(
-                 "Set positions: the absolute positions of the tokens a cached prefill computes, from\n"
-                 "hit_tokens up to num_tokens - 1 in order, as an int64 tensor created on the given device.\n"
+                 "Set positions: the absolute positions of the computed tokens.\n"
+                 "They run from hit_tokens up to num_tokens - 1, in order, as an int64 tensor created on the\n"
+                 "given device.\n"
                  "Invariant: the first computed token sits right after the cached prefix, because RoPE\n"
                  "rotates every token by its absolute position and the cached keys were rotated by theirs.",
-                 "设置 positions：带缓存的 prefill 要计算的 token 的绝对位置，从 hit_tokens 到 num_tokens - 1，\n"
-                 "按顺序排列，是一个直接建在给定设备（device）上的 int64 张量。\n"
+                 "设置 positions：要计算的那些 token 的绝对位置。\n"
+                 "从 hit_tokens 到 num_tokens - 1 按顺序排列，是一个直接建在给定设备（device）上的 int64 张量。\n"
                  "不变量：第一个要计算的 token 紧接在缓存前缀之后——RoPE 按绝对位置旋转每个 token，\n"
                  "缓存里的 key 也是按它们自己的绝对位置旋转的。"),
              hints=(L("The cached prefix already occupies positions 0 to hit_tokens - 1. The new tokens come "
@@ -52,16 +53,16 @@ STAGE = Stage(
         Todo("s06.slot_mapping", 2, target="slot_mapping", points=2,
              title=L("position → pool slot through the block table", "通过块表把位置映射到 pool 槽位"),
              contract=L(
-                 "Set slots: one int64 pool slot per entry of positions. A position belongs to the request's\n"
-                 "block number position div block_size; the block table names the physical block of the\n"
-                 "pool that holds it; the row inside the block is position mod block_size; the flat slot is\n"
-                 "physical block times block_size plus row.\n"
+                 "Set slots: one int64 pool slot per entry of positions.\n"
+                 "A position belongs to the request's block number position div block_size; the block table\n"
+                 "names the physical block of the pool that holds it; the row inside the block is position\n"
+                 "mod block_size; the flat slot is physical block times block_size plus row.\n"
                  "Invariant: any table order works (tables are shuffled and non-contiguous in general), and\n"
                  "the slots are computed with tensor operations on the positions' device, without copying\n"
                  "the positions to the host.",
-                 "设置 slots：positions 里每个位置对应一个 int64 的 pool 槽位。一个位置属于请求的第\n"
-                 "（位置 整除 block_size）个块；块表给出这个块在 pool 里的物理块；块内的行号是 位置 模 block_size；\n"
-                 "平铺后的槽位 = 物理块号 × block_size + 行号。\n"
+                 "设置 slots：positions 里每个位置对应一个 int64 的 pool 槽位。\n"
+                 "一个位置属于请求的第（位置 整除 block_size）个块；块表给出这个块在 pool 里的物理块；\n"
+                 "块内的行号是 位置 模 block_size；平铺后的槽位 = 物理块号 × block_size + 行号。\n"
                  "不变量：块表是任意顺序都要对（块表一般是打乱的、不连续的）；槽位用张量运算在 positions 所在的\n"
                  "设备上算出来，不把 positions 拷回主机（CPU）。"),
              hints=(L("The block table translates the request's block number into the pool's physical block; "
@@ -79,12 +80,14 @@ STAGE = Stage(
         Todo("s06.write_kv", 3, target="write_kv", points=2,
              title=L("write the new K/V into the pool", "把新的 K/V 写进 pool"),
              contract=L(
-                 "Store row i of k and row i of v at pool slot number i of slots, in layer `layer`: K into the\n"
-                 "pool's K tensor, V into its V tensor, in place (the layer's flat K and flat V are views of\n"
-                 "the pool, indexed by slot).\n"
+                 "Store the new K and V rows in the pool, in place.\n"
+                 "Row i of k and row i of v go to slot number i of slots, in layer `layer`: K into the pool's\n"
+                 "K tensor, V into its V tensor (the layer's flat K and flat V are views of the pool, indexed\n"
+                 "by slot).\n"
                  "Invariant: every other slot and every other layer keeps its content.",
-                 "把 k 的第 i 行和 v 的第 i 行存到第 `layer` 层、slots 里第 i 个槽位上：K 写进 pool 的 K 张量，\n"
-                 "V 写进它的 V 张量，原地写入（这一层的 flat K、flat V 是 pool 的视图，按槽位索引）。\n"
+                 "把新的 K、V 行原地存进 pool。\n"
+                 "k 的第 i 行和 v 的第 i 行存到第 `layer` 层、slots 里第 i 个槽位上：K 写进 pool 的 K 张量，\n"
+                 "V 写进它的 V 张量（这一层的 flat K、flat V 是 pool 的视图，按槽位索引）。\n"
                  "不变量：其他槽位、其他层的内容都保持不变。"),
              hints=(L("The pool is one big tensor per layer; a slot is one row of its flat view. Storing new "
                       "tokens' K/V means assigning rows of that view, in place.",
@@ -102,16 +105,19 @@ STAGE = Stage(
              twins=("kernels.paged_attention:paged_attention_torch",
                     "kernels.triton_paged_attention:paged_attention_triton"),
              contract=L(
-                 "Set out, of shape [T, Hq, D]: causal attention of the T new queries, at absolute positions\n"
-                 "offset to offset + T - 1, over the keys and values of positions 0 to offset + T - 1, read\n"
-                 "from layer `layer` of the pool through the block table. Query i may see key j exactly when\n"
-                 "j is at most offset + i. Query head h reads kv head h div group (grouped-query attention).\n"
+                 "Set out, of shape [T, Hq, D]: causal attention through the pool.\n"
+                 "The T new queries, at absolute positions offset to offset + T - 1, attend over the keys and\n"
+                 "values of positions 0 to offset + T - 1, read from layer `layer` of the pool through the\n"
+                 "block table. Query i may see key j exactly when j is at most offset + i. Query head h reads\n"
+                 "kv head h div group (grouped-query attention).\n"
                  "Every tensor you create (positions, slots, mask) lives on the device of q.\n"
                  "Invariant: no position after offset + T - 1 is read, whatever stale content its slot holds.",
-                 "设置 out，形状 [T, Hq, D]：T 个新 query（绝对位置 offset 到 offset + T - 1）对位置 0 到\n"
-                 "offset + T - 1 的 key、value 做因果 attention，K/V 通过块表从 pool 的第 `layer` 层读出。\n"
+                 "设置 out，形状 [T, Hq, D]：经由 pool 的因果 attention。\n"
+                 "T 个新 query（绝对位置 offset 到 offset + T - 1）对位置 0 到 offset + T - 1 的 key、value\n"
+                 "做 attention，K/V 通过块表从 pool 的第 `layer` 层读出。\n"
                  "第 i 个 query 能看到第 j 个 key，当且仅当 j 不超过 offset + i。第 h 个 query 头读第\n"
-                 "（h 整除 group）个 kv 头（分组查询注意力，GQA）。你新建的张量（位置、槽位、掩码）都放在 q 所在的设备上。\n"
+                 "（h 整除 group）个 kv 头（分组查询注意力，GQA）。\n"
+                 "你新建的张量（位置、槽位、掩码）都放在 q 所在的设备上。\n"
                  "不变量：offset + T - 1 之后的位置一律不读，不管它们的槽位里留着什么旧内容。"),
              hints=(L("New query i is the token at absolute position offset + i: it sees the whole cached prefix "
                       "plus the new tokens up to itself. So the causal mask is shifted by the hit length, and "
@@ -142,6 +148,7 @@ STAGE = Stage(
         Todo("s06.prefill", 5, target="PagedPrefiller.prefill", points=3,
              title=L("prefill only the suffix", "只对后缀做 prefill"),
              contract=L(
+                 "Prefill only the tokens after the hit; set logits and ledger.\n"
                  "Admit the prompt into the engine's block manager and compute only the tokens after the hit:\n"
                  "the hit is the admission's hit_tokens, capped at the prompt length minus one (the last\n"
                  "token's logits are the point of prefill). Run the model on those tokens at their absolute\n"
@@ -151,6 +158,7 @@ STAGE = Stage(
                  "logits) and ledger, a dict with hit_tokens and computed_tokens.\n"
                  "Invariant: the logits equal a full prefill's; every tensor you create (token ids, positions,\n"
                  "block table) lives on the engine's device.",
+                 "只对命中之后的 token 做 prefill；设置 logits 和 ledger。\n"
                  "把提示词接纳（admit）进引擎的块管理器，只计算命中部分之后的 token：命中长度取 admission 的\n"
                  "hit_tokens，但最多是提示词长度减一（prefill 要的就是最后一个 token 的 logits）。在这些 token 的\n"
                  "绝对位置上运行模型，传入一个 attend 回调：它先把这一层新的 K/V 存到各自的槽位，再返回引擎的\n"
@@ -237,9 +245,7 @@ STAGE = Stage(
     )),
     time_limit_s=30,
     memory_limit_mb=4096,  # torch alone maps well over 1 GiB of address space
-    # torch._dynamo: the first elementwise op on the meta device imports it, and that import looks for
-    # a temporary directory by creating and deleting a file, which the grading child may not do later.
-    preload=["torch", "torch._dynamo"],
+    preload=["torch"],
 )
 
 ATOL = 1e-4  # fp32: a cached prefill must match a full prefill this closely
@@ -275,6 +281,25 @@ def int_values(x) -> object:
     return not_a_tensor(x) or tensor(x.long())
 
 
+def meta_device() -> str:
+    """The ``meta`` device (shapes and devices, no values), ready for the probes.
+
+    The first elementwise op on it imports ``torch._dynamo`` (about 1.5 s of CPU, paid only by the
+    probes that need it). That import asks :mod:`tempfile` for a directory, which tries to create and
+    delete a file; a grading child may not delete files, so torch then gets the child's own working
+    directory for its cache (never used by these probes)."""
+    import os
+    import sys
+    import tempfile
+
+    if "torch._dynamo" not in sys.modules and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        try:
+            tempfile.gettempdir()
+        except OSError:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.getcwd()
+    return "meta"
+
+
 def device_of(x) -> object:
     """Where a tensor lives. A ``meta`` tensor has a shape and a device, but no values to compare."""
     return not_a_tensor(x) or record(device=x.device.type)
@@ -292,7 +317,7 @@ def attention_inputs(n: int, table: list[int], offset: int, *, group: int = 1, b
     hkv, d = 2, 8
     pool = KVPool(1, num_blocks, block_size, hkv, d, device=device)
     if device == "meta":
-        return pool, torch.empty(n - offset, hkv * group, d, device=device)
+        return pool, torch.empty(n - offset, hkv * group, d, device=meta_device())
     gen = torch.Generator().manual_seed(seed)
     pool.k[0].normal_(generator=gen)
     pool.v[0].normal_(generator=gen)
@@ -350,7 +375,7 @@ def meta_model():
                                positions=getattr(getattr(positions, "device", None), "type", type(positions).__name__))
             return super().forward(token_ids, positions, attention, **kw)
 
-    with torch.device("meta"):
+    with torch.device(meta_device()):
         return DeviceRecorder(ModelConfig.tiny())
 
 
@@ -386,7 +411,7 @@ def positions_are_int64(impl):
                     "lands on the CPU, and a GPU model cannot use it.",
                     "在传入的设备上创建位置张量（device=...）：不指定设备的张量会落在 CPU 上，GPU 上的模型用不了。"))
 def created_on_the_device(impl):
-    return device_of(impl.suffix_positions(3, 7, device="meta"))
+    return device_of(impl.suffix_positions(3, 7, device=meta_device()))
 
 
 # -- TODO 2: slot_mapping -------------------------------------------------------------------------
@@ -432,7 +457,7 @@ def block_size_one(impl):
 def stays_on_the_device(impl):
     import torch
 
-    return device_of(impl.slot_mapping([5, 2, 9], torch.arange(4, 9, device="meta"), 4))
+    return device_of(impl.slot_mapping([5, 2, 9], torch.arange(4, 9, device=meta_device()), 4))
 
 
 # -- TODO 3: write_kv -----------------------------------------------------------------------------

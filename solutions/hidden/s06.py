@@ -193,7 +193,7 @@ def meta_tensor_table(impl):
     import torch
 
     pool, q = attention_inputs(7, [1, 7], 4, group=2, device="meta")
-    return device_of(impl.paged_attention(q, pool, 0, torch.tensor([1, 7], device="meta"), 4))
+    return device_of(impl.paged_attention(q, pool, 0, torch.tensor([1, 7], device=q.device), 4))
 
 
 # -- TODO 5 ----------------------------------------------------------------------------------------
