@@ -300,6 +300,18 @@ def meta_device() -> str:
     return "meta"
 
 
+def on_meta(action):
+    """``action()``, which runs learner code on meta tensors. Copying a meta tensor to the host (tolist,
+    cpu, numpy) makes torch raise ``NotImplementedError("Cannot copy out of meta tensor")``, which the
+    grader would read as an unfinished TODO: it becomes a ``RuntimeError`` saying what happened."""
+    try:
+        return action()
+    except NotImplementedError as exc:
+        if "meta tensor" not in str(exc):
+            raise
+        raise RuntimeError(f"a tensor was copied to the host (tolist, cpu, numpy ...): {exc}") from None
+
+
 def device_of(x) -> object:
     """Where a tensor lives. A ``meta`` tensor has a shape and a device, but no values to compare."""
     return not_a_tensor(x) or record(device=x.device.type)
@@ -411,7 +423,7 @@ def positions_are_int64(impl):
                     "lands on the CPU, and a GPU model cannot use it.",
                     "在传入的设备上创建位置张量（device=...）：不指定设备的张量会落在 CPU 上，GPU 上的模型用不了。"))
 def created_on_the_device(impl):
-    return device_of(impl.suffix_positions(3, 7, device=meta_device()))
+    return device_of(on_meta(lambda: impl.suffix_positions(3, 7, device=meta_device())))
 
 
 # -- TODO 2: slot_mapping -------------------------------------------------------------------------
@@ -457,7 +469,7 @@ def block_size_one(impl):
 def stays_on_the_device(impl):
     import torch
 
-    return device_of(impl.slot_mapping([5, 2, 9], torch.arange(4, 9, device=meta_device()), 4))
+    return device_of(on_meta(lambda: impl.slot_mapping([5, 2, 9], torch.arange(4, 9, device=meta_device()), 4)))
 
 
 # -- TODO 3: write_kv -----------------------------------------------------------------------------
@@ -551,7 +563,7 @@ def grouped_query_heads(impl):
                     "和 GPU 上的 q 无法一起计算。"))
 def helpers_on_q_device(impl):
     pool, q = attention_inputs(9, [3, 0, 5], 6, group=2, device="meta")
-    return device_of(impl.paged_attention(q, pool, 0, [3, 0, 5], 6))
+    return device_of(on_meta(lambda: impl.paged_attention(q, pool, 0, [3, 0, 5], 6)))
 
 
 # -- TODO 5: prefill ------------------------------------------------------------------------------
@@ -634,6 +646,6 @@ def manager_reports_everything_cached(impl):
 def tensors_on_the_engine_device(impl):
     model = meta_model()
     system = rand_tokens(8, 16)
-    engine = cached_engine(impl, model, system)
-    logits, _ = engine.prefill(system + rand_tokens(9, 3))
+    engine = on_meta(lambda: cached_engine(impl, model, system))
+    logits, _ = on_meta(lambda: engine.prefill(system + rand_tokens(9, 3)))
     return record(model_called_with=getattr(model, "seen", "the model was not called"), logits=device_of(logits))

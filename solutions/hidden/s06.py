@@ -5,7 +5,7 @@ import random
 
 from autograder.checks.common import record
 from autograder.checks.s06 import (ATOL, ATTN_ATOL, STAGE, attend, attention_inputs, device_of, int_values,
-                                   prefill_report, rand_tokens, tiny_model, values, whole_prompt_pool)
+                                   on_meta, prefill_report, rand_tokens, tiny_model, values, whole_prompt_pool)
 from autograder.i18n import L
 
 
@@ -193,7 +193,7 @@ def meta_tensor_table(impl):
     import torch
 
     pool, q = attention_inputs(7, [1, 7], 4, group=2, device="meta")
-    return device_of(impl.paged_attention(q, pool, 0, torch.tensor([1, 7], device=q.device), 4))
+    return device_of(on_meta(lambda: impl.paged_attention(q, pool, 0, torch.tensor([1, 7], device=q.device), 4)))
 
 
 # -- TODO 5 ----------------------------------------------------------------------------------------
@@ -219,7 +219,7 @@ def greedy_generation_unchanged(impl):
 
 @STAGE.check("s06.prefill", hidden=True, atol=ATOL,
              hint=L("Several live requests share the cached system blocks; each must match a full prefill.",
-                    "多个同时存活的请求共享缓存的系统提示词块；每一个都必须和完整 prefill 一致。"))
+                    "多个同时存活的请求共享缓存的 system prompt 块；每一个都必须和完整 prefill 一致。"))
 def requests_sharing_blocks(impl):
     model = tiny_model(seed=7)
     system = rand_tokens(27, 12)

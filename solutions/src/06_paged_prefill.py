@@ -324,7 +324,7 @@ with demo("s06.slot_mapping"):
 # %% [markdown] lang="zh"
 # ## 看一看：logits 一样，计算更少
 #
-# 第一个请求缓存了一段 64 个 token 的系统提示词（system prompt），之后的问题都共用它。带缓存的路径必须得到和完整
+# 第一个请求缓存了一段 64 个 token 的 system prompt（系统提示词），之后的问题都共用它。带缓存的路径必须得到和完整
 # prefill 相同的 logits，贪心解码有无缓存也必须生成相同的 token。`PagedPrefiller.generate` 每生成一个 token
 # 都对当前序列调用一次 `prefill`，所以每一步解码都是一次带缓存的 prefill。
 #
@@ -482,14 +482,14 @@ def measure_ttft(engine, model, system, question_len, reps, rng):
     The runs alternate, so a burst of other work on the machine hits both paths alike.
 
     [zh]
-    对“系统提示词 + 新问题”分别测完整 prefill 和带缓存 prefill 的最快 TTFT（秒），并检查两者的 logits 一致。
+    对“system prompt + 新问题”分别测完整 prefill 和带缓存 prefill 的最快 TTFT（秒），并检查两者的 logits 一致。
 
     两条路径交替运行，机器上突然来的其他负载会同样影响两边。
     """
     device = next(model.parameters()).device
     vocab = model.config.vocab_size
     # The first request caches the system prompt.
-    # zh: 第一个请求把系统提示词缓存起来。
+    # zh: 第一个请求把 system prompt 缓存起来。
     engine.prefill(system + [rng.randrange(vocab) for _ in range(question_len)])
     full_t, cached_t = [], []
     for _ in range(reps):
@@ -619,7 +619,7 @@ with demo("s06.prefill"):
 #   于是提示词的第一个块比后面的块先被淘汰；而第一个块没了，这个提示词的整条 key 链就一个也命中不了。
 #
 # ### 先预测，再运行
-# 三个 32 个 token（8 个大小为 4 的块）的系统提示词 A、B、C 轮流出现：A、B、C、A、B、C。pool 有 20 个块：
+# 三个 32 个 token（8 个大小为 4 的块）的 system prompt A、B、C 轮流出现：A、B、C、A、B、C。pool 有 20 个块：
 # 大约装得下两个提示词，装不下三个。用**第 3 阶段**的队列和释放顺序，第二轮的每个请求能命中多少个 token？
 
 # %%
