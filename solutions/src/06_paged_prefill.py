@@ -415,9 +415,10 @@ P, Q = 4096, 128
 full, cached = prefill_flops(qwen, P + Q), prefill_flops(qwen, Q, P)
 print(tr("token ratio (seed article): 1 - Q/(P+Q) =", "token 比例（种子文章）：1 - Q/(P+Q) ="), f"{1 - Q / (P + Q):.4f}")
 print(f"{tr('part', '部分'):>10} {tr('full GFLOP', '完整 GFLOP'):>12} {tr('cached GFLOP', '缓存 GFLOP'):>12} {tr('saved', '节省'):>8}")
-for part in ("linear", "attention", "head", "total"):
+names = {"linear": tr("linear", "线性"), "attention": "attention", "head": tr("head", "输出头"), "total": tr("total", "合计")}
+for part, name in names.items():
     saved = 1 - cached[part] / full[part]
-    print(f"{part:>10} {full[part] / 1e9:>12.1f} {cached[part] / 1e9:>12.2f} {saved:>8.4f}")
+    print(f"{name:>10} {full[part] / 1e9:>12.1f} {cached[part] / 1e9:>12.2f} {saved:>8.4f}")
 saved_total = 1 - cached["total"] / full["total"]
 print(tr(f"attention's share of the work: {full['attention'] / full['total']:.0%} of a full prefill, "
          f"{cached['attention'] / cached['total']:.0%} of a cached one",
