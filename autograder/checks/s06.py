@@ -417,7 +417,7 @@ def positions_are_int64(impl):
     return not_a_tensor(out) or record(dtype=str(out.dtype).removeprefix("torch."))
 
 
-@STAGE.check("s06.suffix_positions", call='suffix_positions(3, 7, device="meta")  # meta: shapes and devices, no values',
+@STAGE.check("s06.suffix_positions", call='suffix_positions(3, 7, device="meta")',
              title=L("created on the requested device", "建在要求的设备上"),
              hint=L("Create the positions on the device you are given (device=...): a tensor made without it "
                     "lands on the CPU, and a GPU model cannot use it.",
@@ -460,7 +460,7 @@ def block_size_one(impl):
     return values(impl.slot_mapping([4, 0, 2], torch.arange(3), 1))
 
 
-@STAGE.check("s06.slot_mapping", call='slot_mapping([5, 2, 9], torch.arange(4, 9, device="meta"), 4)  # meta: no values',
+@STAGE.check("s06.slot_mapping", call='slot_mapping([5, 2, 9], torch.arange(4, 9, device="meta"), 4)',
              title=L("stays on the positions' device", "留在 positions 所在的设备上"),
              hint=L("Compute the slots from the positions with tensor operations, so they stay on the positions' "
                     "device; a list built in Python (through tolist or a loop) goes through the host and ends on the CPU.",
@@ -501,7 +501,7 @@ def rows_land_in_their_slots(impl):
     return _write_probe(impl, [13, 2, 7])
 
 
-@STAGE.check("s06.write_kv", call="2-layer pool; write_kv(pool, 1, torch.tensor([0, 1]), k, v)",
+@STAGE.check("s06.write_kv", call="write_kv(pool, 1, torch.tensor([0, 1]), k, v)  # pool: 2 layers",
              title=L("only the given layer", "只写给定的那一层"),
              hint=L("Write only layer `layer`; every other layer keeps its K/V.",
                     "只写第 `layer` 层；其他层的 K/V 保持不变。"))
@@ -518,7 +518,7 @@ def v_is_not_k(impl):
 
 
 # -- TODO 4: paged_attention ----------------------------------------------------------------------
-@STAGE.check("s06.paged_attention", call="no cache: 5 queries, offset 0, block table [0, 1], one kv head per query head",
+@STAGE.check("s06.paged_attention", call="paged_attention(q, pool, 0, [0, 1], 0)  # T=5, Hq=Hkv=2",
              title=L("a causal mask", "因果掩码"), atol=ATTN_ATOL,
              hint=L("Query i may see keys 0 to i only: mask every key after the query's own position.",
                     "第 i 个 query 只能看到 key 0 到 i：把 query 自身位置之后的 key 全部遮住。"))
@@ -526,7 +526,7 @@ def causal_mask(impl):
     return attend(impl, 5, [0, 1], 0)
 
 
-@STAGE.check("s06.paged_attention", call="6 cached + 3 new tokens, offset 6, block table [0, 1, 2], one kv head per query head",
+@STAGE.check("s06.paged_attention", call="paged_attention(q, pool, 0, [0, 1, 2], 6)  # T=3, Hq=Hkv=2",
              title=L("the mask is shifted by the offset", "掩码按 offset 平移"), atol=ATTN_ATOL,
              hint=L("New query i sits at absolute position offset + i: it sees keys 0 to offset + i, the whole "
                     "cached prefix included. Shift the causal mask by offset.",
@@ -536,7 +536,7 @@ def offset_shifts_the_mask(impl):
     return attend(impl, 9, [0, 1, 2], 6)
 
 
-@STAGE.check("s06.paged_attention", call="no cache: 7 queries, offset 0, shuffled block table [3, 0], one kv head per query head",
+@STAGE.check("s06.paged_attention", call="paged_attention(q, pool, 0, [3, 0], 0)  # T=7, Hq=Hkv=2",
              title=L("K/V read through the block table", "通过块表读取 K/V"), atol=ATTN_ATOL,
              hint=L("Read K/V through the block table: position p is in physical block table[p // B], which is "
                     "not block p // B of the pool.",
@@ -545,7 +545,7 @@ def reads_through_the_table(impl):
     return attend(impl, 7, [3, 0], 0)
 
 
-@STAGE.check("s06.paged_attention", call="no cache: 5 queries, offset 0, block table [0, 1], 6 query heads sharing 2 kv heads",
+@STAGE.check("s06.paged_attention", call="paged_attention(q, pool, 0, [0, 1], 0)  # T=5, Hq=6, Hkv=2",
              title=L("grouped-query heads", "分组查询注意力的头对应"), atol=ATTN_ATOL,
              hint=L("Query head h reads kv head h // group: repeat each kv head in place (0, 0, 0, 1, 1, 1), "
                     "not the whole set (0, 1, 0, 1, 0, 1).",
@@ -555,7 +555,7 @@ def grouped_query_heads(impl):
     return attend(impl, 5, [0, 1], 0, group=3)
 
 
-@STAGE.check("s06.paged_attention", call='q and pool on device="meta"; 6 cached + 3 new tokens, table [3, 0, 5]  # no values',
+@STAGE.check("s06.paged_attention", call='paged_attention(q, pool, 0, [3, 0, 5], 6)  # q, pool: device="meta"; T=3, Hq=4, Hkv=2',
              title=L("helper tensors on q's device", "辅助张量建在 q 的设备上"),
              hint=L("Create positions, slots and the mask on q's device (device=q.device): a tensor made without "
                     "it lands on the CPU and cannot meet q on a GPU.",
@@ -567,7 +567,7 @@ def helpers_on_q_device(impl):
 
 
 # -- TODO 5: prefill ------------------------------------------------------------------------------
-@STAGE.check("s06.prefill", call="fresh engine (32 blocks of 4); prefill(10 random tokens)",
+@STAGE.check("s06.prefill", call="PagedPrefiller(model, 32, 4).prefill(p10)",
              title=L("a cold prompt", "冷启动的提示词"), atol=ATOL,
              hint=L("Nothing is cached yet: compute every token (hit 0) and return the last token's logits.",
                     "还什么都没缓存：计算所有 token（命中 0），返回最后一个 token 的 logits。"))
@@ -577,7 +577,7 @@ def cold_prompt(impl):
     return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", call="prefill(system16 + [1]); then prefill(system16 + 5 new tokens)",
+@STAGE.check("s06.prefill", call="engine.prefill(system16 + [1]); engine.prefill(system16 + q5)",
              title=L("a hit at a block boundary", "在块边界处命中"), atol=ATOL,
              hint=L("The first request's 16 tokens are committed, so the second one hits them: compute only the "
                     "5 tokens after the hit, at their absolute positions, with the hit as attention offset.",
@@ -591,7 +591,7 @@ def hit_at_block_boundary(impl):
     return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", call="prefill(p) twice, len(p) == 16, block size 4",
+@STAGE.check("s06.prefill", call="engine.prefill(p16); engine.prefill(p16)  # block size 4",
              title=L("the same prompt twice", "同一个提示词两次"), atol=ATOL,
              hint=L("Commit after the model ran: the second, identical prompt must hit the blocks the first one wrote.",
                     "模型跑完之后要 commit：第二个完全相同的提示词必须命中第一个写下的块。"))
@@ -604,7 +604,7 @@ def whole_prompt_again(impl):
     return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", call="cache system16; multiply every K in the pool by -1; prefill(system16 + 3 tokens)",
+@STAGE.check("s06.prefill", call="engine.prefill(system16 + [1]); engine.pool.k[layer] *= -1; engine.prefill(system16 + q3)",
              title=L("the answer follows the pool", "结果随 pool 内容而变"), atol=1e-3,
              hint=L("The cached tokens' K/V must be read from the pool, not recomputed: change the pool and the "
                     "answer must change with it.",
@@ -624,7 +624,7 @@ def output_follows_the_pool(impl):
     return record(ledger=ledger, top3_tokens=top.indices.tolist(), top3_logits=[float(x) for x in top.values])
 
 
-@STAGE.check("s06.prefill", call="a block manager that reports all 16 tokens of a prompt as cached; prefill it",
+@STAGE.check("s06.prefill", call="PagedPrefiller(model, 32, 4, blocks=WholePromptPool(32, 4)); prefill(p16) twice",
              title=L("at least one token is computed", "至少计算一个 token"), atol=ATOL,
              hint=L("Whatever the block manager reports, compute at least the last token: cap the hit at "
                     "len(prompt) - 1.",
@@ -638,7 +638,7 @@ def manager_reports_everything_cached(impl):
     return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", call='model on device="meta"; prefill(system16 + [1]); prefill(system16 + 3 tokens)  # no values',
+@STAGE.check("s06.prefill", call='engine = PagedPrefiller(model_on_meta, 32, 4); engine.prefill(system16 + [1]); engine.prefill(system16 + q3)',
              title=L("tensors on the engine's device", "张量建在引擎的设备上"),
              hint=L("Create the token ids, positions and block table on self.device (the model's device), "
                     "not on the default CPU.",
