@@ -285,5 +285,5 @@ def quiz() -> dict:
     """
     # TODO 6 (s06.quiz)
     ### BEGIN SOLUTION
-    return {"q1": 12, "q2": 21, "q3": "A", "q4": "B", "q5": "B", "q6": "A"}
+    return {"q1": 12, "q2": 21, "q3": "C", "q4": "B", "q5": "B", "q6": "B"}
     ### END SOLUTION

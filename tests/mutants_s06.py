@@ -23,7 +23,7 @@ MASK = "mask = key_pos[None, :] <= query_pos[:, None]"
 QUERY_POS = "query_pos = torch.arange(offset, n, device=q.device)"
 HIT = "        hit = min(admission.hit_tokens, len(tokens) - 1)"
 TOKEN_IDS = "token_ids = torch.tensor(tokens[hit:], dtype=torch.long, device=self.device)"
-ANSWERS = '    return {"q1": 12, "q2": 21, "q3": "A", "q4": "B", "q5": "B", "q6": "A"}\n'
+ANSWERS = '    return {"q1": 12, "q2": 21, "q3": "C", "q4": "B", "q5": "B", "q6": "B"}\n'
 
 MUTANTS = {
     # TODO 1: suffix_positions
