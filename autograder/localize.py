@@ -5,7 +5,8 @@ Code shown in a notebook (reference and given code, demo cells) is localized by 
 
 - **comments**: a run of English comment lines followed by a run of ``# zh: ...`` lines with the same
   indentation is one comment in two languages; English keeps the first run, Chinese the second
-  (without the ``zh:`` tag). A comment with no ``# zh:`` partner is kept in both editions;
+  (without the ``zh:`` tag). A ``# zh:`` line right after a code line that ends in a comment
+  translates that end-of-line comment. A comment with no ``# zh:`` partner is kept in both editions;
 - **docstrings**: a line ``[zh]`` inside a docstring starts its Chinese part; English keeps what is
   above it, Chinese what is below.
 
@@ -45,9 +46,16 @@ def _comments(lines: list[str], lang: str) -> list[str]:
             j += 1
         if lang == "zh":
             # drop the English comment run right above (same indentation) and put the Chinese one
+            popped = False
             while len(out) > settled and _COMMENT.match(out[-1]) and _indent(out[-1]) == m.group(1):
                 out.pop()
-            out += zh
+                popped = True
+            trailing = out[-1].rfind("  # ") if out and len(out) > settled and not popped else -1
+            if trailing > 0 and _indent(out[-1]) == m.group(1) and not _COMMENT.match(out[-1]):
+                # a comment at the end of a code line: its Chinese twin takes its place on that line
+                out[-1] = out[-1][:trailing] + "  # " + " ".join(z.strip()[1:].strip() for z in zh)
+            else:
+                out += zh
             settled = len(out)
         i = j
     return out
@@ -90,7 +98,8 @@ def localize_code(text: str, lang: str) -> str:
 
 
 def english_left(text: str) -> list[str]:
-    """Lines of a Chinese edition's code that still carry English prose in a comment (for tests)."""
+    """Lines of a Chinese edition's code that still carry English prose in a comment, whole-line or at
+    the end of a code line (for tests)."""
     return [line for line in text.splitlines()
-            if _COMMENT.match(line) and line.strip() not in STUB_LINES and re.search(r"[A-Za-z]{4,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", line)
+            if (_COMMENT.match(line) or "  # " in line) and line.strip() not in STUB_LINES and re.search(r"[A-Za-z]{4,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", line)
             and not re.search(r"[\u4e00-\u9fff]", line)]

@@ -1,13 +1,18 @@
 """Realistic wrong answers for each stage-6 TODO, graded by the real grader: each fails its own TODO only.
 
-Three per TODO (every variant costs five child processes that import torch). "Caching the partial
-tail" cannot be written in stage 6's code: which blocks get keys is stage 3's business (``chain_keys``
-hashes full blocks only, ``BlockPool.commit`` registers them); stage 6 only decides *whether and when*
-to commit (``never_commits`` below). "Zero computed tokens" is caught with a block manager that
-reports a fully cached prompt (stage 3's own pool already caps its hits, see its ``no_cap`` mutant)."""
+Every variant costs six child processes that import torch (and three of them torch._dynamo, for the
+probes on the ``meta`` device), so each TODO has three or four: the classic slips and, for each TODO
+that creates tensors, one device slip (a tensor created without the device it should live on: it
+passes every CPU check and fails the probe on the ``meta`` device). "Caching the partial tail"
+cannot be written in stage 6's code: which blocks get keys is stage 3's business (``chain_keys``
+hashes full blocks only, ``BlockPool.commit`` registers them); stage 6 only decides *whether and
+when* to commit (``never_commits`` below). "Zero computed tokens" is caught with a block manager that reports a fully
+cached prompt (stage 3's own pool already caps its hits, see its ``no_cap`` mutant).
+
+The mutants of TODO 4 each break one thing, and each fails the public check built for it, with a
+hint about that thing only: the missing offset keeps the mask on q's device, the tiled heads keep the
+offset. One correct answer written differently (attention by hand instead of SDPA) must pass."""
 from __future__ import annotations
-
-
 
 POSITIONS = "positions = torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)"
 SLOTS = "slots = table[positions // block_size] * block_size + positions % block_size"
@@ -15,34 +20,56 @@ WRITE = "    pool.flat_k(layer)[slots] = k\n    pool.flat_v(layer)[slots] = v\n"
 GQA = """    k = pool.flat_k(layer)[slots].repeat_interleave(group, dim=1)
     v = pool.flat_v(layer)[slots].repeat_interleave(group, dim=1)"""
 MASK = "mask = key_pos[None, :] <= query_pos[:, None]"
+QUERY_POS = "query_pos = torch.arange(offset, n, device=q.device)"
 HIT = "        hit = min(admission.hit_tokens, len(tokens) - 1)"
+TOKEN_IDS = "token_ids = torch.tensor(tokens[hit:], dtype=torch.long, device=self.device)"
+ANSWERS = '    return {"q1": 12, "q2": 21, "q3": "C", "q4": "B", "q5": "B", "q6": "B"}\n'
 
 MUTANTS = {
     # TODO 1: suffix_positions
     "s06.suffix_positions/restart_at_zero": ("s06.suffix_positions", [(POSITIONS, POSITIONS.replace(
         "arange(hit_tokens, num_tokens", "arange(0, num_tokens - hit_tokens"))]),
-    "s06.suffix_positions/off_by_one": ("s06.suffix_positions", [(POSITIONS, POSITIONS.replace(
-        "arange(hit_tokens, num_tokens", "arange(hit_tokens + 1, num_tokens + 1"))]),
     "s06.suffix_positions/float_positions": ("s06.suffix_positions", [(POSITIONS, POSITIONS.replace(
         "dtype=torch.long", "dtype=torch.float32"))]),
+    "s06.suffix_positions/ignores_device": ("s06.suffix_positions", [(POSITIONS, POSITIONS.replace(
+        ", device=device", ""))]),
     # TODO 2: slot_mapping
     "s06.slot_mapping/contiguous_table": ("s06.slot_mapping", [(SLOTS, "slots = table[0] * block_size + positions")]),
-    "s06.slot_mapping/off_by_one_slot": ("s06.slot_mapping", [(SLOTS, SLOTS + " + 1")]),
     "s06.slot_mapping/block_id_not_scaled": ("s06.slot_mapping", [(SLOTS, SLOTS.replace(
         "] * block_size +", "] +"))]),
+    "s06.slot_mapping/python_loop_on_the_host": ("s06.slot_mapping", [(SLOTS, (
+        "slots = torch.tensor([int(table[p // block_size]) * block_size + p % block_size\n"
+        "                          for p in positions.tolist()], dtype=torch.long)"))]),
     # TODO 3: write_kv
     "s06.write_kv/v_gets_k": ("s06.write_kv", [(WRITE, WRITE.replace("[slots] = v", "[slots] = k"))]),
     "s06.write_kv/off_by_one_slot": ("s06.write_kv", [(WRITE, WRITE.replace("[slots]", "[slots + 1]"))]),
     "s06.write_kv/writes_a_copy": ("s06.write_kv", [(WRITE, WRITE.replace("(layer)[slots]", "(layer).clone()[slots]"))]),
     # TODO 4: paged_attention
     "s06.paged_attention/missing_causal_offset": ("s06.paged_attention", [(MASK, MASK.replace(
-        "query_pos[:, None]", "torch.arange(t)[:, None]"))]),
+        "query_pos[:, None]", "torch.arange(t, device=q.device)[:, None]"))]),
     "s06.paged_attention/is_causal_ignores_offset": ("s06.paged_attention", [("attn_mask=mask)", "is_causal=True)")]),
     "s06.paged_attention/gqa_heads_tiled": ("s06.paged_attention", [(GQA, GQA.replace(
         ".repeat_interleave(group, dim=1)", ".repeat(1, group, 1)"))]),
+    "s06.paged_attention/mask_on_the_host": ("s06.paged_attention", [(QUERY_POS, QUERY_POS.replace(
+        ", device=q.device", ""))]),
     # TODO 5: prefill
     "s06.prefill/zero_computed_tokens_when_fully_cached": ("s06.prefill", [(HIT, "        hit = admission.hit_tokens")]),
     "s06.prefill/never_commits": ("s06.prefill", [("        self.blocks.commit(request_id)\n", "")]),
     "s06.prefill/attention_without_offset": ("s06.prefill", [(
         "return self.attention(q, self.pool, layer, table, hit)", "return self.attention(q, self.pool, layer, table, 0)")]),
+    "s06.prefill/token_ids_on_the_host": ("s06.prefill", [(TOKEN_IDS, TOKEN_IDS.replace(", device=self.device", ""))]),
+    # the quiz
+    "s06.quiz/positions_restart_at_zero": ("s06.quiz", [(ANSWERS, ANSWERS.replace('"q1": 12', '"q1": 0'))]),
+    "s06.quiz/slot_is_the_position": ("s06.quiz", [(ANSWERS, ANSWERS.replace('"q2": 21', '"q2": 9'))]),
+    "s06.quiz/decode_gets_cheaper": ("s06.quiz", [(ANSWERS, ANSWERS.replace('"q5": "B"', '"q5": "A"'))]),
+}
+
+#: Correct answers written differently: each must earn every point.
+EQUIVALENT = {
+    # Anchored after the SDPA call (whose exact form may change): the hand-written result replaces it.
+    "paged_attention/softmax_by_hand": [("    ### END SOLUTION\n    return out\n", (
+        "    scores = torch.einsum('thd,shd->hts', q, k) / q.shape[-1] ** 0.5\n"
+        "    scores = scores.masked_fill(~mask, float('-inf'))\n"
+        "    out = torch.einsum('hts,shd->thd', scores.softmax(dim=-1), v)\n"
+        "    ### END SOLUTION\n    return out\n"))],
 }

@@ -1,10 +1,12 @@
-"""Hidden checks of stage 6: shuffled tables, stale pool content, shared blocks, generation. Never shipped."""
+"""Hidden checks of stage 6: shuffled tables, stale pool content, shared blocks, generation, devices. Never shipped."""
 from __future__ import annotations
 
 import random
 
-from autograder.checks.s06 import (STAGE, attention_report, filled_pool, logits_report, long_list, rand_tokens,
-                                   tiny_model, whole_prompt_pool)
+from autograder.checks.common import record
+from autograder.checks.s06 import (ATOL, ATTN_ATOL, STAGE, attend, attention_inputs, device_of, int_values,
+                                   on_meta, prefill_report, rand_tokens, tiny_model, values, whole_prompt_pool)
+from autograder.i18n import L
 
 
 def own_prefill(impl, todo: str, model, pool, blocks, prompt: list[int]):
@@ -26,12 +28,12 @@ def own_prefill(impl, todo: str, model, pool, blocks, prompt: list[int]):
     table = torch.tensor(admission.block_table)
     slots = fn["slot_mapping"](table, positions, blocks.block_size)
 
-    def attend(layer, q, k, v):
+    def attend_layer(layer, q, k, v):
         fn["write_kv"](pool, layer, slots, k, v)
         return fn["paged_attention"](q, pool, layer, table, hit)
 
     with torch.no_grad():
-        logits = model(torch.tensor(prompt[hit:]), positions, attend)
+        logits = model(torch.tensor(prompt[hit:]), positions, attend_layer)
     blocks.commit(rid)
     blocks.release(rid)
     return logits, {"hit_tokens": hit, "computed_tokens": len(prompt) - hit}
@@ -45,9 +47,8 @@ def own_cached_run(impl, todo: str, model, system: list[int], question: list[int
     blocks = blocks if blocks is not None else impl.BlockPool(num_blocks, 4)
     pool = KVPool.for_model(model.config, blocks.num_blocks, blocks.block_size)
     own_prefill(impl, todo, model, pool, blocks, system + [1])
-    prompt = system + question
-    logits, ledger = own_prefill(impl, todo, model, pool, blocks, prompt)
-    return ledger, logits_report(logits, model, prompt)
+    logits, ledger = own_prefill(impl, todo, model, pool, blocks, system + question)
+    return prefill_report(logits, ledger)
 
 
 class ShuffledFreeQueue:
@@ -71,42 +72,55 @@ class ShuffledFreeQueue:
 
 
 # -- TODO 1 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.suffix_positions", hidden=True, hint="Positions are absolute, however long the cached prefix.")
-def long_prefix(impl):
-    return long_list(impl.suffix_positions(1000, 1004))
-
-
 @STAGE.check("s06.suffix_positions", hidden=True,
-             hint="RoPE must see absolute positions: a cached prefill then matches a full prefill.")
+             hint=L("Positions are absolute however long the cached prefix is: 1,000 cached tokens put the next "
+                    "one at position 1,000.",
+                    "不管缓存前缀多长，位置都是绝对位置：缓存了 1,000 个 token，下一个就在位置 1,000。"))
+def long_prefix(impl):
+    return int_values(impl.suffix_positions(1000, 1004))
+
+
+@STAGE.check("s06.suffix_positions", hidden=True, atol=ATOL,
+             hint=L("Inside a real prefill, your positions must make RoPE rotate each new token as a full prefill "
+                    "would: the logits must match.",
+                    "放进真实的 prefill 里，你的位置要让 RoPE 像完整 prefill 那样旋转每个新 token：logits 必须一致。"))
 def prefill_with_these_positions_matches(impl):
     return own_cached_run(impl, "suffix_positions", tiny_model(seed=3), rand_tokens(20, 12), rand_tokens(21, 6))
 
 
 # -- TODO 2 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.slot_mapping", hidden=True, hint="Look every position up in the table, wherever its block is.")
+@STAGE.check("s06.slot_mapping", hidden=True,
+             hint=L("Look every position up in the table, wherever its block is in the pool (a random table, a "
+                    "long suffix).", "每个位置都要去块表里查，不管它的块在 pool 的哪里（随机块表、较长的后缀）。"))
 def random_table_suffix(impl):
     import torch
 
     rng = random.Random(8)
     table = rng.sample(range(64), 6)
-    return long_list(impl.slot_mapping(table, torch.arange(40, 90), 16))
+    return values(impl.slot_mapping(table, torch.arange(40, 90), 16))
 
 
-@STAGE.check("s06.slot_mapping", hidden=True, hint="A tensor block table works like a list one.")
+@STAGE.check("s06.slot_mapping", hidden=True,
+             hint=L("A block table given as a tensor works like one given as a list.",
+                    "以张量形式给出的块表，要和列表形式的一样处理。"))
 def tensor_table(impl):
     import torch
 
-    return long_list(impl.slot_mapping(torch.tensor([9, 1, 4, 6]), torch.tensor([3, 4, 11, 12, 15]), 4))
+    return values(impl.slot_mapping(torch.tensor([9, 1, 4, 6]), torch.tensor([3, 4, 11, 12, 15]), 4))
 
 
-@STAGE.check("s06.slot_mapping", hidden=True, hint="Slots must let a shuffled-table prefill match a full prefill.")
+@STAGE.check("s06.slot_mapping", hidden=True, atol=ATOL,
+             hint=L("Your slots must let a prefill with a shuffled block table match a full prefill.",
+                    "用你的槽位，块表打乱时的 prefill 也必须和完整 prefill 一致。"))
 def shuffled_prefill_matches(impl):
     blocks = impl.BlockPool(40, 4, free_queue=ShuffledFreeQueue(3))
     return own_cached_run(impl, "slot_mapping", tiny_model(seed=4), rand_tokens(22, 20), rand_tokens(23, 7), blocks=blocks)
 
 
 # -- TODO 3 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.write_kv", hidden=True, hint="Writing a slot again replaces its row; other rows stay as they were.")
+@STAGE.check("s06.write_kv", hidden=True,
+             hint=L("Writing a slot again replaces its row; the other rows stay as they were.",
+                    "再次写同一个槽位会覆盖那一行；其他行保持原样。"))
 def overwrite_keeps_neighbours(impl):
     import torch
 
@@ -115,10 +129,12 @@ def overwrite_keeps_neighbours(impl):
     pool = KVPool(1, 2, 4, 1, 2)
     impl.write_kv(pool, 0, torch.tensor([1, 2, 3]), torch.ones(3, 1, 2), torch.ones(3, 1, 2))
     impl.write_kv(pool, 0, torch.tensor([2]), torch.full((1, 1, 2), 5.0), torch.full((1, 1, 2), 7.0))
-    return pool.flat_k(0)[:, 0, 0].tolist(), pool.flat_v(0)[:, 0, 0].tolist()
+    return record(k=pool.flat_k(0)[:, 0, 0].tolist(), v=pool.flat_v(0)[:, 0, 0].tolist())
 
 
-@STAGE.check("s06.write_kv", hidden=True, hint="Write into the pool's own tensors (flat_k is a view), not a copy.")
+@STAGE.check("s06.write_kv", hidden=True,
+             hint=L("Write into the pool's own tensors (flat_k is a view of them), and never replace them.",
+                    "写进 pool 自己的张量（flat_k 是它们的视图），不要把它们换成新张量。"))
 def writes_the_pool_itself(impl):
     import torch
 
@@ -129,42 +145,61 @@ def writes_the_pool_itself(impl):
     gen = torch.Generator().manual_seed(1)
     k, v = torch.randn(2, 2, 4, generator=gen), torch.randn(2, 2, 4, generator=gen)
     impl.write_kv(pool, 0, torch.tensor([10, 5]), k, v)
-    return (pool.k[0] is k_before, pool.v[0] is v_before, bool(torch.equal(pool.k[0][2, 2], k[0])),
-            bool(torch.equal(pool.v[0][1, 1], v[1])), int((pool.k[0] != 0).any(dim=(2, 3)).sum()))
+    return record(same_k_tensor=pool.k[0] is k_before, same_v_tensor=pool.v[0] is v_before,
+                  k_at_slot_10=bool(torch.equal(pool.k[0][2, 2], k[0])), v_at_slot_5=bool(torch.equal(pool.v[0][1, 1], v[1])),
+                  rows_written=int((pool.k[0] != 0).any(dim=(2, 3)).sum()))
 
 
-@STAGE.check("s06.write_kv", hidden=True, hint="Prefill must find each token's K/V where slot_mapping says it is.")
+@STAGE.check("s06.write_kv", hidden=True, atol=ATOL,
+             hint=L("Prefill must find each token's K/V at the slot slot_mapping gave it.",
+                    "prefill 要能在 slot_mapping 给出的槽位上找到每个 token 的 K/V。"))
 def cached_prefill_reads_what_was_written(impl):
     return own_cached_run(impl, "write_kv", tiny_model(seed=5), rand_tokens(24, 8), rand_tokens(25, 9))
 
 
 # -- TODO 4 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.paged_attention", hidden=True, hint="One new token after 15 cached ones sees all 16 keys.")
+@STAGE.check("s06.paged_attention", hidden=True, atol=ATTN_ATOL,
+             hint=L("One new token after 15 cached ones sees all 16 keys, read through a shuffled table.",
+                    "15 个缓存 token 之后的 1 个新 token 能看到全部 16 个 key，要通过打乱的块表读取。"))
 def single_query_long_cache(impl):
-    pool, q, dense = filled_pool(impl, 16, [6, 2, 7, 0], 15, 1)
-    return attention_report(impl.paged_attention(q, pool, 0, [6, 2, 7, 0], 15), dense)
+    return attend(impl, 16, [6, 2, 7, 0], 15, group=2)
 
 
-@STAGE.check("s06.paged_attention", hidden=True,
-             hint="Read only positions 0..offset+T-1: the rest of the last block is stale content.")
+@STAGE.check("s06.paged_attention", hidden=True, atol=ATTN_ATOL,
+             hint=L("Read only positions 0 to offset + T - 1: the rest of the last block holds stale content.",
+                    "只读位置 0 到 offset + T - 1：最后一个块剩下的行里是旧内容。"))
 def stale_rows_are_masked(impl):
-    pool, q, dense = filled_pool(impl, 10, [4, 1, 6], 7, 3, seed=3)
-    return attention_report(impl.paged_attention(q, pool, 0, [4, 1, 6], 7), dense)
+    return attend(impl, 10, [4, 1, 6], 7, seed=3)
 
 
-@STAGE.check("s06.paged_attention", hidden=True, hint="The offset shifts the causal mask: key j is visible iff j <= offset + i.")
+@STAGE.check("s06.paged_attention", hidden=True, atol=ATTN_ATOL,
+             hint=L("Many new queries after a cache, with grouped heads: key j is visible to query i iff j <= offset + i.",
+                    "缓存之后有很多新 query、并且分组共享 kv 头：第 j 个 key 对第 i 个 query 可见，当且仅当 j <= offset + i。"))
 def many_queries_after_cache(impl):
-    pool, q, dense = filled_pool(impl, 24, [5, 3, 1, 7, 0, 2], 8, 16, seed=4)
-    return attention_report(impl.paged_attention(q, pool, 0, [5, 3, 1, 7, 0, 2], 8), dense)
+    return attend(impl, 24, [5, 3, 1, 7, 0, 2], 8, group=2, seed=4)
 
 
-@STAGE.check("s06.paged_attention", hidden=True, hint="Inside a real prefill, your attention must give a full prefill's logits.")
+@STAGE.check("s06.paged_attention", hidden=True, atol=ATOL,
+             hint=L("Inside a real prefill, your attention must give a full prefill's logits.",
+                    "放进真实的 prefill 里，你的 attention 必须得到和完整 prefill 一样的 logits。"))
 def prefill_with_this_attention_matches(impl):
     return own_cached_run(impl, "paged_attention", tiny_model(seed=10), rand_tokens(34, 16), rand_tokens(35, 5))
 
 
+@STAGE.check("s06.paged_attention", hidden=True,
+             hint=L("A block table that is a tensor on q's device works too, and the output stays on that device.",
+                    "块表是 q 所在设备上的张量时也要能用，输出也留在这个设备上。"))
+def meta_tensor_table(impl):
+    import torch
+
+    pool, q = attention_inputs(7, [1, 7], 4, group=2, device="meta")
+    return device_of(on_meta(lambda: impl.paged_attention(q, pool, 0, torch.tensor([1, 7], device=q.device), 4)))
+
+
 # -- TODO 5 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.prefill", hidden=True, hint="Greedy decoding with the cache must equal decoding without it.")
+@STAGE.check("s06.prefill", hidden=True,
+             hint=L("Greedy decoding with the cache must give the same tokens as decoding without it.",
+                    "带缓存的贪心解码，得到的 token 必须和不带缓存时完全相同。"))
 def greedy_generation_unchanged(impl):
     from kernels.prefill import generate_full
 
@@ -173,40 +208,45 @@ def greedy_generation_unchanged(impl):
     engine = impl.PagedPrefiller(model, 48, 4)
     cached, ledgers = [], []
     seq = list(prompt)
-    for _ in range(8):
+    for _ in range(6):
         logits, ledger = engine.prefill(seq)
         token = int(logits.argmax())
         seq.append(token)
         cached.append(token)
         ledgers.append(ledger)
-    return cached == generate_full(model, prompt, 8), ledgers
+    return record(same_tokens=cached == generate_full(model, prompt, 6), ledgers=ledgers)
 
 
-@STAGE.check("s06.prefill", hidden=True, hint="Several live requests share the cached system blocks; each matches a full prefill.")
+@STAGE.check("s06.prefill", hidden=True, atol=ATOL,
+             hint=L("Several live requests share the cached system blocks; each must match a full prefill.",
+                    "多个同时存活的请求共享缓存的 system prompt 块；每一个都必须和完整 prefill 一致。"))
 def requests_sharing_blocks(impl):
     model = tiny_model(seed=7)
     system = rand_tokens(27, 12)
     engine = impl.PagedPrefiller(model, 48, 4)
     out = []
     for i in range(3):
-        prompt = system + rand_tokens(28 + i, 2 + 3 * i)
-        logits, ledger = engine.prefill(prompt, request_id=f"r{i}", keep=True)
-        out.append((ledger, logits_report(logits, model, prompt)))
+        logits, ledger = engine.prefill(system + rand_tokens(28 + i, 2 + 3 * i), request_id=f"r{i}", keep=True)
+        out.append(prefill_report(logits, ledger))
     refs = [engine.blocks.blocks[b].ref_count for b in engine.blocks.block_table("r2")]
-    return out, refs
+    return record(requests=out, ref_counts_of_r2=refs)
 
 
-@STAGE.check("s06.prefill", hidden=True, hint="The partial tail block is never a hit: compute the tokens after the last full cached block.")
+@STAGE.check("s06.prefill", hidden=True, atol=ATOL,
+             hint=L("The partial tail block is never a hit: compute the tokens after the last full cached block.",
+                    "未满的尾块永远不算命中：从最后一个缓存满块之后开始计算。"))
 def partial_tail_is_computed(impl):
     model = tiny_model(seed=8)
     prompt = rand_tokens(31, 14)
     engine = impl.PagedPrefiller(model, 32, 4, blocks=whole_prompt_pool(impl, 32, 4))
     engine.prefill(prompt + [3, 3])
     logits, ledger = engine.prefill(prompt)
-    return ledger, logits_report(logits, model, prompt)
+    return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", hidden=True, hint="Commit after the K/V is written: a follow-up turn hits the whole first turn.")
+@STAGE.check("s06.prefill", hidden=True, atol=ATOL,
+             hint=L("Commit after the K/V is written: a follow-up turn hits the whole first turn.",
+                    "K/V 写完之后再 commit：下一轮对话会命中整个第一轮。"))
 def multi_turn_hits_previous_turn(impl):
     model = tiny_model(seed=9)
     turn1 = rand_tokens(32, 13)
@@ -214,4 +254,4 @@ def multi_turn_hits_previous_turn(impl):
     engine.prefill(turn1)
     turn2 = turn1 + rand_tokens(33, 6)
     logits, ledger = engine.prefill(turn2)
-    return ledger, logits_report(logits, model, turn2), engine.blocks.num_free
+    return record(turn2=prefill_report(logits, ledger), free_blocks=engine.blocks.num_free)
