@@ -39,7 +39,7 @@ if importlib.util.find_spec("autograder") is None:
             print("   " + _why, flush=True)
         else:
             class CourseNotInstalled(Exception):
-                def _render_traceback_(self):  # Jupyter shows the message above, not a traceback
+                def _render_traceback_(self):  # {no_traceback}
                     return []
             print({manual}, file=sys.stderr)
             raise CourseNotInstalled()
@@ -54,6 +54,7 @@ _COMMENT = L("Course setup: use the course next to this notebook or installed; o
              "# 然后检查它与本笔记本是否匹配。")
 _TRYING = L("installing the course runtime from source {i}/{n}: {src} (at most {t} s)",
             "正在从第 {i}/{n} 个来源安装课程运行时：{src}（最多 {t} 秒）")
+_NO_TRACEBACK = L("Jupyter shows the message above, not a traceback", "Jupyter 只显示上面的说明，不显示 traceback")
 _TIMED_OUT = L("no answer within {t} s", "{t} 秒内没有响应")
 _MANUAL = L("Could not install the course runtime from any source (see the lines above).\n"
             "The manual way: download {archive} on your own computer, upload the file next to this notebook,\n"
@@ -76,4 +77,5 @@ def setup_cell(course: Course, lang: str, stage: str, build: str) -> str:
 
     return _BOOT.format(comment=text(_COMMENT, lang), sources=lit(list(course.sources)), trying=lit(text(_TRYING, lang)),
                         timed_out=lit(text(_TIMED_OUT, lang)), timeout=course.timeout_s, manual=lit(manual),
-                        stage=stage, build=build, lang=lang, update=lit(update))
+                        stage=stage, build=build, lang=lang, update=lit(update),
+                        no_traceback=text(_NO_TRACEBACK, lang))
