@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation, layout
+from autograder import isolation, launch, layout
 from autograder.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 
@@ -303,7 +303,7 @@ def test_child_that_cannot_confine_itself_runs_nothing(tmp_path):
     staging = isolation.stage_tree(tmp_path / "staging", isolation.confinement_files())
     policy = {"entry": "os:abort", "user": None, "must_be_unprivileged": False,
               "landlock": {"read": ["/nonexistent/path"], "write": [], "files": {}, "min_abi": 1}}
-    boot = isolation._BOOT.format(root=str(staging))
+    boot = launch.BOOT.format(root=str(staging))
     proc = subprocess.run([sys.executable, "-I", "-c", boot, json.dumps(policy)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == EXIT_NOT_CONFINED and "could not confine" in proc.stderr
 
