@@ -25,7 +25,9 @@ class Todo:
     """One thing a learner writes: exactly one function or method of the reference module.
 
     Invariants: ``id`` looks like ``sNN.name``; ``target`` is ``name`` or ``Class.name`` and names a
-    top-level object (or a method of one) in the stage's reference module; ``points > 0``.
+    top-level object (or a method of one) in the stage's reference module; ``points > 0``;
+    ``twins`` name given functions (``"module:qualname"``) that already do what this TODO asks, which
+    are blocked while it is judged (see :mod:`autograder.twins`).
     """
 
     id: str
@@ -33,12 +35,15 @@ class Todo:
     target: str
     points: int = 1
     title: str = ""
+    twins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _TODO_ID.match(self.id):
             raise ValueError(f"TODO id {self.id!r} must look like 'sNN.name'")
         if self.points <= 0:
             raise ValueError(f"TODO {self.id}: points must be positive")
+        if any(":" not in t for t in self.twins):
+            raise ValueError(f"TODO {self.id}: twins are named 'module:qualname'")
 
     @property
     def owner(self) -> str:

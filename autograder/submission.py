@@ -9,7 +9,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import layout
@@ -30,6 +30,7 @@ class Submission:
     stage: Stage
     cells: list[str]
     digest: str
+    warnings: list[str] = field(default_factory=list)
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
