@@ -42,6 +42,8 @@ class Channel:
         self._announced: set[str] = set()
         self._reported: set[str] = set()
         self._running: str | None = None
+        self._phase = ""  # the last phase the harness reported
+        self._missing = False
 
     def feed(self, chunk: bytes) -> list[dict]:
         """Take raw bytes from the pipe; return the well-formed events they completed."""
@@ -88,7 +90,13 @@ class Channel:
         if self.tampering:
             return None  # after the first broken rule nothing more is believed
         phase, key = event.get("phase"), event.get("key")
-        if phase == "check":
+        if self._missing and phase != "done":
+            self._flag("events after 'missing'")
+        elif "missing" in event and (self._phase != "cells_done" or self._announced):
+            self._flag("'missing' out of turn")
+        elif "missing" in event:
+            self._missing = True
+        elif phase == "check":
             if key not in self.allowed:
                 self._flag("a check that does not exist")
             elif key in self._announced:
@@ -108,6 +116,8 @@ class Channel:
                 self._running = None
         elif phase == "done":
             self.done = True
+        if phase is not None:
+            self._phase = phase
         return None if self.tampering else event
 
 

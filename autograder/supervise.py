@@ -124,6 +124,11 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, scratch: str, chan
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
                                               on_event)
+        if not timed_out:  # the pipe closed: let the child's own exit status arrive before the kill
+            try:
+                proc.wait(timeout=AFTER_DONE_S)
+            except subprocess.TimeoutExpired:
+                pass
     finally:
         LaunchPlan.kill(proc)  # the whole process group: whatever the child started ends with it
         os.close(read_fd)
