@@ -190,6 +190,9 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         except SubmissionError as exc:
             results.append(SubmissionResult.not_graded(str(path), str(exc)))
             continue
+        except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
+            results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
+            continue
         results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings)))
         subs.append((i, sub))
     for r in results:

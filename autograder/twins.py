@@ -22,12 +22,20 @@ import types
 from collections.abc import Iterable, Iterator
 
 
+class Unavailable(Exception):
+    """The twin's module cannot be imported on this machine (e.g. Triton is missing): nobody can
+    call it here, so there is nothing to block."""
+
+
 def resolve(name: str) -> object:
     """The object ``"package.module:Qualified.name"`` names (importing the module)."""
     module, _, qualname = name.partition(":")
     if not module or not qualname:
         raise ValueError(f"a twin is named 'module:qualname', not {name!r}")
-    obj: object = importlib.import_module(module)
+    try:
+        obj: object = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - whatever stops the import stops a learner's import too
+        raise Unavailable(f"{module}: {type(exc).__name__}: {exc}") from exc
     for part in qualname.split("."):
         obj = vars(obj)[part] if isinstance(obj, type) and part in vars(obj) else getattr(obj, part)
     return obj
@@ -78,7 +86,11 @@ def _blocker(fn: types.FunctionType, text: str) -> types.CodeType:
 def _swap(names: Iterable[str], label: str) -> list[tuple[types.FunctionType, types.CodeType]]:
     swapped = []
     for name in names:
-        for fn in _functions(resolve(name)):
+        try:
+            obj = resolve(name)
+        except Unavailable:
+            continue
+        for fn in _functions(obj):
             swapped.append((fn, fn.__code__))
             fn.__code__ = _blocker(fn, message(name, label))
     return swapped
