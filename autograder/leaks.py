@@ -43,6 +43,7 @@ _NUMS = re.compile(r"\d{2,7}(?:\s*[,;\s]\s*\d{2,7}){7,}")
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_WORD = re.compile(r"[A-Za-z0-9_.]+")
 
 
 def normalize(text: str) -> str:
@@ -60,9 +61,11 @@ class LeakGuard:
 
     def __init__(self, secrets: Iterable[str], public: Iterable[str] = ()) -> None:
         self.secret: set[str] = set().union(*(windows(t) for t in secrets))
+        self.public_words: set[str] = set()
         for text in public:
             norm = normalize(text)
             self.secret.difference_update(norm[i:i + WINDOW] for i in range(len(norm) - WINDOW + 1))
+            self.public_words.update(normalize(w) for w in _WORD.findall(text))
 
     # -- detection -----------------------------------------------------------------------------
     def leaks(self, text: str) -> bool:
@@ -72,8 +75,10 @@ class LeakGuard:
         return any(self._plain_leak(r) for r in readings(text))
 
     def leaks_together(self, texts: Iterable[str]) -> bool:
-        """Whether pieces of text leak once put together (a secret split across checks)."""
-        texts = [t for t in texts if t]
+        """Whether pieces of text leak once put together (a secret split across checks). Pieces that
+        are words learners already have (a field name such as ``hit_tokens``) are left out: put side
+        by side in the reference's order they would read as its code."""
+        texts = [t for t in texts if t and normalize(t) not in self.public_words]
         joined = ["".join(texts), "".join(reversed(texts))]
         return any(self.leaks(j) for j in joined)
 
@@ -186,7 +191,7 @@ def readings(text: str, depth: int = 2) -> list[str]:
         frontier = found
     out = list(seen)
     out += [t[::-1] for t in out]
-    out += [_shift(t, k) for t in list(seen) for k in range(1, 26)]
+    out += [_shift(t, k) for t in list(out) for k in range(1, 26)]
     return out
 
 

@@ -65,7 +65,7 @@ def leak_guard(stage: Stage) -> LeakGuard:
         if stage.id not in _guards:
             files = layout.stage_files(stage.id)
             secrets = [p.read_text(encoding="utf-8") for p in (files.reference, files.hidden) if p.exists()]
-            public = [p.read_text(encoding="utf-8") for p in (files.spec, *layout.visible_modules(stage.id).values(),
+            public = [p.read_text(encoding="utf-8") for p in (files.spec, files.expected, *layout.visible_modules(stage.id).values(),
                                                                *layout.child_files()) if p.exists()]
             for lang in layout.LANGUAGES:
                 if files.learner(lang).exists():
