@@ -80,9 +80,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--isolation", choices=["best", "no-namespaces", "in-process"], default="best",
                    help="which isolation to use (default: the best this machine offers)")
     g.set_defaults(func=_grade)
+    i = sub.add_parser("isolation", help="say which isolation grading gets on this machine, and how to get the rest")
+    i.set_defaults(func=_isolation)
     z = sub.add_parser("gradescope", help="build a Gradescope autograder bundle (zip)")
     z.add_argument("dest", nargs="?", default="gradescope_autograder.zip")
     z.set_defaults(func=_gradescope)
+
+
+def _isolation(args: argparse.Namespace) -> int:
+    iso = isolation.select("best")
+    print(f"isolation: {iso.describe()}")
+    print(f"a kernel boundary (what --require-isolation asks for): {'yes' if iso.kernel_enforced else 'no'}")
+    if iso.missing:
+        print("missing:\n" + iso.how_to_get_the_rest())
+    return 0 if iso.kernel_enforced else EXIT_NO_ISOLATION
 
 
 def _gradescope(args: argparse.Namespace) -> int:

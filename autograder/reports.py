@@ -75,5 +75,5 @@ def write_summary(results: list[SubmissionResult], path: Path, iso: Isolation) -
     for s in per_todo.values():
         s["mean_points"] = round(s["mean_points"] / s["submissions"], 3)
     path.write_text(json.dumps({"isolation": isolation_json(iso), "per_todo": per_todo, "per_submission": [
-        {"path": shown_path(r.path), "status": r.status.value, "score": r.score, "max_score": r.max_score,
+        {"path": shown_path(r.path), "stage": r.stage, "status": r.status.value, "score": r.score, "max_score": r.max_score,
          "error": r.error, "warnings": r.warnings} for r in results]}, indent=1, ensure_ascii=False), encoding="utf-8")

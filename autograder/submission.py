@@ -130,7 +130,9 @@ def read_submission(path: Path) -> Submission:
         by_meta = todocells.best_stage([s for _, s in code], {s: load_stage(s, hidden=False).owners for s in sorted(known)})
     sid = by_meta or by_name
     if sid is None:
-        raise SubmissionError(f"{name}: cannot tell which stage this notebook belongs to")
+        why = "" if any(metas) else (": no cell carries nbgrader metadata (e.g. after a jupytext round trip that "
+                                     "filtered it), its name is no stage's, and no cell defines a TODO of any stage")
+        raise SubmissionError(f"{name}: cannot tell which stage this notebook belongs to{why}")
     stage = load_stage(sid, hidden=True)
     warnings = _stage_warnings(sid, by_meta, by_name, path)
     chosen = [i for i, _ in code if (metas[i] or {}).get("solution") is True]

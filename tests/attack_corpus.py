@@ -14,11 +14,15 @@ Stage 1 only: it grades fastest, and isolation does not depend on the stage.
 """
 from __future__ import annotations
 
-from tests.hostile_corpus import ALL, REF_CLASS, Case, inject
+from autograder import layout
+from tests.hostile_corpus import ALL, REF_CLASS, S01, Case, inject
 
 MATCH = "s01.match_prefix"
 STATS = "s01.cache_stats"
 MARK = "pcw_attack_marker"  # every file an attack plants has this in its name
+REL_REF, REL_HIDDEN = layout.rel(S01.reference), layout.rel(S01.hidden)  # where the answers live in the repository
+NB_NAME = S01.learner().name
+COURSE_NB = f"source/{S01.notebook}/{NB_NAME}"  # the instructor notebook in an nbgrader course
 
 PRELUDE = r'''
 import gc as _gc, os as _os, sys as _sys, json as _json, time as _time, signal as _signal
@@ -155,7 +159,7 @@ def _indent(code: str, n: int = 4) -> str:
     return "\n".join(" " * n + line if line.strip() else line for line in code.splitlines())
 
 
-REFERENCE = "_pcw_root() + '/solutions/s01_prefix_match.py'"
+REFERENCE = f"_pcw_root() + '/{REL_REF}'"
 ROOT_FN = """
 def _pcw_root():
     import autograder
@@ -165,8 +169,8 @@ def _pcw_root():
 
 def thieves(root: str) -> list[Case]:
     """``root``: the grader's repository on the host (what an attacker would guess from the README)."""
-    ref = f"{root}/solutions/s01_prefix_match.py"
-    hidden = f"{root}/solutions/hidden/s01.py"
+    ref = f"{root}/{REL_REF}"
+    hidden = f"{root}/{REL_HIDDEN}"
     return [
         _thief("dir_fd_open_of_reference", f"""
 import os
@@ -182,7 +186,7 @@ for path in glob.glob({root!r} + "/tests/*.py") + glob.glob({root!r} + "/tests/*
     text = _pcw_read(path)
     if "def match_prefix" in text:
         return _pcw_adopt(text)
-return _pcw_adopt(_pcw_read({root!r} + "/tests/../solutions/s01_prefix_match.py"))"""),
+return _pcw_adopt(_pcw_read({root!r} + "/tests/../{REL_REF}"))"""),
         _thief("git_objects_of_the_repository", f"""
 import zlib
 git = {root!r} + "/.git"
@@ -198,34 +202,36 @@ for path in _pcw_walk([git + "/objects"], ("",), depth=3, limit=100000):
         _thief("git_show_through_a_subprocess", f"""
 import subprocess
 _pcw_unhook_globals()
-out = subprocess.run(["git", "-C", {root!r}, "show", "HEAD:solutions/s01_prefix_match.py"], capture_output=True,
+out = subprocess.run(["git", "-C", {root!r}, "show", "HEAD:{REL_REF}"], capture_output=True,
                      text=True, timeout=5).stdout
 return _pcw_adopt(out)"""),
         _thief("another_checkout_next_door", f"""
 parent = _os.path.dirname({root!r})
 for top in [parent, _os.path.dirname(parent), "/work", "/home", "/root", "/srv", "/opt"]:
-    for path in _pcw_walk([top], ("s01_prefix_match.py", "01_prefix_match.ipynb"), depth=4):
+    for path in _pcw_walk([top], ({S01.reference.name!r}, {NB_NAME!r}), depth=4):
         found = _pcw_adopt(_pcw_try(_pcw_read, path))
         if found:
             return found"""),
-        _thief("parent_cwd_through_proc", """
+        _thief("parent_cwd_through_proc", f"""
 for pid in _pcw_ancestors() + _pcw_pids():
-    for rel in ("solutions/s01_prefix_match.py", "source/01_prefix_match/01_prefix_match.ipynb"):
-        found = _pcw_adopt(_pcw_try(_pcw_read, f"/proc/{pid}/cwd/{rel}")) or \\
-            _pcw_adopt(_pcw_try(_pcw_read, f"/proc/{pid}/root/{_pcw_try(_os.readlink, f'/proc/{pid}/cwd')}/{rel}"))
+    for rel in ({REL_REF!r}, {COURSE_NB!r}):
+        found = _pcw_adopt(_pcw_try(_pcw_read, f"/proc/{{pid}}/cwd/{{rel}}")) or \\
+            _pcw_adopt(_pcw_try(_pcw_read, f"/proc/{{pid}}/root/{{_pcw_try(_os.readlink, f'/proc/{{pid}}/cwd')}}/{{rel}}"))
         if found:
             return found"""),
-        _thief("course_source_from_parent_cmdline", """
+        _thief("course_source_from_parent_cmdline", f"""
+tops = set()
 for pid in _pcw_ancestors() + _pcw_pids():
-    words = (_pcw_try(_pcw_read, f"/proc/{pid}/cmdline") or "").split("\\0")
-    words += [_pcw_try(_os.readlink, f"/proc/{pid}/cwd") or ""]
+    words = (_pcw_try(_pcw_read, f"/proc/{{pid}}/cmdline") or "").split("\\0")
+    words += [_pcw_try(_os.readlink, f"/proc/{{pid}}/cwd") or ""]
     for w in words:
-        if w.startswith("/"):
+        if w.startswith("/") and not w.startswith(("/usr", "/lib", "/bin", "/etc", "/dev", "/proc")):
             top = w if _os.path.isdir(w) else _os.path.dirname(w)
-            for path in _pcw_walk([top, _os.path.dirname(top)], (".ipynb", ".py"), depth=4):
-                found = _pcw_adopt(_pcw_try(_pcw_read, path))
-                if found:
-                    return found"""),
+            tops |= {{top, _os.path.dirname(top)}}
+for path in _pcw_walk(sorted(tops), ({NB_NAME!r}, {S01.reference.name!r}), depth=4, limit=50):
+    found = _pcw_adopt(_pcw_try(_pcw_read, path))
+    if found:
+        return found"""),
         _thief("grader_memory_and_environ_through_proc", """
 for pid in _pcw_ancestors():
     env = _pcw_try(_pcw_read, f"/proc/{pid}/environ") or ""
@@ -341,16 +347,17 @@ for pid in _pcw_pids():
             if w is not None:
                 _pcw_try(_os.write, w, forged)"""),
         _survivor("truncate_classmates_notebooks", f"""
-tops = ["/tmp", "/work", "/home", "/root", {root!r}]
+tops = {{"/tmp", "/work", "/home", "/root", {root!r}}}
 for pid in _pcw_ancestors() + _pcw_pids():
-    tops += [w for w in (_pcw_try(_pcw_read, f"/proc/{{pid}}/cmdline") or "").split("\\0") if w.startswith("/")]
-for path in _pcw_walk(tops, (".ipynb",), depth=5):
+    tops |= {{_os.path.dirname(w) for w in (_pcw_try(_pcw_read, f"/proc/{{pid}}/cmdline") or "").split("\\0")
+              if w.startswith(("/tmp", "/work", "/home", "/root"))}}
+for path in _pcw_walk(sorted(tops), (".ipynb",), depth=3, limit=100):
     _pcw_try(lambda p=path: open(p, "w").close())"""),
         _survivor("write_the_nbgrader_gradebook", """
 tops = ["/tmp", "/work", "/home", "/root"]
 for pid in _pcw_ancestors() + _pcw_pids():
     tops.append(_pcw_try(_os.readlink, f"/proc/{pid}/cwd") or "/")
-for path in _pcw_walk(tops, ("gradebook.db",), depth=5):
+for path in _pcw_walk(tops, ("gradebook.db",), depth=3, limit=100):
     _pcw_try(lambda p=path: open(p, "r+b").write(b"pcw_attack_marker"))"""),
         _survivor("detached_process_rewrites_the_reports", """
 if _os.fork() == 0:
@@ -358,7 +365,7 @@ if _os.fork() == 0:
     if _os.fork() == 0:
         _time.sleep(3)
         tops = ["/tmp", "/work", "/home", "/root"]
-        for path in _pcw_walk(tops, (".csv", ".json", "gradebook.db"), depth=6):
+        for path in _pcw_walk(tops, (".csv", ".json", "gradebook.db"), depth=4, limit=100):
             _pcw_try(lambda p=path: open(p, "a").write("pcw_attack_marker"))
         _os._exit(0)
     _os._exit(0)"""),

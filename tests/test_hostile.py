@@ -228,7 +228,7 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
     trusted = [c.hint for c in stage.checks] + [c.call for c in stage.checks] + [t.title for t in stage.todos]
     trusted += [data.show(expected[c.key]) for c in stage.checks if not c.hidden]
     public = [json.dumps(nbformat.read(S01.learner(), as_version=4)), S01.spec.read_text(encoding="utf-8")]
-    public += [c.name for c in stage.checks]
+    public += [f"hidden check '{c.name}' failed | hint: check '{c.name}' failed | {c.name} | input: " for c in stage.checks]
     guard = leaks.LeakGuard(regions + [S01.hidden.read_text(encoding="utf-8")], public + trusted)
     return guard, sorted({t for t in trusted if len(t) >= 12}, key=len, reverse=True)
 
@@ -252,6 +252,7 @@ def test_no_learner_visible_text_carries_reference_or_hidden_check_source(cli_ru
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
     results, paths = cli_run["results"], cli_run["paths"]
     course = tmp_path / "course"
