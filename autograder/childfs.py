@@ -99,24 +99,27 @@ def _others_can_read(path: str, *, ancestors: bool) -> bool:
     return True
 
 
-def child_user(iso) -> tuple[int, int] | str | None:
-    """Who the child runs as when the grader is root: ``nobody`` if it can read the interpreter there,
-    else uid 0 without any capability; None when the grader is not root (the child is the grader's
-    own unprivileged user)."""
+def child_user(iso, uid: int | None = None) -> tuple[int, int] | str | None:
+    """Who the child runs as when the grader is root: an unprivileged user (``uid``, default ``nobody``)
+    if it can read the interpreter there, else uid 0 without any capability; None when the grader is
+    not root (the child is the grader's own unprivileged user)."""
     if os.geteuid() != 0 or not iso.layers:
         return None
     ancestors = "namespaces" not in iso.layers  # bubblewrap recreates the parents, world-traversable
     paths = interpreter_paths(iso.offer.python)
-    return NOBODY if all(_others_can_read(p, ancestors=ancestors) for p in paths) else ROOT_WITHOUT_CAPS
+    if not all(_others_can_read(p, ancestors=ancestors) for p in paths):
+        return ROOT_WITHOUT_CAPS
+    return NOBODY if uid is None else (uid, uid)
 
 
-def make_scratch(iso, parent: str | None = None, prefix: str = "pcw-child-") -> str:
+def make_scratch(iso, parent: str | None = None, prefix: str = "pcw-child-", uid: int | None = None) -> str:
     """A new private scratch dir (0700) that the child's user owns, under ``parent`` (default: tmp).
 
-    Without namespaces an unprivileged child must also be able to reach it: ``parent`` and its
-    ancestors need the execute bit for others (``IsolationError`` otherwise).
+    ``uid``: the unprivileged user this child will run as, when it is not ``nobody`` (see
+    :func:`child_user`). Without namespaces an unprivileged child must also be able to reach it:
+    ``parent`` and its ancestors need the execute bit for others (``IsolationError`` otherwise).
     """
-    user = child_user(iso)
+    user = child_user(iso, uid)
     if isinstance(user, tuple) and "namespaces" not in iso.layers:
         where = os.path.realpath(parent or tempfile.gettempdir())
         if not _others_can_read(where, ancestors=True):

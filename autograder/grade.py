@@ -21,12 +21,12 @@ from pathlib import Path
 from autograder import batch, isolation
 from autograder.leaks import WITHHELD, LeakGuard
 from autograder.results import SubmissionResult, TodoResult, TodoStatus
-from autograder.spec import Stage, Todo
+from autograder.spec import Check, Stage, Todo
 from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, run_child
 from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
-from autograder.verdict import judge
+from autograder.verdict import CheckVerdict, judge
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -66,7 +66,8 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
         if on_cells is not None and event.get("phase") == "cells_done":
             on_cells()
 
-    report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event)
+    report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event,
+                       staging=run.staging_for(todo))
     return compose(sub, todo, report, leak_guard(stage))
 
 
@@ -87,11 +88,11 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     for c in checks:
         if c.key in outcomes:
             raw = outcomes[c.key]
-            v = judge(stage, c, expected[c.key], raw)
+            v = _judge(stage, c, expected[c.key], raw)
             if not v.passed:
                 display = guard.outcome(raw, withhold_all=withhold)
                 shown += guard.texts_of(display)
-                d = judge(stage, c, expected[c.key], display)
+                d = _judge(stage, c, expected[c.key], display)
                 v = v if d.passed else replace(d, not_implemented=v.not_implemented)
             line = v.summary if v.passed else _one_line(v.summary, v.detail)
             verdicts.append({"name": c.name, "hidden": c.hidden, "passed": v.passed, "message": line})
@@ -125,6 +126,17 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     points = float(todo.points) if status is TodoStatus.PASSED else 0.0
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
     return Graded(result, report, shown)
+
+
+def _judge(stage: Stage, check: Check, expected: dict, got: dict) -> CheckVerdict:
+    """:func:`judge`, for an outcome that came from the child: one it cannot read fails the check."""
+    try:
+        return judge(stage, check, expected, got)
+    except Exception:  # noqa: BLE001 - a malformed (forged) outcome: the learner's doing, not a grader bug
+        if expected.get("kind") not in ("ok", "raised"):
+            raise  # the reference failed its own check: that is a grader bug, reported as such
+        return CheckVerdict(check, False, check.name if not check.hidden else f"hidden check '{check.name}' failed",
+                            ["the result your code produced could not be read"])
 
 
 def _shown(text: str, shown: list[str]) -> str:

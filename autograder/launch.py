@@ -50,7 +50,9 @@ class ChildSpec:
     the only writable place (see :func:`make_scratch`); ``readable``: further read-only paths;
     ``pass_fds``: descriptors the child keeps (e.g. the write end of its result pipe); ``env``: the
     child's whole environment; ``rlimits``: ``{"RLIMIT_NOFILE": (soft, hard)}`` set before the entry
-    runs; ``hidden``: paths the child must not see, checked against everything it could read.
+    runs; ``hidden``: paths the child must not see, checked against everything it could read;
+    ``uid``: the unprivileged user a root grader runs it as (default ``nobody``; a user of its own
+    keeps its process count and files apart from every other child's).
     """
 
     python: str
@@ -62,6 +64,7 @@ class ChildSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     rlimits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     hidden: Sequence[str] = ()
+    uid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
         for p in (*readable, scratch, *system):
             if _within(hidden, p) or _within(p, hidden):
                 raise IsolationError(f"the child could read {p}, which is or holds {hidden}, a path it must not see")
-    user = child_user(iso)
+    user = child_user(iso, spec.uid)
     if isinstance(user, tuple):
         ancestors = "namespaces" not in iso.layers
         unreadable = [p for p in readable if not _others_can_read(p, ancestors=ancestors)]

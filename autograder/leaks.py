@@ -19,27 +19,17 @@ a guard built with no secrets never withholds anything.
 """
 from __future__ import annotations
 
-import base64
-import binascii
-import bz2
-import codecs
-import gzip
 import re
-import urllib.parse
-import zlib
 from collections.abc import Iterable
 from typing import Any
+
+from autograder.readings import readings
 
 WINDOW = 12           # alphanumeric characters of a secret that may never appear in a learner's feedback
 TEXT_LIMIT = 120      # characters of one piece of learner text (a string value, an exception message)
 NAME_LIMIT = 60       # characters of a type name from learner code
 MAX_TEXTS = 200       # pieces of text checked per value
 WITHHELD = "‹withheld: it contained the grader's code›"
-_B64 = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
-_B32 = re.compile(r"[A-Z2-7=]{16,}")
-_B85 = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2}[\s:,.-]?){8,}")
-_NUMS = re.compile(r"\d{2,7}(?:\s*[,;\s]\s*\d{2,7}){7,}")
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -174,134 +164,3 @@ class _WithholdAll(LeakGuard):
 
 
 _WITHHOLD_ALL = _WithholdAll()
-
-
-# -- readings of a text ------------------------------------------------------------------------------
-def readings(text: str, depth: int = 2) -> list[str]:
-    """``text`` as is and as every decoding this module knows, up to ``depth`` layers deep."""
-    seen: dict[str, None] = {text: None}
-    frontier = [text]
-    for _ in range(depth):
-        found = []
-        for t in frontier:
-            for r in _one_layer(t):
-                if r and r not in seen:
-                    seen[r] = None
-                    found.append(r)
-        frontier = found
-    out = list(seen)
-    out += [t[::-1] for t in out]
-    out += [_shift(t, k) for t in list(out) for k in range(1, 26)]
-    return out
-
-
-def _one_layer(text: str) -> list[str]:
-    out = []
-    for decode in (_from_base64, _from_base32, _from_base85, _from_hex, _from_codes):
-        out += [_text(b) for b in decode(text)]
-    for f in (urllib.parse.unquote, _unescape):
-        try:
-            t = f(text)
-        except Exception:  # noqa: BLE001 - not that encoding
-            continue
-        if t != text:
-            out.append(t)
-    return out
-
-
-def _text(raw: bytes) -> str:
-    for unpack in (zlib.decompress, gzip.decompress, bz2.decompress):
-        try:
-            raw = unpack(raw)
-            break
-        except Exception:  # noqa: BLE001 - not compressed that way
-            pass
-    return raw.decode("utf-8", "ignore") if _mostly_text(raw) else raw.decode("latin-1")
-
-
-def _mostly_text(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
-
-
-def _from_base64(text: str) -> list[bytes]:
-    out = []
-    for run in _B64.findall(text):
-        for start in range(4):
-            chunk = run[start:]
-            chunk = chunk.rstrip("=")
-            chunk += "=" * (-len(chunk) % 4)
-            for alt in (None, b"-_"):
-                try:
-                    out.append(base64.b64decode(chunk, altchars=alt))
-                except (binascii.Error, ValueError):
-                    pass
-    return out
-
-
-def _from_base32(text: str) -> list[bytes]:
-    out = []
-    for run in _B32.findall(text.upper()):
-        chunk = run.rstrip("=")
-        for start in range(8):
-            piece = chunk[start:]
-            try:
-                out.append(base64.b32decode(piece + "=" * (-len(piece) % 8)))
-            except (binascii.Error, ValueError):
-                pass
-    return out
-
-
-def _from_base85(text: str) -> list[bytes]:
-    out = []
-    for run in _B85.findall(text):
-        for f in (base64.b85decode, base64.a85decode):
-            try:
-                out.append(f(run))
-            except (ValueError, binascii.Error):
-                pass
-    return out
-
-
-def _from_hex(text: str) -> list[bytes]:
-    out = []
-    for run in _HEX.findall(text):
-        digits = re.sub(r"[^0-9a-fA-F]", "", run)
-        for start in (0, 1):
-            piece = digits[start:]
-            piece = piece[: len(piece) // 2 * 2]
-            try:
-                out.append(bytes.fromhex(piece))
-            except ValueError:
-                pass
-    return out
-
-
-def _from_codes(text: str) -> list[bytes]:
-    """A list of character codes (``[105, 109, 112, ...]``): as bytes, and as Unicode code points."""
-    out = []
-    for run in _NUMS.findall(text):
-        nums = [int(n) for n in re.findall(r"\d+", run)]
-        if all(n < 0x110000 for n in nums):
-            out.append("".join(chr(n) for n in nums).encode("utf-8", "ignore"))
-    return out
-
-
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    return codecs.decode(text, "unicode_escape")
-
-
-def _shift(text: str, k: int) -> str:
-    def rot(ch: str) -> str:
-        if "a" <= ch <= "z":
-            return chr((ord(ch) - 97 + k) % 26 + 97)
-        if "A" <= ch <= "Z":
-            return chr((ord(ch) - 65 + k) % 26 + 65)
-        return ch
-
-    return "".join(map(rot, text))

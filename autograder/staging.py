@@ -8,21 +8,27 @@ place it can write. :data:`GradingRun.hidden` lists what no child may ever see (
 hidden checks, the tests, the repository's history, every submission, the nbgrader course dir):
 each launch re-checks it against what the child can read (:func:`autograder.launch.plan_child`).
 
+A TODO with twins (given code that already does it, :mod:`autograder.twins`) gets its own copy of
+the staging dir in which those twins' definitions are replaced (:meth:`GradingRun.staging_for`).
+
 Invariants: ``staging`` holds only :func:`autograder.layout.child_files`; every scratch dir lies
 below ``base``; after :meth:`GradingRun.close` nothing of the run is left on disk.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import layout
-from autograder.childfs import make_scratch, stage_tree
+from autograder import layout, twins
+from autograder.childfs import child_user, make_scratch, stage_tree
 from autograder.isolation import Isolation
+from autograder.spec import Todo
 
 
 def always_hidden() -> list[str]:
@@ -39,6 +45,11 @@ class GradingRun:
     staging: Path
     hidden: tuple[str, ...]
     _closed: bool = field(default=False, repr=False)
+    _variants: dict[tuple[str, ...], Path] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _children: int = field(default=0, repr=False)
+    # far above any real account, and different for each run on the machine (two runs at once stay apart)
+    _uid_base: int = field(default_factory=lambda: 0x40000000 + secrets.randbelow(1 << 14) * (1 << 16), repr=False)
 
     @classmethod
     def open(cls, iso: Isolation, hidden: Iterable[str | os.PathLike] = ()) -> GradingRun:
@@ -58,9 +69,35 @@ class GradingRun:
     def level(self) -> str:
         return self.isolation.level
 
-    def scratch(self) -> str:
-        """A new private scratch dir for one child (owned by the user the child will run as)."""
-        return make_scratch(self.isolation, self.base, prefix="child-")
+    def staging_for(self, todo: Todo) -> Path:
+        """The staging dir a child grading ``todo`` imports from: the run's own, or (for a TODO with
+        twins) a copy whose twins' module files have the twins blocked at the source."""
+        by_file = twins.by_module({t: self.staging / Path(*t.split(":")[0].split(".")).with_suffix(".py")
+                                   for t in todo.twins})
+        if not by_file:
+            return self.staging
+        key = tuple(sorted(todo.twins))
+        with self._lock:
+            if key not in self._variants:
+                dest = Path(self.base) / f"staging-{len(self._variants) + 1}"
+                shutil.copytree(self.staging, dest)
+                for path, (module, quals) in by_file.items():
+                    target = dest / path.relative_to(self.staging)
+                    target.chmod(0o644)
+                    target.write_text(twins.blocked_source(path.read_text(encoding="utf-8"), quals, todo.label, module),
+                                      encoding="utf-8")
+                self._variants[key] = dest
+            return self._variants[key]
+
+    def scratch(self) -> tuple[str, int | None]:
+        """A new private scratch dir for one child, and the user it runs as when the grader is root: a
+        uid of its own (no entry in ``/etc/passwd`` needed), so that no child shares its process count
+        (a fork bomb cannot starve the others) or its files with another; None otherwise."""
+        with self._lock:
+            self._children += 1
+            uid = self._uid_base + self._children
+        uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
+        return make_scratch(self.isolation, self.base, prefix="child-", uid=uid), uid
 
     @staticmethod
     def discard(scratch: str) -> None:

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.channel import Channel
 from autograder.confine import EXIT_NOT_CONFINED
@@ -77,7 +78,8 @@ class ChildReport:
 
 def child_env(workdir: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
-    env.update(HOME=workdir, TMPDIR=workdir, MPLBACKEND="Agg", MPLCONFIGDIR=workdir, OMP_NUM_THREADS="1",
+    env.update(HOME=workdir, TMPDIR=workdir, USER="grading", LOGNAME="grading", MPLBACKEND="Agg", MPLCONFIGDIR=workdir,
+               OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # machine-specific safety settings, see RECIPES
         if k in os.environ:
@@ -86,31 +88,32 @@ def child_env(workdir: str) -> dict[str, str]:
 
 
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
-              on_event: Callable[[dict], None] | None = None) -> ChildReport:
+              on_event: Callable[[dict], None] | None = None, staging: Path | None = None) -> ChildReport:
     """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
-    isolation; ``on_event`` sees each accepted event as it arrives (in this thread)."""
-    scratch = run.scratch()
+    isolation, importing from ``staging`` (default: the run's); ``on_event`` sees each accepted event
+    as it arrives (in this thread)."""
+    scratch, uid = run.scratch()
     try:
-        return _run(payload, limits, run, scratch, Channel(check_keys), on_event)
+        return _run(payload, limits, run, staging or run.staging, scratch, uid, Channel(check_keys), on_event)
     finally:
         run.discard(scratch)
 
 
-def _run(payload: dict, limits: ChildLimits, run: GradingRun, scratch: str, channel: Channel,
-         on_event: Callable[[dict], None] | None) -> ChildReport:
+def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scratch: str, uid: int | None,
+         channel: Channel, on_event: Callable[[dict], None] | None) -> ChildReport:
     read_fd, write_fd = os.pipe()
     out_r, out_w = os.pipe()
     payload = {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
-               "workdir": scratch, "result_fd": write_fd, "root": str(run.staging), "denied_dirs": list(run.hidden)}
+               "workdir": scratch, "result_fd": write_fd, "root": str(staging), "denied_dirs": list(run.hidden)}
     plan: LaunchPlan | None = None
     try:
         env = child_env(scratch)
         if run.isolation.layers:
-            plan = plan_child(ChildSpec(sys.executable, "autograder.sandbox:main", str(run.staging), scratch,
-                                        pass_fds=(write_fd,), env=env, hidden=run.hidden), run.isolation)
+            plan = plan_child(ChildSpec(sys.executable, "autograder.sandbox:main", str(staging), scratch,
+                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid), run.isolation)
             kwargs = plan.popen_kwargs()
         else:
-            kwargs = {"args": [sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(run.staging))],
+            kwargs = {"args": [sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(staging))],
                       "pass_fds": (write_fd,), "env": env, "cwd": scratch, "close_fds": True,
                       "start_new_session": True}
         proc = subprocess.Popen(**kwargs, stdin=subprocess.PIPE, stdout=out_w, stderr=out_w)

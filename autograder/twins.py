@@ -9,8 +9,10 @@ The function object itself is changed (its ``__code__`` is swapped), not the nam
 so every alias is blocked as well: a re-import, an attribute of another module, a reference saved
 in a cell before the checks ran, a ``functools.partial``, the ``__wrapped__`` chain of a decorator.
 In the grading child the swap is for good (:func:`block`), before any learner code runs, and the
-original code object is dropped, so learner code cannot put it back; in a learner's notebook,
-``check()`` blocks them for the duration of its probes only (:func:`blocked`).
+original code object is dropped, so learner code cannot put it back; and the copies of the twins'
+modules that child may read have the twins' definitions replaced (:func:`blocked_source`), so that
+re-importing, reloading or executing the module file gives a blocked twin too. In a learner's
+notebook, ``check()`` blocks them for the duration of its probes only (:func:`blocked`).
 
 Invariant: a blocked twin keeps its name, signature defaults and closure; only calling it changes.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import types
 from collections.abc import Iterable, Iterator
 
@@ -57,7 +60,8 @@ def _functions(obj: object) -> list[types.FunctionType]:
             obj = obj.__func__
         if isinstance(obj, types.FunctionType):
             out.append(obj)
-        obj = getattr(obj, "__wrapped__", None)
+        # a decorator's wrapper, or a compiled kernel's Python function (Triton's JITFunction.fn)
+        obj = getattr(obj, "__wrapped__", None) or getattr(obj, "fn", None)
     if not out:
         raise TypeError(f"{given!r} is not a Python function; only functions and methods can be blocked")
     return out
@@ -110,3 +114,33 @@ def blocked(names: Iterable[str], label: str) -> Iterator[None]:
     finally:
         for fn, code in reversed(swapped):
             fn.__code__ = code
+
+
+def blocked_source(text: str, qualnames: Iterable[str], label: str, module: str) -> str:
+    """``text`` (a module's source) with the definitions of ``qualnames`` replaced by ones that raise,
+    decorators and body included (the file a child may read then no longer holds the twin)."""
+    from autograder.pysource import definition_span
+
+    lines = text.splitlines()
+    spans = []
+    for qual in qualnames:
+        start, end = definition_span(text, qual, with_comments_above=False)
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        stub = [f"{indent}def {qual.split('.')[-1]}(*args, **kwargs):",
+                f"{indent}    raise PermissionError({message(f'{module}:{qual}', label)!r})"]
+        spans.append((start, end, stub))
+    for start, end, stub in sorted(spans, reverse=True):
+        lines[start:end] = stub
+    return "\n".join(lines) + "\n"
+
+
+def by_module(files: dict[str, "os.PathLike"]) -> dict:
+    """``{file: (module, [qualname, ...])}`` for the twins (``module:qualname`` -> the module's file)
+    whose file exists; a twin in a module that is not a file of the child's (e.g. a ``solutions``
+    module, which arrives as text) is left out."""
+    out: dict = {}
+    for twin, path in files.items():
+        module, _, qual = twin.partition(":")
+        if os.path.isfile(path):
+            out.setdefault(path, (module, []))[1].append(qual)
+    return out

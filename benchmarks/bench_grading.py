@@ -84,8 +84,8 @@ def main() -> int:
         p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format", "json",
                             "--no-progress"], cwd=ROOT, capture_output=True, text=True)
         ours_s = time.perf_counter() - t0
-        ours = {}
-        for sub in json.loads(p.stdout)["submissions"]:
+        ours, graded = {}, json.loads(p.stdout)
+        for sub in graded["submissions"]:
             student = Path(sub["path"]).parts[-3]
             ours[student] = {t["id"]: t["points"] for t in sub["todos"]}
 
@@ -103,6 +103,7 @@ def main() -> int:
     mismatches = {s: (ours[s], theirs[s]) for s in students if ours[s] != theirs[s]}
     print(f"submissions: {n} (stage 1, {os.cpu_count()} cores)")
     print(f"python -m autograder grade : {ours_s:7.2f} s  ({ours_s / n * 1000:6.0f} ms per submission, isolated, hidden checks)")
+    print(f"  graded under isolation: {graded['isolation']['description']}")
     print(f"nbgrader autograde (plain) : {nbg_s:7.2f} s  ({nbg_s / n * 1000:6.0f} ms per submission, in-kernel)")
     print(f"speedup: {nbg_s / ours_s:.1f}x faster per submission than nbgrader")
     print(f"per-TODO scores equal: {not mismatches}")

@@ -451,6 +451,16 @@ for fd in range(3, 64):
     data = "".join(_json.dumps(e) + "\\n" for e in lines + [{"phase": "done"}]).encode()
     _pcw_try(_os.write, fd, data)
 _os._exit(0)"""), ALL - {MATCH}, {MATCH: ""}))
+    out.append(Case("forge_unreadable_outcomes_then_exit", PRELUDE + "\n" + inject("match_prefix", """
+import autograder.spec as spec
+keys = [c.key for c in spec.load_stage("s01").checks if c.todo == "s01.match_prefix"]
+lines = [{"key": keys[0], "outcome": {"kind": "ok"}}]
+for k in keys[1:]:
+    lines += [{"phase": "check", "key": k}, {"key": k, "outcome": {"kind": "ok", "value": {"__float__": "x"}}}]
+data = "".join(_json.dumps(e) + "\\n" for e in lines + [{"phase": "done"}]).encode()
+for fd in range(3, 64):
+    _pcw_try(_os.write, fd, data)
+_os._exit(0)"""), ALL - {MATCH}, {MATCH: "check 'seed_match_3' failed"}))
     out.append(Case("report_a_check_twice", PRELUDE + "\n" + inject("match_prefix", """
 import autograder.spec as spec
 key = [c.key for c in spec.load_stage("s01").checks if c.todo == "s01.match_prefix"][0]

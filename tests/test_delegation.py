@@ -76,16 +76,24 @@ def _edit(stage_id: str, d: Delegation) -> tuple[str, str]:
     return "\n".join(lines[begin:end + 1]) + "\n", f"{indent}import importlib\n{indent}return {d.expr}\n"
 
 
+# As graded: TODO 4 reloads the kernels module first (a fresh copy of a blocked function's module
+# must not bring the function back: the child's copy of the file has it blocked too).
+GRADED = [WITH_GLUE[0], Delegation(
+    "s06.paged_attention", "kernels.paged_attention:paged_attention_torch",
+    'importlib.import_module("kernels.prefill").pool_attention(importlib.reload(importlib.import_module('
+    '"kernels.paged_attention")).paged_attention_torch)(q, pool, layer, block_table, offset)')]
+
+
 def test_s06_delegating_to_the_kernels_earns_nothing_when_graded():
     """One notebook delegating TODO 2 and TODO 4 to the kernels: both fail, naming the blocked twin,
     and every other TODO keeps its points."""
-    result = grade_variant("s06", [_edit("s06", d) for d in WITH_GLUE])
+    result = grade_variant("s06", [_edit("s06", d) for d in GRADED])
     by_id = {t.id: t for t in result.todos}
-    for d in WITH_GLUE:
+    for d in GRADED:
         t = by_id[d.todo]
         said = " ".join([t.message, *(c["message"] for c in t.checks)])
         assert not t.passed and t.points == 0 and "must be your own code" in said, said
-    assert {t.id for t in result.todos if t.passed} == {t for t in by_id if t not in {d.todo for d in WITH_GLUE}}
+    assert {t.id for t in result.todos if t.passed} == {t for t in by_id if t not in {d.todo for d in GRADED}}
 
 
 def test_inline_check_blocks_twins_while_it_probes_and_restores_them():
