@@ -243,9 +243,9 @@ def test_no_learner_visible_text_carries_reference_or_hidden_check_source(cli_ru
     guard, trusted = _secret_guard()
     for name, sub in cli_run["results"].items():
         texts = [sub.get("error") or "", *sub["warnings"]]
-        for t in sub["todos"]:
-            texts += [t["message"], *(c["message"] for c in t["checks"])]
-        texts = [_learner_part(x, trusted) for x in texts]
+        for t in sub["todos"]:  # what passed says only the grader's own words
+            texts += [t["message"], *(c["message"] for c in t["checks"] if not c["passed"])] if not t["passed"] else []
+        texts = [_learner_part(x, trusted) for x in dict.fromkeys(texts)]
         assert not any(guard.leaks(x) for x in texts), (name, [x for x in texts if guard.leaks(x)][:1])
     for report in cli_run["reports"].values():
         assert not guard.leaks(_learner_part(report.decode("utf-8", "replace"), trusted))
