@@ -14,8 +14,9 @@ Three layers, each enforced by the kernel, so nothing learner code does in its i
   access, no ``prlimit``/``setpriority`` on another process, no ``setsid``/``setpgid`` (so a
   process-group kill reaches every descendant), no sockets, no namespaces or mounts.
 
-In every level, a grader running as root runs its children as an unprivileged user (``nobody``,
-65534) with no capabilities and ``no_new_privs`` set.
+In every level, a grader running as root runs its children as unprivileged users (``nobody``, or a
+uid of its own for each child when :mod:`autograder.staging` asks for one) with no capabilities and
+``no_new_privs`` set.
 
 The level is named by the layers in force, joined by ``+`` (``namespaces+landlock+seccomp``,
 ``landlock+seccomp``, ...), or ``in-process`` when none works: only the audit hook in the child,
@@ -130,7 +131,7 @@ class Isolation:
         if user == ROOT_WITHOUT_CAPS:
             parts.append("child as uid 0 without capabilities")
         elif user is not None:
-            parts.append(f"child as uid {user[0]}")
+            parts.append("each child as an unprivileged user of its own")
         return self.level + (f" ({', '.join(parts)})" if parts else "")
 
     def to_json(self) -> dict:
