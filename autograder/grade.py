@@ -1,10 +1,13 @@
-"""Grading notebooks: one isolated child process per (submission, TODO); verdicts in this process.
+"""Grading notebooks: one confined child process per (submission, TODO); verdicts in this process.
 
 This process never executes learner code. It reads each submission as data
 (:mod:`autograder.submission`), sends the learner's solution cells to a child
 (:mod:`autograder.supervise`, :mod:`autograder.sandbox`) together with the reference stubbed at the
-TODO under test (:mod:`autograder.trusted`), reads back raw outcomes, and compares them with the
-reference's outcomes, which it computes itself (:mod:`autograder.verdict`).
+TODO under test (:mod:`autograder.trusted`), reads back raw outcomes under the channel's rules
+(:mod:`autograder.channel`), and compares them with the reference's outcomes, which it computes
+itself (:mod:`autograder.verdict`). Every message is composed here; the only text in it that came
+from the child passed :mod:`autograder.leaks` first. All children of a run share one isolation
+level (:mod:`autograder.isolation`), which every result states.
 """
 from __future__ import annotations
 
@@ -12,18 +15,20 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autograder import messages
+from autograder import batch, isolation, messages
 from autograder.course import load_course
 from autograder.i18n import text
+from autograder.leaks import WITHHELD, LeakGuard
 from autograder.results import SubmissionResult, TodoResult, TodoStatus
-from autograder.spec import Stage, Todo
+from autograder.spec import Check, Stage, Todo
+from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
-from autograder.supervise import ChildLimits, run_child
-from autograder.trusted import child_modules, expected_outcomes, setup_cells
-from autograder.verdict import judge
+from autograder.supervise import ChildLimits, ChildReport, run_child
+from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
+from autograder.verdict import CheckVerdict, judge
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -32,27 +37,79 @@ def limits_for(stage: Stage) -> ChildLimits:
     return ChildLimits(stage.time_limit_s, stage.memory_limit_mb, 15.0 if "torch" in stage.preload else 5.0)
 
 
-def run_todo(sub: Submission, todo: Todo, *, lang: str | None = None, grading: str = "all-or-nothing") -> TodoResult:
-    """Grade one TODO of one submission in its own child, reporting in ``lang`` (default: the
-    submission's own language) and giving points as ``grading`` says (see :mod:`autograder.course`)."""
+@dataclass
+class Graded:
+    """One TODO's result, and what the batch needs to revisit it: the child's report (None when it
+    never ran) and every piece of child text the message shows."""
+
+    result: TodoResult
+    report: ChildReport | None = None
+    shown: list[str] = field(default_factory=list)
+
+    @property
+    def stopped_in_cells(self) -> bool:
+        """The child stopped while the learner's cells ran: the same would happen for every TODO."""
+        r = self.report
+        return r is not None and r.grader_error is None and r.stopped is not None and not r.cells_finished
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """How results are worded and scored: ``lang`` overrides each submission's own language;
+    ``grading`` is the points rule (see :mod:`autograder.course`)."""
+
+    lang: str | None = None
+    grading: str = "all-or-nothing"
+
+
+def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None = None,
+             how: Reporting = Reporting()) -> TodoResult:
+    """Grade one TODO of one submission in its own child."""
+    return _grade_todo(sub, todo, run, on_cells, how).result
+
+
+def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
+                how: Reporting) -> Graded:
     stage = sub.stage
-    lang = lang or sub.lang
-    expected = expected_outcomes(stage)
-    checks = stage.checks_for(todo.id)
     cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
     payload = {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
                "modules": child_modules(stage, todo), "preload": stage.preload}
-    events, stopped = run_child(payload, limits_for(stage))
+
+    def on_event(event: dict) -> None:
+        if on_cells is not None and event.get("phase") == "cells_done":
+            on_cells()
+
+    report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event,
+                       staging=run.staging_for(todo))
+    return compose(sub, todo, report, leak_guard(stage), how=how)
+
+
+def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, withhold: bool = False,
+            how: Reporting = Reporting()) -> Graded:
+    """The verdict on ``todo`` from its child's report; with ``withhold``, no child text at all."""
+    stage = sub.stage
+    lang = how.lang or sub.lang
+    expected = expected_outcomes(stage)
+    checks = stage.checks_for(todo.id)
+    shown: list[str] = []
+    events = report.events
     outcomes = {e["key"]: e["outcome"] for e in events if "outcome" in e}
     missing = next((e["missing"] for e in events if "missing" in e), None)
     cell_errors = next((e["cell_errors"] for e in events if "cell_errors" in e), [])
     in_check = next((e["key"] for e in reversed(events) if e.get("phase") == "check"), None)
+    in_cell = next((e["index"] for e in reversed(events) if e.get("phase") == "cell"), None)
     course_versions = next((e["course_versions"] for e in events if "course_versions" in e), [])
 
     verdicts, first_fail = [], None
     for c in checks:
         if c.key in outcomes:
-            v = judge(stage, c, expected[c.key], outcomes[c.key], lang)
+            raw = outcomes[c.key]
+            v = _judge(stage, c, expected[c.key], raw, lang)
+            if not v.passed:
+                display = guard.outcome(raw, withhold_all=withhold)
+                shown += guard.texts_of(display)
+                d = _judge(stage, c, expected[c.key], display, lang)
+                v = v if d.passed else replace(d, not_implemented=v.not_implemented)
             line = v.summary if v.passed else _one_line(v.summary, v.detail)
             verdicts.append({"name": c.name, "hidden": c.hidden, "passed": v.passed, "message": line})
             if not v.passed and first_fail is None:
@@ -61,13 +118,18 @@ def run_todo(sub: Submission, todo: Todo, *, lang: str | None = None, grading: s
             verdicts.append({"name": c.name, "hidden": c.hidden, "passed": False, "message": "not run"})
 
     n_hidden = sum(c.hidden for c in checks)
-    if checks and all(v["passed"] for v in verdicts) and stopped is None:
+    if report.grader_error is not None:
+        status, message = TodoStatus.GRADER_ERROR, f"grader error: {report.grader_error}"
+    elif report.tampering:
+        status, message = TodoStatus.TAMPERED, ("tampering: the grading process's result channel received "
+                                                f"{'; '.join(report.tampering)} (the TODO earns nothing)")
+    elif checks and all(v["passed"] for v in verdicts) and report.stopped is None:
         status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
     elif missing:
-        status, message = TodoStatus.MISSING, missing
-    elif stopped is not None:
-        where = _check_name(in_check) or "before the checks started"
-        status, message = TodoStatus.STOPPED, f"{stopped} during {where}"
+        status, message = TodoStatus.MISSING, _shown(guard.fragment(missing) if not withhold else WITHHELD, shown)
+    elif report.stopped is not None:
+        where = _check_name(in_check) or _cell_name(in_cell, len(setup_cells(stage))) or "before the checks started"
+        status, message = TodoStatus.STOPPED, f"{report.stopped} during {where}"
     elif first_fail is not None and first_fail.not_implemented:
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
     elif first_fail is not None:
@@ -76,12 +138,14 @@ def run_todo(sub: Submission, todo: Todo, *, lang: str | None = None, grading: s
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
     else:
         status, message = TodoStatus.FAILED, "no check results arrived (did your code write to the grader's result channel?)"
-    if status is not TodoStatus.PASSED and cell_errors:
-        message += f" (note: {cell_errors[0]})"
-    for name in course_versions:
-        message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name.strip("`"))
-    points = todo_points(todo, status, verdicts, grading)
-    return TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
+    if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and cell_errors:
+        message += f" (note: {_cell_error(cell_errors[0], guard, withhold, shown)})"
+    for name in course_versions if type(course_versions) is list else []:
+        if type(name) is str and name.strip("`").replace(".", "").isidentifier():  # names only: nothing else passes
+            message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name.strip("`"))
+    points = todo_points(todo, status, verdicts, how.grading)
+    result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
+    return Graded(result, report, shown)
 
 
 def todo_points(todo: Todo, status: TodoStatus, verdicts: list[dict], grading: str) -> float:
@@ -92,6 +156,31 @@ def todo_points(todo: Todo, status: TodoStatus, verdicts: list[dict], grading: s
     if grading == "partial" and status is TodoStatus.FAILED and verdicts:
         return round(todo.points * sum(v["passed"] for v in verdicts) / len(verdicts), 2)
     return 0.0
+
+
+def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None) -> CheckVerdict:
+    """:func:`judge`, for an outcome that came from the child: one it cannot read fails the check."""
+    try:
+        return judge(stage, check, expected, got, lang)
+    except Exception:  # noqa: BLE001 - a malformed (forged) outcome: the learner's doing, not a grader bug
+        if expected.get("kind") not in ("ok", "raised"):
+            raise  # the reference failed its own check: that is a grader bug, reported as such
+        return CheckVerdict(check, False, check.name if not check.hidden else f"hidden check '{check.name}' failed",
+                            ["the result your code produced could not be read"])
+
+
+def _shown(text: str, shown: list[str]) -> str:
+    shown.append(text)
+    return text
+
+
+def _cell_error(err: dict, guard: LeakGuard, withhold: bool, shown: list[str]) -> str:
+    kind = "setup" if err.get("kind") == "setup" else "your"
+    cell = err.get("cell") if type(err.get("cell")) is int else "?"
+    name = guard.name(err.get("type"))
+    text = WITHHELD if withhold else guard.fragment(err.get("message"), 100)
+    shown += [name, text]
+    return f"{kind} cell {cell} raised {name}: {text}"
 
 
 def _one_line(head: str, detail: list[str]) -> str:
@@ -105,19 +194,41 @@ def _check_name(key: str | None) -> str | None:
     return f"{'hidden ' if hidden else ''}check '{key.rsplit(':', 1)[-1]}'"
 
 
+def _cell_name(index: int | None, n_setup: int) -> str | None:
+    if index is None:
+        return None
+    return f"setup cell {index + 1}" if index < n_setup else f"your TODO cell {index - n_setup + 1}"
+
+
+def _same_as_first(first: Graded, sub: Submission, todo: Todo) -> Graded:
+    """A TODO not run because the submission's first child already stopped in the learner's cells."""
+    r = first.result
+    checks = [{"name": c.name, "hidden": c.hidden, "passed": False, "message": "not run"}
+              for c in sub.stage.checks_for(todo.id)]
+    res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), r.status,
+                     f"{r.message} (the same for every TODO of this notebook)", checks)
+    return Graded(res, None, list(first.shown))
+
+
 # -- many submissions ------------------------------------------------------------------------------
 def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 on_done: Callable[[SubmissionResult], None] | None = None,
-                on_todo: Callable[[], None] | None = None, lang: str | None = None,
-                grading: str | None = None) -> list[SubmissionResult]:
+                on_todo: Callable[[], None] | None = None,
+                iso: isolation.Isolation | str = "best", hidden: Iterable[str | os.PathLike] = (),
+                lang: str | None = None, grading: str | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
 
-    ``lang`` overrides each submission's own language; ``grading`` overrides course.toml's mode."""
-    grading = grading or load_course().grading
+    ``lang`` overrides each submission's own language; ``grading`` overrides course.toml's mode.
+
+    ``iso``: the isolation every child runs under (an :class:`~autograder.isolation.Isolation`, or
+    what :func:`~autograder.isolation.select` takes); ``hidden``: further paths no child may see
+    (every submission is hidden from every child anyway).
+    """
+    how = Reporting(lang, grading or load_course().grading)
+    level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)
     results: list[SubmissionResult] = []
-    jobs: list[tuple[int, Submission, Todo]] = []
-    subs: dict[int, Submission] = {}
+    subs: list[tuple[int, Submission]] = []
     started = time.monotonic()
     for i, path in enumerate(files):
         try:
@@ -125,36 +236,29 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         except SubmissionError as exc:
             results.append(SubmissionResult.not_graded(str(path), str(exc)))
             continue
-        results.append(SubmissionResult(str(path), sub.stage.id))
-        subs[i] = sub
-        jobs += [(i, sub, t) for t in sub.stage.todos]
-    for sub in {s.stage.id: s for s in subs.values()}.values():
-        expected_outcomes(sub.stage)  # once, before the pool starts
-        setup_cells(sub.stage)
-
+        except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
+            results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
+            continue
+        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings)))
+        subs.append((i, sub))
+    for r in results:
+        r.isolation = level.level
+    for stage in {s.stage.id: s.stage for _, s in subs}.values():
+        expected_outcomes(stage)  # once per stage, before the pool starts
+        setup_cells(stage)
+        leak_guard(stage)
+    graded: dict[int, list[Graded | None]] = {i: [None] * len(s.stage.todos) for i, s in subs}
     lock = threading.Lock()
-    remaining = {i: len(s.stage.todos) for i, s in subs.items()}
-    by_index: dict[int, dict[str, TodoResult]] = {i: {} for i in subs}
 
-    def work(job: tuple[int, Submission, Todo]) -> None:
-        i, sub, todo = job
-        try:
-            res = run_todo(sub, todo, lang=lang, grading=grading)
-        except Exception as exc:  # a grader bug must not sink the class: report it on this TODO
-            res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), TodoStatus.GRADER_ERROR,
-                             f"grader error: {type(exc).__name__}: {exc}")
-        with lock:
-            by_index[i][todo.id] = res
-            remaining[i] -= 1
-            last = remaining[i] == 0
-        if on_todo:
-            on_todo()
-        if last:
-            finish(i)
-
-    def finish(i: int) -> None:
-        sub, r = subs[i], results[i]
-        r.todos = [by_index[i][t.id] for t in sub.stage.todos]
+    def finish(gi: int) -> None:
+        i, sub = subs[gi]
+        items = graded[i]
+        guard = leak_guard(sub.stage)
+        if guard.leaks_together(t for g in items for t in g.shown):  # a secret split across checks or TODOs
+            items = [compose(sub, t, g.report, guard, withhold=True, how=how) if g.report is not None else g
+                     for t, g in zip(sub.stage.todos, items)]
+        r = results[i]
+        r.todos = [g.result for g in items]
         r.seconds = time.monotonic() - started
         now = digest(sub.path)
         if now is None:
@@ -164,11 +268,29 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         if on_done:
             on_done(r)
 
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
-        list(pool.map(work, jobs))
+    def on_result(gi: int, ji: int, g: Graded) -> None:
+        i, _ = subs[gi]
+        with lock:
+            graded[i][ji] = g
+            last = all(x is not None for x in graded[i])
+        if on_todo:
+            on_todo()
+        if last:
+            finish(gi)
+
+    def failed(job: tuple[Submission, Todo], exc: Exception) -> Graded:
+        todo = job[1]
+        return Graded(TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), TodoStatus.GRADER_ERROR,
+                                 f"grader error: {type(exc).__name__}: {exc}"))
+
+    with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
+        batch.run_batch([[(s, t) for t in s.stage.todos] for _, s in subs],
+                        work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
+                        shared_failure=lambda g: g.stopped_in_cells,
+                        shortcut=lambda first, job: _same_as_first(first, job[0], job[1]),
+                        failed=failed, on_result=on_result, workers=workers or os.cpu_count() or 2)
     if on_done:
         for r in results:
             if not r.graded:
                 on_done(r)
     return results
-

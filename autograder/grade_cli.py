@@ -1,55 +1,21 @@
-"""``python -m autograder grade``: grade notebooks and report per TODO."""
+"""``python -m autograder grade``: grade notebooks and report per TODO.
+
+``--require-isolation`` (the default when grading a folder or several notebooks, and in the
+Gradescope bundle; off for one notebook, e.g. a learner's own on a laptop) refuses to grade unless
+the kernel confines every child (:mod:`autograder.isolation`), and says how to get what is missing.
+"""
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
 
+from autograder import isolation, reports
 from autograder.grade import grade_paths
-from autograder.results import SubmissionResult
 from autograder.submission import expand
 
-
-def _table(results: list[SubmissionResult]) -> str:
-    lines = []
-    for r in results:
-        if not r.graded:
-            lines.append(f"{r.path}: NOT GRADED — {r.error}")
-            continue
-        lines.append(f"{r.path}  (stage {r.stage})  score {r.score:g}/{r.max_score:g}")
-        width = max(len(t.id) for t in r.todos)
-        for t in r.todos:
-            mark = "✅" if t.passed else "❌"
-            lines.append(f"  TODO {t.number}  {t.id:<{width}}  {t.points:g}/{t.max_points:g}  {mark} {t.message}")
-        for w in r.warnings:
-            lines.append(f"  warning: {w}")
-    return "\n".join(lines)
-
-
-def write_summaries(results: list[SubmissionResult], csv_path: Path | None, json_path: Path | None) -> None:
-    if csv_path:
-        todo_ids = list(dict.fromkeys(t.id for r in results for t in r.todos))
-        with open(csv_path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["path", "stage", "score", "max_score", *todo_ids, "error"])
-            for r in results:
-                pts = {t.id: t.points for t in r.todos}
-                w.writerow([r.path, r.stage or "", r.score, r.max_score, *[pts.get(i, "") for i in todo_ids], r.error or "; ".join(r.warnings)])
-    if json_path:
-        per_todo: dict[str, dict] = {}
-        for r in results:
-            for t in r.todos:
-                s = per_todo.setdefault(t.id, {"max_points": t.max_points, "submissions": 0, "passed": 0, "mean_points": 0.0})
-                s["submissions"] += 1
-                s["passed"] += t.passed
-                s["mean_points"] += t.points
-        for s in per_todo.values():
-            s["mean_points"] = round(s["mean_points"] / s["submissions"], 3)
-        json_path.write_text(json.dumps({"per_todo": per_todo, "per_submission": [
-            {"path": r.path, "status": r.status.value, "score": r.score, "max_score": r.max_score, "error": r.error,
-             "warnings": r.warnings} for r in results]}, indent=1))
+EXIT_NO_ISOLATION = 3
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -57,30 +23,45 @@ def _grade(args: argparse.Namespace) -> int:
     if not files:
         print(f"no notebooks found in {' '.join(args.paths)}", file=sys.stderr)
         return 2
+    iso = isolation.select(args.isolation)
+    require = args.require_isolation
+    if require is None:  # a folder or a batch: a class is graded; one notebook: someone's own work
+        require = len(args.paths) > 1 or any(Path(p).is_dir() for p in args.paths)
+    if require:
+        try:
+            isolation.require_kernel_isolation(iso)
+        except isolation.IsolationError as exc:
+            print(str(exc), file=sys.stderr)
+            return EXIT_NO_ISOLATION
+    print(f"grading under isolation: {iso.describe()}", file=sys.stderr)
     bar = None
     if not args.no_progress and len(files) > 1:
         from tqdm import tqdm
 
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
-    results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None),
+    results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
                           lang=args.lang, grading=args.grading)
     if bar is not None:
         bar.close()
     if args.format == "json":
-        print(json.dumps({"submissions": [r.to_json() for r in results]}, indent=1, ensure_ascii=False))
+        print(reports.full_json(results, iso))
     else:
-        print(_table(results))
+        print(reports.table(results, iso))
     if args.gradescope:
         if len(results) != 1:
             print("--gradescope needs exactly one submission", file=sys.stderr)
             return 2
         from autograder.gradescope import results_json
 
-        Path(args.gradescope).write_text(json.dumps(results_json(results[0]), indent=1, ensure_ascii=False))
-    write_summaries(results, Path(args.csv) if args.csv else None, Path(args.summary_json) if args.summary_json else None)
+        Path(args.gradescope).write_text(json.dumps(results_json(results[0], iso), indent=1, ensure_ascii=False),
+                                         encoding="utf-8")
+    if args.csv:
+        reports.write_csv(results, Path(args.csv), iso)
+    if args.summary_json:
+        reports.write_summary(results, Path(args.summary_json), iso)
     unreadable = [r for r in results if not r.graded]
     for r in unreadable:
-        print(f"error: {r.path}: {r.error}", file=sys.stderr)
+        print(f"error: {reports.shown_path(r.path)}: {r.error}", file=sys.stderr)
     return 1 if unreadable else 0
 
 
@@ -97,10 +78,27 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="language of the report (default: each notebook's own edition)")
     g.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,
                    help="how a TODO's points are given (default: course.toml's [grading] mode)")
+    g.add_argument("--require-isolation", dest="require_isolation", action="store_true", default=None,
+                   help="refuse to grade unless the kernel confines every child (default for folders and batches)")
+    g.add_argument("--no-require-isolation", dest="require_isolation", action="store_false",
+                   help="grade even with the in-process layer only (e.g. your own notebook on a laptop)")
+    g.add_argument("--isolation", choices=["best", "no-namespaces", "in-process"], default="best",
+                   help="which isolation to use (default: the best this machine offers)")
     g.set_defaults(func=_grade)
+    i = sub.add_parser("isolation", help="say which isolation grading gets on this machine, and how to get the rest")
+    i.set_defaults(func=_isolation)
     z = sub.add_parser("gradescope", help="build a Gradescope autograder bundle (zip)")
     z.add_argument("dest", nargs="?", default="gradescope_autograder.zip")
     z.set_defaults(func=_gradescope)
+
+
+def _isolation(args: argparse.Namespace) -> int:
+    iso = isolation.select("best")
+    print(f"isolation: {iso.describe()}")
+    print(f"a kernel boundary (what --require-isolation asks for): {'yes' if iso.kernel_enforced else 'no'}")
+    if iso.missing:
+        print("missing:\n" + iso.how_to_get_the_rest())
+    return 0 if iso.kernel_enforced else EXIT_NO_ISOLATION
 
 
 def _gradescope(args: argparse.Namespace) -> int:

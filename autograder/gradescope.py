@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from autograder import layout
+from autograder.isolation import Isolation
 from autograder.results import SubmissionResult
 
 SETUP_SH = """#!/usr/bin/env bash
@@ -32,12 +33,21 @@ if [ "${#NBS[@]}" -eq 0 ]; then
   echo '{"score": 0, "output": "No .ipynb notebook was found in your submission.", "tests": []}' > "$ROOT/results/results.json"
   exit 0
 fi
-"${PYTHON:-python3}" -m autograder grade "${NBS[0]}" --gradescope "$ROOT/results/results.json" --no-progress
+"${PYTHON:-python3}" -m autograder grade "${NBS[0]}" --gradescope "$ROOT/results/results.json" --no-progress \
+  --require-isolation
+status=$?
+if [ "$status" -eq 3 ]; then  # refused: this image cannot confine learner code (the log says how to fix it)
+  echo '{"score": 0, "output": "Not graded: the autograder cannot isolate submissions on this machine; your instructor has to fix its set-up.", "tests": []}' > "$ROOT/results/results.json"
+  exit 3
+fi
+if [ ! -s "$ROOT/results/results.json" ]; then
+  echo '{"score": 0, "output": "Your notebook could not be graded (is it a valid .ipynb?).", "tests": []}' > "$ROOT/results/results.json"
+fi
 exit 0
 """
 
-def results_json(r: SubmissionResult) -> dict:
-    """Gradescope's ``results.json`` for one graded notebook."""
+def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
+    """Gradescope's ``results.json`` for one graded notebook, stating the isolation it was graded under."""
     tests = []
     for t in r.todos:
         tests.append({"name": f"TODO {t.number} · {t.id} · {t.title}", "score": t.points, "max_score": t.max_points,
@@ -48,9 +58,10 @@ def results_json(r: SubmissionResult) -> dict:
             tests.append({"name": f"TODO {t.number} · {t.id} · hidden checks", "score": 0, "max_score": 0,
                           "status": "passed" if all(c["passed"] for c in hidden) else "failed",
                           "output": "\n".join(lines), "visibility": "after_published"})
-    out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden", "visibility": "visible"}
-    if r.error or r.warnings:
-        out["output"] = "\n".join([r.error] if r.error else r.warnings)
+    level = iso.describe() if iso is not None else r.isolation
+    out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden", "visibility": "visible",
+           "extra_data": {"isolation": iso.to_json() if iso is not None else {"level": r.isolation}}}
+    out["output"] = "\n".join([*([r.error] if r.error else r.warnings), f"Graded under isolation: {level}"])
     return out
 
 

@@ -303,6 +303,12 @@ def _runtime_files() -> list[Path]:
     return files + [COURSE_TOML]
 
 
+def child_files() -> list[Path]:
+    """What a grading child may import from disk: the runtime's Python files (never ``solutions/``,
+    ``tests/`` or generated expected values; the ``solutions`` modules it may see arrive as text)."""
+    return [p for p in _runtime_files() if p.suffix == ".py" and "templates" not in p.relative_to(ROOT).parts]
+
+
 def release_files(sid: str) -> list[tuple[Path, str]]:
     """``(source path, path inside the release)`` of everything a learner's copy of stage ``sid``
     needs besides its notebook: the runtime, the visible ``solutions`` modules, and the data files

@@ -8,14 +8,17 @@ nbgrader's ``SaveAutoGrades`` records exactly the points the CLI reports.
 """
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Unicode
+from nbgrader import utils
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
+from traitlets import Bool, Unicode
 
 from autograder import layout
 from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
@@ -36,22 +39,42 @@ def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]
 
 
 class IsolatedGrade(NbGraderPreprocessor):
-    """Replaces nbgrader's ``Execute``: grade in isolated children, write verdicts as cell outputs.
+    """Replaces nbgrader's ``Execute``: grade in confined children, write verdicts as cell outputs.
 
-    ``grading`` (config) overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``.
+    With ``require_isolation`` (the default) it refuses to grade, for every submission, unless the
+    kernel confines the children (the error in nbgrader's log says how to get what is missing); the
+    level it graded under goes into the log, the notebook's metadata and every verdict's output.
+    ``grading`` overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``.
     """
 
     grading = Unicode(None, allow_none=True, help="all-or-nothing or partial (default: course.toml)").tag(config=True)
+    require_isolation = Bool(True, help="refuse to grade unless the kernel confines learner code").tag(config=True)
+    isolation = Unicode("best", help="best, no-namespaces or in-process").tag(config=True)
 
     def preprocess(self, nb, resources):
+        from autograder import isolation
         from autograder.grade import grade_paths
 
+        iso = isolation.select(self.isolation)
+        if self.require_isolation:
+            isolation.require_kernel_isolation(iso)  # raises: nbgrader logs it and scores nothing
+        info = resources.get("nbgrader", {})
         with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
-            name = resources.get("unique_key") or resources.get("nbgrader", {}).get("notebook") or "submission"
+            name = resources.get("unique_key") or info.get("notebook") or "submission"
             path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
             nbformat.write(nb, path)
-            result = grade_paths([path], grading=self.grading)[0]  # its TODOs in parallel, one child each
-        verdicts = {t.id.replace(".", "-"): t for t in result.todos}  # keyed by nbgrader grade_id
+            result = grade_paths([path], iso=iso, hidden=_course_paths(Path.cwd()),
+                                 grading=self.grading)[0]  # its TODOs in parallel
+        self.log.info("graded %s/%s under isolation %s", info.get("student", "?"), name, iso.describe())
+        assignment = info.get("assignment")
+        editions = {layout.stage_files(result.stage).assignment(lang) for lang in ("en", "zh")} if result.stage else set()
+        if assignment and editions and assignment not in editions:
+            result.warnings.append(f"this notebook is stage {result.stage}, not assignment {assignment}")
+        for w in result.warnings + ([result.error] if result.error else []):
+            self.log.warning("%s/%s: %s", info.get("student", "?"), name, w)
+        nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings}
+        suffix = f" [graded under isolation: {iso.level}]"
+        verdicts = {t.id.replace(".", "-"): replace(t, message=t.message + suffix) for t in result.todos}
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
@@ -69,6 +92,39 @@ class IsolatedGrade(NbGraderPreprocessor):
                 else:
                     cell.outputs = [_error_output(f"{t.id}: {t.message}")]
         return nb, resources
+
+
+class ReleaseAwareOverwriteCells(OverwriteCells):
+    """nbgrader's ``OverwriteCells``, silent about the one difference every untouched submission has:
+    a locked test cell as released, i.e. with its hidden tests stripped. Every other change to a locked
+    cell is still reported and undone, exactly as nbgrader does."""
+
+    _released: str | None = None
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._released = None
+        try:
+            grade_id = cell.metadata.nbgrader["grade_id"]
+            if utils.is_locked(cell):
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+                release = copy.deepcopy(cell)
+                release.source = source.source
+                ClearHiddenTests()._remove_hidden_test_region(release)
+                self._released = utils.compute_checksum(release)
+        except Exception:  # noqa: BLE001 - anything unusual: nbgrader's own handling below decides
+            self._released = None
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and new is not None and new == self._released:
+            return  # the released cell, untouched: nbgrader restores the hidden tests, nothing to report
+        super().report_change(name, attr, old, new)
+
+
+def _course_paths(course: Path) -> list[str]:
+    """What of an nbgrader course no grading child may see (never the whole dir: a venv may live there)."""
+    names = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db", "nbgrader_config.py")
+    return [str(course / n) for n in names if (course / n).exists()]
 
 
 class HideHiddenTestCode(NbGraderPreprocessor):
@@ -109,14 +165,18 @@ import sys
 sys.path.insert(0, {root!r})  # the course repository: grader, reference and hidden checks
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
-                                    SaveAutoGrades)
-from autograder.nbgrader_glue import HideHiddenTestCode, IsolatedGrade
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern,
+                                    LimitOutput, OverwriteKernelspec, SaveAutoGrades)
+from autograder.nbgrader_glue import HideHiddenTestCode, IsolatedGrade, ReleaseAwareOverwriteCells
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
 c.ClearSolutions.code_stub = {{"python": {stub}}}
-# Grade in isolated processes instead of executing learner code in a kernel.
+# An untouched test cell differs from the source only by its stripped hidden tests: no warning for that.
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, ReleaseAwareOverwriteCells,
+                                      CheckCellMetadata]
+# Grade in confined processes instead of executing learner code in a kernel; refuse without kernel
+# isolation (c.IsolatedGrade.require_isolation = False grades anyway, with the in-process layer only).
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 # Feedback never shows hidden test code.

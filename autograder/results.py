@@ -17,6 +17,7 @@ class TodoStatus(str, Enum):
     NOT_IMPLEMENTED = "not_implemented"   # the TODO (or one it needs) is still the stub
     MISSING = "missing"                   # the notebook does not define what the TODO needs
     STOPPED = "stopped"                   # the child was stopped: time, memory, exit, crash
+    TAMPERED = "tampered"                 # the child broke the result channel's rules (autograder.channel)
     GRADER_ERROR = "grader_error"         # a fault of the grader itself, reported on this TODO
 
 
@@ -69,6 +70,7 @@ class SubmissionResult:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    isolation: str = ""  # the isolation level its children ran under (autograder.isolation)
 
     @classmethod
     def not_graded(cls, path: str, reason: str, stage: str | None = None) -> "SubmissionResult":
@@ -91,5 +93,5 @@ class SubmissionResult:
 
     def to_json(self) -> dict:
         return {"path": self.path, "stage": self.stage, "status": self.status.value, "score": self.score,
-                "max_score": self.max_score, "error": self.error, "warnings": self.warnings,
+                "max_score": self.max_score, "error": self.error, "warnings": self.warnings, "isolation": self.isolation,
                 "todos": [t.to_json() for t in self.todos]}

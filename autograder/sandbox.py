@@ -1,10 +1,14 @@
 """The child process that runs untrusted learner code for one TODO and reports raw outcomes.
 
 It never judges: it writes one JSON line per check (what the learner's code returned or raised)
-to a pipe, and the parent compares those outcomes with the reference's. Before any learner code
-runs it limits itself (memory, CPU, file size) and installs an audit hook that refuses to open
-files of ``solutions/`` (reference and hidden checks), to write outside its scratch folder, to start
-processes, to open network connections, to signal other processes or to load native code.
+to a pipe, and the parent compares those outcomes with the reference's (the protocol and its rules:
+:mod:`autograder.channel`). It is launched already confined by the kernel (:mod:`autograder.confine`,
+at the run's isolation level). Before any learner code runs it limits itself (memory, CPU, file
+size), blocks the given code the TODO must not delegate to (:mod:`autograder.twins`), and installs an
+audit hook. The hook is not a boundary (learner code controls this interpreter and can undo it);
+it only turns the usual forbidden actions (opening the grader's files, writing outside the scratch
+dir, starting processes, networking, signals, native calls) into a clear "not allowed" message
+before the kernel's refusal would give a bare errno.
 
 Input: one JSON payload on stdin. Output: JSON lines on the file descriptor named in the payload.
 """
@@ -117,7 +121,7 @@ def _strip_magics(source: str) -> str:
 def main() -> None:
     payload = json.loads(sys.stdin.read())
     fd = payload["result_fd"]
-    dumps, write = json.dumps, os.write
+    dumps, write, _exit = json.dumps, os.write, os._exit  # bound before learner code can patch os
 
     def emit(obj: dict) -> None:
         data = (dumps(obj) + "\n").encode()
@@ -133,7 +137,7 @@ def main() -> None:
     # and bound to locals so that patching these modules from learner code changes nothing here.
     import builtins
 
-    from autograder import hybrid, probe
+    from autograder import hybrid, probe, twins
     from autograder.spec import load_stage
 
     # ctypes opens the process's own symbol table when imported (numpy imports it): do that now,
@@ -145,6 +149,7 @@ def main() -> None:
     reference = __import__(payload["reference"], fromlist=["_"])
     checks = stage.checks_for(todo.id)
     run_probe, build_impl, missing_target = probe.run_probe, hybrid.build_impl, hybrid.MissingTarget
+    twins.block(todo.twins, todo.label)
     pristine_builtins = dict(vars(builtins))
 
     def restore_builtins() -> None:
@@ -154,7 +159,8 @@ def main() -> None:
             del b[k]
         b.update(pristine_builtins)
 
-    _install_audit_hook(payload["denied_dirs"], payload["workdir"])
+    denied = [*payload["denied_dirs"], os.path.join(payload["root"], "solutions")]
+    _install_audit_hook(denied, payload["workdir"])
     emit({"phase": "ready"})
 
     learner: dict = {"__name__": "__main__", "__builtins__": builtins}
@@ -164,10 +170,11 @@ def main() -> None:
         try:
             exec(compile(_strip_magics(src), f"<{kind} cell {i}>", "exec"), learner)
         except BaseException as exc:  # noqa: BLE001 - keep going, as a notebook would
-            cell_errors.append(f"{kind} cell {i + 1} raised {type(exc).__name__}: {str(exc)[:160]}")
+            cell_errors.append({"cell": i + 1, "kind": kind, "type": _type_name(exc), "message": _text(exc)})
         restore_builtins()
     if cell_errors:
         emit({"cell_errors": cell_errors})
+    emit({"phase": "cells_done"})
 
     try:
         notes: list[str] = []
@@ -177,7 +184,7 @@ def main() -> None:
     except missing_target as exc:
         emit({"missing": str(exc)})
         emit({"phase": "done"})
-        os._exit(0)
+        _exit(0)
     for c in checks:
         restore_builtins()
         emit({"phase": "check", "key": c.key})
@@ -185,7 +192,22 @@ def main() -> None:
         restore_builtins()
         emit({"key": c.key, "outcome": result})
     emit({"phase": "done"})
-    os._exit(0)  # threads the learner left running must not keep the process alive
+    _exit(0)  # threads the learner left running must not keep the process alive
+
+
+def _type_name(exc: BaseException) -> str:
+    try:
+        return str(type(exc).__name__)[:80]
+    except Exception:  # noqa: BLE001 - a learner's exception class may lie about anything
+        return "Exception"
+
+
+def _text(exc: BaseException) -> str:
+    """At most 200 characters of an exception's message (the grader filters them again)."""
+    try:
+        return str(exc)[:200]
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 if __name__ == "__main__":

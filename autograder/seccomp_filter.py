@@ -11,6 +11,8 @@ EPERM, the system calls that reach into other processes or widen the child's wor
   supervisor's ``killpg`` reaches all of them (no detached process outlives grading);
 - ``socket`` of any family (``socketpair`` stays allowed): no network, no UNIX socket of a host
   service, also where no network namespace is available;
+- System V IPC (shared memory, message queues, semaphores) and POSIX message queues: keyed by name,
+  so without an IPC namespace two children could use them to pass answers to each other;
 - namespaces, mounts, kernel modules, BPF, perf, keyrings, io_uring, ``userfaultfd``, handle-based
   opens: kernel surface that learner code never needs; ``clone`` with a namespace flag is refused,
   and ``clone3`` answers ENOSYS so that the C library falls back to ``clone``, whose flags the
@@ -35,7 +37,12 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", 
           "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
           "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
           "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
-          "io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at")
+          "io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at",
+          # System V IPC and POSIX message queues are keyed by name, not by path: without an IPC
+          # namespace (the fallback level) two children could meet there
+          "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+          "semget", "semop", "semtimedop", "semctl",
+          "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
 # (syscall, index of the pid-like argument): refused unless that argument is 0 (the caller itself)
 OTHER_PROCESS = (("prlimit64", 0), ("setpriority", 1), ("ioprio_set", 1))
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,

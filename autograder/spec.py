@@ -45,12 +45,12 @@ class Todo:
 
     ``contract`` is what the TODO comment says in the notebook (what to set or return and the
     invariant that must hold, never code); ``hints`` are the three tiers :func:`autograder.hint`
-    reveals one at a time: the idea, the approach, near-code. ``twins`` name given code that already
-    does this TODO's job (``"module.attr"``): it is unavailable while the TODO is graded.
+    reveals one at a time: the idea, the approach, near-code.
 
     Invariants: ``id`` looks like ``sNN.name``; ``target`` is ``name`` or ``Class.name`` and names a
     top-level object (or a method of one) in the stage's reference module; ``points > 0``; ``hints``
-    is empty or has exactly three tiers.
+    is empty or has exactly three tiers; ``twins`` name given functions (``"module:qualname"``) that
+    already do what this TODO asks, which are blocked while it is judged (see :mod:`autograder.twins`).
     """
 
     id: str
@@ -69,6 +69,8 @@ class Todo:
             raise ValueError(f"TODO {self.id}: points must be positive")
         if self.hints and len(self.hints) != 3:
             raise ValueError(f"TODO {self.id}: hints come in exactly three tiers (idea, approach, near-code)")
+        if any(":" not in t for t in self.twins):
+            raise ValueError(f"TODO {self.id}: twins are named 'module:qualname'")
 
     @property
     def owner(self) -> str:

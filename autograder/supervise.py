@@ -1,8 +1,13 @@
-"""Supervising one grading child: start it, feed it, read its events, stop it, say how it ended.
+"""Supervising one grading child: launch it behind the run's isolation, feed it, read its events and
+its output, stop it and everything it started, and say how it ended.
 
 The child (:mod:`autograder.sandbox`) runs learner code; this module runs in the grader and never
-executes learner code. CPU time is the limit that matters (it does not depend on how busy the
-machine is); the wall clock only ends code that waits forever without computing.
+executes learner code. Every child is launched through :mod:`autograder.launch` at the run's
+isolation level (or, at ``in-process``, as a plain child guarded only by its audit hook). CPU time
+is the limit that matters (it does not depend on how busy the machine is); the wall clock only ends
+code that waits forever without computing. The child's stdout and stderr go to a pipe that this
+module drains continuously: the first :data:`OUTPUT_KEEP` bytes are kept for diagnosis and the rest
+is dropped, so printing never blocks, fills a disk, or raises inside learner code.
 """
 from __future__ import annotations
 
@@ -12,14 +17,19 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from autograder import layout
+from autograder.channel import Channel
+from autograder.confine import EXIT_NOT_CONFINED
+from autograder.launch import ChildSpec, LaunchPlan, plan_child
+from autograder.staging import GradingRun
 
-_BOOT = "import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import main; main()"
-MAX_EVENT_BYTES = 8 * 1024 * 1024
+_PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.sandbox import main; main()"
+OUTPUT_KEEP = 16 * 1024
+AFTER_DONE_S = 1.0  # how long the child may take to exit once it reported "done"
 
 
 @dataclass(frozen=True)
@@ -39,103 +49,188 @@ class ChildLimits:
         return 3 * self.time_limit_s + self.startup_s
 
 
+@dataclass
+class ChildReport:
+    """How one child ended.
+
+    Invariants: ``events`` are the well-formed events its channel accepted, in order (see
+    :mod:`autograder.channel`); ``stopped`` is None iff it reported ``done``, exited cleanly and did
+    not tamper; ``grader_error`` is set (and learner code never ran) when the child could not be
+    launched or confined; ``output`` is at most :data:`OUTPUT_KEEP` bytes.
+    """
+
+    events: list[dict]
+    stopped: str | None
+    tampering: list[str] = field(default_factory=list)
+    grader_error: str | None = None
+    output: bytes = b""
+    output_dropped: int = 0
+
+    @property
+    def reached(self) -> str:
+        """The last phase the child reported: ``ready``, ``cell``, ``cells_done``, ``check``, ``done`` or ``""``."""
+        return next((e["phase"] for e in reversed(self.events) if "phase" in e), "")
+
+    @property
+    def cells_finished(self) -> bool:
+        return any(e.get("phase") == "cells_done" for e in self.events)
+
+
 def child_env(workdir: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
-    env.update(HOME=workdir, TMPDIR=workdir, MPLBACKEND="Agg", MPLCONFIGDIR=workdir, OMP_NUM_THREADS="1",
-               MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
-               PCW_GRADING="1")
+    env.update(HOME=workdir, TMPDIR=workdir, USER="grading", LOGNAME="grading", MPLBACKEND="Agg", MPLCONFIGDIR=workdir,
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONHASHSEED="0", PCW_GRADING="1")
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # machine-specific safety settings, see RECIPES
         if k in os.environ:
             env[k] = os.environ[k]
     return env
 
 
-def run_child(payload: dict, limits: ChildLimits) -> tuple[list[dict], str | None]:
-    """Run one child with ``payload`` (plus its limits, scratch dir and result pipe).
+def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
+              on_event: Callable[[dict], None] | None = None, staging: Path | None = None) -> ChildReport:
+    """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
+    isolation, importing from ``staging`` (default: the run's); ``on_event`` sees each accepted event
+    as it arrives (in this thread)."""
+    scratch, uid = run.scratch()
+    try:
+        return _run(payload, limits, run, staging or run.staging, scratch, uid, Channel(check_keys), on_event)
+    finally:
+        run.discard(scratch)
 
-    Returns the child's events and ``None``, or the events and a one-line reason it did not finish.
-    """
-    with tempfile.TemporaryDirectory(prefix="pcw-grade-") as workdir:
-        read_fd, write_fd = os.pipe()
-        payload = {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
-                   "workdir": workdir, "result_fd": write_fd, "root": str(layout.ROOT),
-                   "denied_dirs": [str(layout.SOLUTIONS)]}
-        log_path = os.path.join(workdir, "output.log")
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT.format(root=str(layout.ROOT))],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-                cwd=workdir, env=child_env(workdir), start_new_session=True)
+
+def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scratch: str, uid: int | None,
+         channel: Channel, on_event: Callable[[dict], None] | None) -> ChildReport:
+    read_fd, write_fd = os.pipe()
+    out_r, out_w = os.pipe()
+    payload = {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
+               "workdir": scratch, "result_fd": write_fd, "root": str(staging), "denied_dirs": list(run.hidden)}
+    plan: LaunchPlan | None = None
+    try:
+        env = child_env(scratch)
+        if run.isolation.layers:
+            plan = plan_child(ChildSpec(sys.executable, "autograder.sandbox:main", str(staging), scratch,
+                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid), run.isolation)
+            kwargs = plan.popen_kwargs()
+        else:
+            kwargs = {"args": [sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(staging))],
+                      "pass_fds": (write_fd,), "env": env, "cwd": scratch, "close_fds": True,
+                      "start_new_session": True}
+        proc = subprocess.Popen(**kwargs, stdin=subprocess.PIPE, stdout=out_w, stderr=out_w)
+    except Exception as exc:  # noqa: BLE001 - cannot launch: the grader's fault, reported as such
+        for fd in (read_fd, out_r):
+            os.close(fd)
+        return ChildReport([], "not started", grader_error=f"could not start a grading process: {exc}")
+    finally:
         os.close(write_fd)
-        try:
-            proc.stdin.write(json.dumps(payload).encode())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        events, status = _collect(proc, read_fd, limits)
+        os.close(out_w)
+    try:
+        output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
+                                              on_event)
+        if not timed_out:  # the pipe closed: let the child's own exit status arrive before the kill
+            try:
+                proc.wait(timeout=AFTER_DONE_S)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        LaunchPlan.kill(proc)  # the whole process group: whatever the child started ends with it
         os.close(read_fd)
-        return events, status
+        os.close(out_r)
+    rc = plan.returncode(proc.returncode) if plan is not None else proc.returncode
+    return _report(channel, rc, output, dropped, timed_out, limits)
 
 
-def _collect(proc: subprocess.Popen, fd: int, limits: ChildLimits) -> tuple[list[dict], str | None]:
-    """Read the child's events until its end of the pipe closes (or the wall clock runs out).
-
-    The child's last event is ``{"phase": "done"}`` when it finished; learner code can write lines
-    to the pipe too, so a "done" anywhere but last, or from a process that did not exit cleanly,
-    does not count, and reading always goes on to the end.
-    """
-    events: list[dict] = []
-    buf = b""
+def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, channel: Channel, limits: ChildLimits,
+             on_event: Callable[[dict], None] | None) -> tuple[bytes, int, bool]:
+    """Feed the payload and read events and output until the result pipe closes, the child exits
+    after ``done``, or the wall clock runs out. Returns (kept output, dropped bytes, timed out)."""
     sel = selectors.DefaultSelector()
-    sel.register(fd, selectors.EVENT_READ)
+    sel.register(fd, selectors.EVENT_READ, "events")
+    sel.register(out_fd, selectors.EVENT_READ, "output")
+    stdin = proc.stdin.fileno()
+    os.set_blocking(stdin, False)
+    sel.register(stdin, selectors.EVENT_WRITE, "stdin")
+    output, dropped = bytearray(), 0
     deadline = time.monotonic() + limits.wall_s
-    status = None
+    done_at = None
     try:
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                status = f"stopped after {limits.wall_s:.0f} s of waiting (sleeping or blocked forever?)"
-                break
-            if not sel.select(timeout=min(left, 0.5)):
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            buf += chunk
-            if len(buf) > MAX_EVENT_BYTES:
-                status = "the results were too large"
-                break
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue  # garbage written to the result pipe by learner code is ignored
-                if isinstance(event, dict):
-                    events.append(event)
+            now = time.monotonic()
+            if done_at is not None and (proc.poll() is not None or now - done_at > AFTER_DONE_S):
+                return bytes(output), dropped, False
+            if now >= deadline:
+                return bytes(output), dropped, True
+            for key, _ in sel.select(timeout=min(deadline - now, 0.25)):
+                if key.data == "stdin":
+                    try:
+                        payload = payload[os.write(stdin, payload[:1 << 16]):]
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        if isinstance(exc, BrokenPipeError):
+                            payload = b""
+                    if not payload:
+                        sel.unregister(stdin)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if key.data == "output":
+                    if not chunk:
+                        sel.unregister(out_fd)
+                    keep = max(0, OUTPUT_KEEP - len(output))
+                    output += chunk[:keep]
+                    dropped += len(chunk) - min(keep, len(chunk))
+                    continue
+                if not chunk:
+                    channel.close()
+                    return bytes(output), dropped, False
+                for event in channel.feed(chunk):
+                    if on_event is not None:
+                        on_event(event)
+                if channel.too_large:
+                    return bytes(output), dropped, False
+                if channel.done and done_at is None:
+                    done_at = time.monotonic()
     finally:
         sel.close()
-        _kill(proc)
-    rc = proc.returncode
-    done = bool(events) and events[-1] == {"phase": "done"} and rc in (0, -signal.SIGKILL)
-    if not done and status is None:
-        if rc is not None and rc < 0:
-            sig = signal.Signals(-rc).name
-            hint = {"SIGXCPU": f"more than {limits.cpu_s:.0f} s of CPU time: an endless loop, or far too slow?",
-                    "SIGKILL": "killed: memory or time limit", "SIGXFSZ": "output file limit",
-                    "SIGSEGV": "crashed (a very deep recursion?)"}.get(sig, "")
-            status = f"the grading process was ended by {sig}{f' ({hint})' if hint else ''}"
+        if not proc.stdin.closed:
+            proc.stdin.close()
+
+
+def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed_out: bool,
+            limits: ChildLimits) -> ChildReport:
+    events = channel.events
+    ready = any(e.get("phase") == "ready" for e in events)
+    report = ChildReport(events, None, list(channel.tampering), None, output, dropped)
+    if not ready and not channel.tampered:
+        if rc == EXIT_NOT_CONFINED:
+            why = output.decode("utf-8", "replace").strip().splitlines()
+            report.grader_error = f"isolation could not be set up ({why[-1][:200] if why else 'no message'})"
+        elif timed_out:
+            report.grader_error = f"the grading process did not start within {limits.wall_s:.0f} s"
         else:
-            status = f"your code ended the grading process (exit code {rc}: sys.exit, os._exit or a crash)"
-    return events, status
+            report.grader_error = f"the grading process failed before running your code (exit code {rc})"
+        report.stopped = "not started"
+        return report
+    if channel.too_large:
+        report.stopped = "the results were too large"
+    elif channel.tampered and channel.done and rc in (0, -signal.SIGKILL):
+        report.stopped = "the result channel was tampered with"
+    elif timed_out:
+        report.stopped = f"stopped after {limits.wall_s:.0f} s of waiting (sleeping or blocked forever?)"
+    elif channel.done and rc in (0, -signal.SIGKILL) and not channel.tampered:
+        return report
+    elif rc is not None and rc < 0:
+        sig = _signal_name(-rc)
+        hint = {"SIGXCPU": f"more than {limits.cpu_s:.0f} s of CPU time: an endless loop, or far too slow?",
+                "SIGKILL": "killed: memory or time limit", "SIGXFSZ": "output file limit",
+                "SIGSEGV": "crashed (a very deep recursion?)"}.get(sig, "")
+        report.stopped = f"the grading process was ended by {sig}{f' ({hint})' if hint else ''}"
+    else:
+        report.stopped = f"your code ended the grading process (exit code {rc}: sys.exit, os._exit or a crash)"
+    return report
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _signal_name(num: int) -> str:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"

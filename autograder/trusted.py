@@ -10,6 +10,7 @@ import json
 import threading
 
 from autograder import layout
+from autograder.leaks import LeakGuard
 from autograder.probe import reference_outcome
 from autograder.pysource import stub_region
 from autograder.spec import Stage, Todo
@@ -52,3 +53,25 @@ def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
                 modules[files.hidden_module] = files.hidden.read_text(encoding="utf-8")
             _modules[key] = modules
         return _modules[key]
+
+
+_guards: dict[str, LeakGuard] = {}
+
+
+def leak_guard(stage: Stage) -> LeakGuard:
+    """What learners must never read back (this stage's reference and hidden checks), minus what
+    they already have (their notebook, the public checks and modules, every name and hint shown)."""
+    with _lock:
+        if stage.id not in _guards:
+            files = layout.stage_files(stage.id)
+            secrets = [p.read_text(encoding="utf-8") for p in (files.reference, files.hidden) if p.exists()]
+            public = [p.read_text(encoding="utf-8") for p in (files.spec, files.expected, *layout.visible_modules(stage.id).values(),
+                                                               *layout.child_files()) if p.exists()]
+            for lang in layout.LANGUAGES:
+                if files.learner(lang).exists():
+                    nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
+                    public += [cell_source(c) for c in nb["cells"]]
+            public += [f"{c.name} {c.hint} {c.call}" for c in stage.checks]
+            public += [f"{t.id} {t.target} {t.title}" for t in stage.todos] + [stage.title, stage.subtitle]
+            _guards[stage.id] = LeakGuard(secrets, public)
+        return _guards[stage.id]

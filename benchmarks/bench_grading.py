@@ -96,8 +96,8 @@ def main() -> int:
 
         r = interleaved({"nbgrader": nbgrader, "ours": ours}, baseline="nbgrader", rounds=rounds, clock="wall",
                         warmup=False)
-        ours_scores = {}
-        for sub in json.loads(r.results["ours"])["submissions"]:
+        ours_scores, graded = {}, json.loads(r.results["ours"])
+        for sub in graded["submissions"]:
             student = Path(sub["path"]).parts[-3]
             ours_scores[student] = {t["id"]: t["points"] for t in sub["todos"]}
         from nbgrader.api import Gradebook
@@ -111,6 +111,7 @@ def main() -> int:
     mismatches = {s: (ours_scores[s], theirs[s]) for s in students if ours_scores[s] != theirs[s]}
     print(f"submissions: {n} (stage 1, {os.cpu_count()} cores), {rounds} interleaved rounds, wall clock, median:")
     print(f"python -m autograder grade : {ours_s:7.2f} s  ({ours_s / n * 1000:6.0f} ms per submission, isolated, hidden checks)")
+    print(f"  graded under isolation: {graded['isolation']['description']}")
     print(f"nbgrader autograde (plain) : {nbg_s:7.2f} s  ({nbg_s / n * 1000:6.0f} ms per submission, in-kernel)")
     print(f"ours is faster per submission than nbgrader by (per round): {summary(r.speedups('ours'))}")
     print(f"per-TODO scores equal: {not mismatches}")

@@ -68,8 +68,8 @@ def cases() -> list[Case]:
     c.append(only_fails("s01.normalize", "KeyboardInterrupt", inject("_normalize", "raise KeyboardInterrupt"), "keyboard_interrupt"))
     c.append(only_fails("s01.add_prefix", "BaseException", inject("add_prefix", "raise BaseException('bye')"), "base_exception"))
     c.append(Case("exit_after_class", REF_CLASS + "\n\nimport sys\nsys.exit('done')\n", set(ALL)))
-    c.append(only_fails("s01.normalize", "output limit exceeded",
-                        inject("_normalize", "for _ in range(100):\n    print('x' * 1_000_000)"), "megabytes_of_stdout"))
+    # output is drained and dropped beyond a cap: printing never fails a correct answer
+    c.append(Case("megabytes_of_stdout", inject("_normalize", "for _ in range(100):\n    print('x' * 1_000_000)"), set(ALL)))
     c.append(Case("stdout_and_stderr_noise", inject("match_prefix", "import sys, warnings\nprint('debug', prompt_tokens)\n"
                                                    "print('noise', file=sys.stderr)\nwarnings.warn('careful')"), set(ALL)))
     c.append(only_fails("s01.normalize", "expected: raises TypeError",
@@ -113,7 +113,7 @@ def cases() -> list[Case]:
                   + REF_CLASS, set(ALL)))
     c.append(only_fails("s01.match_prefix", "during check 'seed_match_3'", inject("match_prefix",
                         "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"), "ignores_sigterm"))
-    c.append(only_fails("s01.split_prompt", "not implemented", inject("split_prompt",
+    c.append(only_fails("s01.split_prompt", "tampering", inject("split_prompt",
                         "import os, json\nfor fd in range(3, 64):\n    try:\n"
                         "        os.write(fd, (json.dumps({'phase': 'done'}) + '\\n').encode())\n    except OSError:\n        pass\n"
                         "raise NotImplementedError()"), "forged_result_lines"))

@@ -72,6 +72,28 @@ def _pidfd_signal(pid: int) -> None:
         os.close(fd)
 
 
+def _sysv_shm() -> None:
+    """A System V shared-memory segment: keyed by number, visible to every process of the same IPC space."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    shmid = libc.shmget(0x5C5C0000 + os.getpid() % 1000, 4096, 0o1000 | 0o600)  # IPC_CREAT
+    if shmid < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    libc.shmctl(shmid, 0, None)  # IPC_RMID: leave nothing behind
+
+
+def _posix_mqueue() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mq_open.restype = ctypes.c_int
+    name = f"/pcw-iso-{os.getpid()}".encode()
+    mq = libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o600, None)
+    if mq < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    os.close(mq)
+    libc.mq_unlink(name)
+
+
 def _visible_pids() -> list[int]:
     return sorted(int(d) for d in os.listdir("/proc") if d.isdigit())
 
@@ -121,6 +143,8 @@ def main() -> None:
             out[f"ptrace:{who}"] = _try(lambda p=pid: _ptrace_seize(p))
     out["kill:process_group_of_grader"] = _try(lambda: os.killpg(os.getpgid(grader), 0))
     out["visible_pids"] = _try(_visible_pids) if _try(_visible_pids) != "ok" else _visible_pids()
+    out["ipc:sysv_shm"] = _try(_sysv_shm)
+    out["ipc:posix_mqueue"] = _try(_posix_mqueue)
     out["connect:loopback"] = _try(lambda: socket.create_connection(("127.0.0.1", t["port"]), timeout=2).close())
     out["udp:loopback"] = _try(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", t["port"])))
     libc = ctypes.CDLL(None, use_errno=True)

@@ -13,3 +13,11 @@ def test_bench_grading_quick_agrees_with_nbgrader():
     assert p.returncode == 0, p.stdout + p.stderr
     assert "per-TODO scores equal: True" in p.stdout
     assert "faster per submission than nbgrader" in p.stdout
+
+
+def test_bench_grading_isolation_quick_reports_each_level_with_the_same_scores():
+    p = subprocess.run([sys.executable, "benchmarks/bench_grading_isolation.py", "--quick"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "in-process" in p.stdout and "extra ms per TODO" in p.stdout
+    assert "same scores at every level: True" in p.stdout

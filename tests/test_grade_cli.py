@@ -107,3 +107,42 @@ def test_s01_match_prefix_helper_outside_todo_cell_is_explained(tmp_path):
     todo = next(t for t in grade_paths([path])[0].todos if t.id == "s01.match_prefix")
     assert not todo.passed and "NameError" in todo.message
     assert "only the cells with TODOs are graded" in todo.message
+
+
+# -- isolation: required for a class, stated in every report ----------------------------------------
+def test_grade_require_isolation_refuses_a_folder_without_a_kernel_boundary(tmp_path):
+    shutil.copy(STUB, tmp_path / STUB.name)
+    p = cli("grade", str(tmp_path), "--isolation", "in-process", "--no-progress")
+    assert p.returncode == 3 and p.stdout == ""
+    assert "refusing to grade" in p.stderr and "bubblewrap" in p.stderr and "--no-require-isolation" in p.stderr
+    p = cli("grade", str(tmp_path), "--isolation", "in-process", "--no-require-isolation", "--no-progress")
+    assert p.returncode == 0 and p.stdout.splitlines()[0] == "isolation: in-process", p.stderr
+    # one notebook (someone's own, on a laptop): not required
+    p = cli("grade", str(STUB), "--isolation", "in-process", "--no-progress", "--format", "json")
+    assert p.returncode == 0 and json.loads(p.stdout)["isolation"]["level"] == "in-process"
+
+
+def test_grade_reports_state_the_isolation_level(tmp_path):
+    from autograder import isolation
+
+    level = isolation.select("best").level
+    p = cli("grade", str(STUB), "--format", "json", "--no-progress", "--csv", str(tmp_path / "g.csv"),
+            "--summary-json", str(tmp_path / "s.json"), "--gradescope", str(tmp_path / "r.json"))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["isolation"]["level"] == level and out["submissions"][0]["isolation"] == level
+    assert json.loads((tmp_path / "s.json").read_text())["isolation"]["level"] == level
+    rows = (tmp_path / "g.csv").read_text().splitlines()
+    assert rows[0].endswith(",isolation") and rows[1].endswith(f",{level}")
+    gs = json.loads((tmp_path / "r.json").read_text())
+    assert f"Graded under isolation: {level}" in gs["output"] and gs["extra_data"]["isolation"]["level"] == level
+    assert f"grading under isolation: {level}" in p.stderr
+
+
+def test_isolation_command_names_the_level_and_what_is_missing():
+    from autograder import isolation
+
+    iso = isolation.select("best")
+    p = cli("isolation")
+    assert p.returncode == (0 if iso.kernel_enforced else 3)
+    assert p.stdout.startswith(f"isolation: {iso.level}")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation, layout
+from autograder import isolation, launch, layout
 from autograder.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 
@@ -162,7 +162,8 @@ def test_unconfined_control_reaches_every_target(unconfined):
     _, _, out, facts = unconfined
     reached = ["read:secret_file", "read:solutions", "read:tests", "read:git", "read:course_source", "read:dir_fd",
                "read:symlink", "write:world_writable_dir", "proc:grader:cmdline", "proc:grader:cwd", "kill:grader",
-               "kill:sibling", "pidfd_signal:grader", "prlimit:grader", "connect:loopback"]
+               "kill:sibling", "pidfd_signal:grader", "prlimit:grader", "connect:loopback", "ipc:sysv_shm",
+               "ipc:posix_mqueue"]
     assert {k: out[k] for k in reached} == {k: "ok" for k in reached}
     assert os.getpid() in out["visible_pids"] and facts["listener_accepted"]
 
@@ -211,6 +212,13 @@ def test_child_has_no_network(attacked):
     _, _, out, facts = attacked
     assert out["connect:loopback"] != "ok" and out["udp:loopback"] != "ok"
     assert facts["listener_accepted"] is False
+
+
+def test_child_cannot_meet_a_sibling_in_named_ipc(attacked):
+    """System V shared memory and POSIX message queues are found by name, not path: at the fallback
+    level (no IPC namespace) two children could pass answers through them, so seccomp refuses them."""
+    _, _, out, _ = attacked
+    assert out["ipc:sysv_shm"] != "ok" and out["ipc:posix_mqueue"] != "ok", out
 
 
 def test_child_runs_unprivileged(attacked):
@@ -303,7 +311,7 @@ def test_child_that_cannot_confine_itself_runs_nothing(tmp_path):
     staging = isolation.stage_tree(tmp_path / "staging", isolation.confinement_files())
     policy = {"entry": "os:abort", "user": None, "must_be_unprivileged": False,
               "landlock": {"read": ["/nonexistent/path"], "write": [], "files": {}, "min_abi": 1}}
-    boot = isolation._BOOT.format(root=str(staging))
+    boot = launch.BOOT.format(root=str(staging))
     proc = subprocess.run([sys.executable, "-I", "-c", boot, json.dumps(policy)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == EXIT_NOT_CONFINED and "could not confine" in proc.stderr
 

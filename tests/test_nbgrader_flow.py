@@ -46,7 +46,8 @@ def course(tmp_path_factory):
         d = root / "submitted" / student / ASSIGNMENT
         shutil.copytree(root / "release" / ASSIGNMENT, d)
         nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
-    run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], root)
+    p = run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], root)
+    (root / "autograde.log").write_text(p.stdout + p.stderr)
     run([sys.executable, "-m", "nbgrader", "generate_feedback", ASSIGNMENT], root)
     return root
 
@@ -88,3 +89,30 @@ def test_feedback_never_shows_hidden_test_code(course):
     assert "BEGIN HIDDEN TESTS" not in html and "hidden=True" not in html
     assert "s01-match_prefix" in html or "s01.match_prefix" in html
     assert "middle_does_not_count" in html  # the failed visible check is named, with its hint
+
+
+def test_autograde_states_the_isolation_level_and_warns_of_no_untouched_cell(course):
+    from autograder import isolation
+
+    level = isolation.select("best").level
+    log = (course / "autograde.log").read_text()
+    assert f"under isolation {level}" in log
+    assert "checksum" not in log  # an untouched release differs from the source only by its hidden tests
+    graded = nbformat.read(course / "autograded" / "stub" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    assert graded.metadata["autograder"]["isolation"]["level"] == level
+    html = (course / "feedback" / "wrong_match" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert f"graded under isolation: {level}" in html
+
+
+def test_autograde_refuses_without_a_kernel_boundary(course):
+    """With only the in-process layer, nbgrader's autograde scores nothing and its log says how to fix it."""
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text() +
+                                               '\nc.IsolatedGrade.isolation = "in-process"\n')
+    try:
+        p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student", "stub", "--force"],
+                           cwd=course, capture_output=True, text=True, timeout=300)
+        assert p.returncode != 0 and "refusing to grade" in p.stdout + p.stderr
+        assert "bubblewrap" in p.stdout + p.stderr
+    finally:
+        text = (course / "nbgrader_config.py").read_text()
+        (course / "nbgrader_config.py").write_text(text.replace('\nc.IsolatedGrade.isolation = "in-process"\n', ""))

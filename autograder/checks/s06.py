@@ -51,6 +51,7 @@ STAGE = Stage(
                     L("`torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)`",
                       "`torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)`"))),
         Todo("s06.slot_mapping", 2, target="slot_mapping", points=2,
+             twins=("kernels.paged_attention:_context_slots",),
              title=L("position → pool slot through the block table", "通过块表把位置映射到 pool 槽位"),
              contract=L(
                  "Set slots: one int64 pool slot per entry of positions.\n"
@@ -103,7 +104,8 @@ STAGE = Stage(
         Todo("s06.paged_attention", 4, target="paged_attention", points=3,
              title=L("causal attention over cached + new keys", "对缓存 key 与新 key 做因果 attention"),
              twins=("kernels.paged_attention:paged_attention_torch",
-                    "kernels.triton_paged_attention:paged_attention_triton"),
+                    "kernels.triton_paged_attention:paged_attention_triton",
+                    "kernels.triton_paged_attention:_paged_prefill_kernel"),
              contract=L(
                  "Set out, of shape [T, Hq, D]: causal attention through the pool.\n"
                  "The T new queries, at absolute positions offset to offset + T - 1, attend over the keys and\n"

@@ -1,0 +1,89 @@
+"""Scheduling a batch of jobs in groups (a submission's TODOs) on a pool of worker threads.
+
+The first job of each group runs alone; the rest join the pool as soon as that job says the work
+they share is behind it (for grading: the learner's cells ran to their end), or, when the first
+job failed in that shared part, they get its verdict without running at all. So a submission that
+hangs at cell level costs one time limit, not one per TODO, and other groups keep every worker.
+
+Invariants: every job gets exactly one result (``work``'s, ``shortcut``'s, or ``failed``'s when
+``work`` raised); ``on_result`` sees each result once, from a worker thread; :func:`run_batch`
+returns after every result is in.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Generic, TypeVar
+
+J = TypeVar("J")
+R = TypeVar("R")
+Gate = Callable[[], None]
+
+
+class _Group(Generic[J]):
+    def __init__(self, jobs: Sequence[J]) -> None:
+        self.jobs = list(jobs)
+        self.released = False
+        self.lock = threading.Lock()
+
+
+def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None], R],
+              shared_failure: Callable[[R], bool], shortcut: Callable[[R, J], R],
+              failed: Callable[[J, Exception], R], on_result: Callable[[int, int, R], None],
+              workers: int) -> list[list[R]]:
+    """Run every job; ``work(job, gate)`` calls ``gate()`` (first jobs only) once the shared part is
+    done; ``shared_failure(first_result)`` says that the first job failed in the shared part."""
+    gs = [_Group(g) for g in groups]
+    results: list[list[R | None]] = [[None] * len(g.jobs) for g in gs]
+    left = sum(len(g.jobs) for g in gs)
+    lock, finished = threading.Lock(), threading.Event()
+    if left == 0:
+        return []
+
+    def record(gi: int, ji: int, res: R) -> None:
+        nonlocal left
+        with lock:
+            results[gi][ji] = res
+            left -= 1
+            last = left == 0
+        on_result(gi, ji, res)
+        if last:
+            finished.set()
+
+    def run_one(gi: int, ji: int, gate: Gate | None) -> R:
+        job = gs[gi].jobs[ji]
+        try:
+            res = work(job, gate)
+        except Exception as exc:  # a grader bug must not sink the batch: it becomes this job's result
+            res = failed(job, exc)
+        record(gi, ji, res)
+        return res
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        def release(gi: int) -> bool:
+            g = gs[gi]
+            with g.lock:
+                if g.released:
+                    return False
+                g.released = True
+            for ji in range(1, len(g.jobs)):
+                pool.submit(run_one, gi, ji, None)
+            return True
+
+        def first(gi: int) -> None:
+            res = run_one(gi, 0, lambda: release(gi))
+            g = gs[gi]
+            with g.lock:
+                open_ = not g.released
+                if open_ and shared_failure(res):
+                    g.released = True
+                    for ji in range(1, len(g.jobs)):
+                        record(gi, ji, shortcut(res, g.jobs[ji]))
+                    return
+            release(gi)
+
+        for gi in range(len(gs)):
+            pool.submit(first, gi)
+        finished.wait()
+    return results  # type: ignore[return-value]

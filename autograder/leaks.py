@@ -1,0 +1,166 @@
+"""Keeping the grader's secrets out of what learners read: text that came from learner code is short,
+and withheld when it carries reference or hidden-check source in any usual disguise.
+
+The grading child holds secrets it must use but never show: the reference code of the other TODOs
+of its stage and the hidden checks' source. Learner code there can return them as a value, put
+them in an exception message or a class name, and read them back from its feedback. So every piece
+of text that came from the child (a string in a value, an exception's type and message, a cell
+error, a "missing" reason) passes :meth:`LeakGuard.fragment` before the grader composes a message
+with it, and the fragments of one submission are checked again together
+(:meth:`LeakGuard.leaks_together`), so that a secret split across checks or TODOs is caught too.
+
+A text leaks when, in one of its readings (as is, reversed, any Caesar shift, base64/base32/base85,
+hex, percent or backslash escapes, a list of character codes, zlib/gzip/bz2 inside any of those),
+it contains a :data:`WINDOW`-character run (letters and digits only, case folded) of a secret that
+is not also in what learners already have (their notebook, the public checks, every hint and name).
+
+Invariants: :meth:`LeakGuard.fragment` returns at most ``limit`` characters, never a leaking text;
+a guard built with no secrets never withholds anything.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from autograder.readings import readings
+
+WINDOW = 12           # alphanumeric characters of a secret that may never appear in a learner's feedback
+TEXT_LIMIT = 120      # characters of one piece of learner text (a string value, an exception message)
+NAME_LIMIT = 60       # characters of a type name from learner code
+MAX_TEXTS = 200       # pieces of text checked per value
+WITHHELD = "‹withheld: it contained the grader's code›"
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_WORD = re.compile(r"[A-Za-z0-9_.]+")
+
+
+def normalize(text: str) -> str:
+    """Letters and digits only, case folded: what a window of a secret is made of."""
+    return _NOT_ALNUM.sub("", text.casefold())
+
+
+def windows(text: str, size: int = WINDOW) -> set[str]:
+    norm = normalize(text)
+    return {norm[i:i + size] for i in range(len(norm) - size + 1)}
+
+
+class LeakGuard:
+    """Knows one stage's secrets (see the module docstring for what counts as a leak)."""
+
+    def __init__(self, secrets: Iterable[str], public: Iterable[str] = ()) -> None:
+        self.secret: set[str] = set().union(*(windows(t) for t in secrets))
+        self.public_words: set[str] = set()
+        for text in public:
+            norm = normalize(text)
+            self.secret.difference_update(norm[i:i + WINDOW] for i in range(len(norm) - WINDOW + 1))
+            self.public_words.update(normalize(w) for w in _WORD.findall(text))
+
+    # -- detection -----------------------------------------------------------------------------
+    def leaks(self, text: str) -> bool:
+        """Whether any reading of ``text`` contains a secret window."""
+        if not self.secret or not text:
+            return False
+        return any(self._plain_leak(r) for r in readings(text))
+
+    def leaks_together(self, texts: Iterable[str]) -> bool:
+        """Whether pieces of text leak once put together (a secret split across checks). Pieces that
+        are words learners already have (a field name such as ``hit_tokens``) are left out: put side
+        by side in the reference's order they would read as its code."""
+        texts = [t for t in texts if t and normalize(t) not in self.public_words]
+        joined = ["".join(texts), "".join(reversed(texts))]
+        return any(self.leaks(j) for j in joined)
+
+    def _plain_leak(self, text: str) -> bool:
+        norm = normalize(text)
+        return any(norm[i:i + WINDOW] in self.secret for i in range(len(norm) - WINDOW + 1))
+
+    # -- sanitizing ----------------------------------------------------------------------------
+    def fragment(self, text: object, limit: int = TEXT_LIMIT) -> str:
+        """A piece of learner text fit to show: one line, at most ``limit`` characters, or a note
+        that it was withheld."""
+        s = text if isinstance(text, str) else ""
+        if self.leaks(s):
+            return WITHHELD
+        s = " ".join(s.split())
+        s = "".join(ch if ch.isprintable() else "?" for ch in s)
+        return s if len(s) <= limit else s[: limit - 1] + "…"
+
+    def name(self, text: object) -> str:
+        """A type or function name from learner code: identifier characters only, short."""
+        s = text if isinstance(text, str) else ""
+        cleaned = re.sub(r"[^A-Za-z0-9_.]", "", s)[:NAME_LIMIT] or "?"
+        return "Withheld" if self.leaks(s) else cleaned
+
+    def outcome(self, outcome: dict, withhold_all: bool = False) -> dict:
+        """A copy of a child's outcome fit for display: every piece of text in it sanitized (the
+        first :data:`MAX_TEXTS` pieces are checked; later ones, which no report shows, are dropped).
+        With ``withhold_all`` every piece of text and every list of character codes is withheld."""
+        guard = _WITHHOLD_ALL if withhold_all else self
+        kind = outcome.get("kind")
+        if kind == "ok":
+            return {"kind": "ok", "value": guard._value(outcome.get("value"), 0, [MAX_TEXTS])}
+        if kind == "raised":
+            return {"kind": "raised", "type": guard.name(outcome.get("type")),
+                    "message": guard.fragment(outcome.get("message"))}
+        if kind == "todo":
+            return {"kind": "todo", "function": self.name(outcome.get("function"))}
+        return {"kind": "error", "message": guard.fragment(outcome.get("message"))}
+
+    def _value(self, v: Any, depth: int, budget: list[int]) -> Any:
+        if depth > 30:
+            return None
+        if isinstance(v, str):
+            budget[0] -= 1
+            return self.fragment(v) if budget[0] >= 0 else "…"
+        if isinstance(v, list):
+            if self._codes_leak(v):
+                return WITHHELD
+            return [self._value(x, depth + 1, budget) for x in v]
+        if isinstance(v, dict):
+            if "__bytes__" in v and isinstance(v["__bytes__"], str):
+                raw = v["__bytes__"]
+                return WITHHELD if self.leaks(raw) else {"__bytes__": raw[:64]}
+            if "__opaque__" in v:
+                return {"__opaque__": self.name(v["__opaque__"])}
+            return {k: self._value(x, depth + 1, budget) for k, x in v.items() if isinstance(k, str)}
+        return v
+
+    def _codes_leak(self, items: list) -> bool:
+        codes = [x for x in items if type(x) is int]
+        if len(codes) < WINDOW or len(codes) != len(items):
+            return False
+        return self.leaks(" ".join(map(str, codes)))
+
+    def texts_of(self, outcome: dict) -> list[str]:
+        """Every piece of learner text in a (sanitized) outcome, in order: what a split would use."""
+        out: list[str] = []
+
+        def walk(v: Any) -> None:
+            if isinstance(v, str):
+                out.append(v)
+            elif isinstance(v, list):
+                if v and all(type(x) is int for x in v):
+                    out.append(" ".join(map(str, v)))
+                for x in v:
+                    walk(x)
+            elif isinstance(v, dict):
+                for x in v.values():
+                    walk(x)
+
+        walk({k: v for k, v in outcome.items() if k != "kind"})
+        return out
+
+
+class _WithholdAll(LeakGuard):
+    """Treats every text as leaking (a submission whose pieces leak only together)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def leaks(self, text: str) -> bool:
+        return bool(text)
+
+
+_WITHHOLD_ALL = _WithholdAll()

@@ -1,0 +1,161 @@
+"""Every way this grader reads a piece of text when it looks for its own secrets in it: as is,
+reversed, under any Caesar shift, and decoded from base64/base32/base85, hex, percent or backslash
+escapes or a list of character codes (each possibly zlib/gzip/bz2-compressed), up to two layers deep.
+
+Used by :mod:`autograder.leaks`; nothing here knows what a secret is.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import bz2
+import gzip
+import re
+import urllib.parse
+import zlib
+
+_B64 = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+_B32 = re.compile(r"[A-Z2-7=]{16,}")
+_B85 = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2}[\s:,.-]?){8,}")
+_NUMS = re.compile(r"\d{2,7}(?:\s*[,;\s]\s*\d{2,7}){7,}")
+
+
+def readings(text: str, depth: int = 2) -> list[str]:
+    """``text`` as is and as every decoding this module knows, up to ``depth`` layers deep."""
+    seen: dict[str, None] = {text: None}
+    frontier = [text]
+    for _ in range(depth):
+        found = []
+        for t in frontier:
+            for r in _one_layer(t):
+                if r and r not in seen:
+                    seen[r] = None
+                    found.append(r)
+        frontier = found
+    out = list(seen)
+    out += [t[::-1] for t in out]
+    out += [_shift(t, k) for t in list(out) for k in range(1, 26)]
+    return out
+
+
+def _one_layer(text: str) -> list[str]:
+    out = []
+    for decode in (_from_base64, _from_base32, _from_base85, _from_hex, _from_codes):
+        out += [_text(b) for b in decode(text)]
+    for f in (urllib.parse.unquote, _unescape):
+        try:
+            t = f(text)
+        except Exception:  # noqa: BLE001 - not that encoding
+            continue
+        if t != text:
+            out.append(t)
+    return out
+
+
+def _text(raw: bytes) -> str:
+    for unpack in (zlib.decompress, gzip.decompress, bz2.decompress):
+        try:
+            raw = unpack(raw)
+            break
+        except Exception:  # noqa: BLE001 - not compressed that way
+            pass
+    return raw.decode("utf-8", "ignore") if _mostly_text(raw) else raw.decode("latin-1")
+
+
+def _mostly_text(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _from_base64(text: str) -> list[bytes]:
+    out = []
+    for run in _B64.findall(text):
+        for start in range(4):
+            chunk = run[start:]
+            chunk = chunk.rstrip("=")
+            chunk += "=" * (-len(chunk) % 4)
+            for alt in (None, b"-_"):
+                try:
+                    out.append(base64.b64decode(chunk, altchars=alt))
+                except (binascii.Error, ValueError):
+                    pass
+    return out
+
+
+def _from_base32(text: str) -> list[bytes]:
+    out = []
+    for run in _B32.findall(text.upper()):
+        chunk = run.rstrip("=")
+        for start in range(8):
+            piece = chunk[start:]
+            try:
+                out.append(base64.b32decode(piece + "=" * (-len(piece) % 8)))
+            except (binascii.Error, ValueError):
+                pass
+    return out
+
+
+def _from_base85(text: str) -> list[bytes]:
+    out = []
+    for run in _B85.findall(text):
+        for f in (base64.b85decode, base64.a85decode):
+            try:
+                out.append(f(run))
+            except (ValueError, binascii.Error):
+                pass
+    return out
+
+
+def _from_hex(text: str) -> list[bytes]:
+    out = []
+    for run in _HEX.findall(text):
+        digits = re.sub(r"[^0-9a-fA-F]", "", run)
+        for start in (0, 1):
+            piece = digits[start:]
+            piece = piece[: len(piece) // 2 * 2]
+            try:
+                out.append(bytes.fromhex(piece))
+            except ValueError:
+                pass
+    return out
+
+
+def _from_codes(text: str) -> list[bytes]:
+    """A list of character codes (``[105, 109, 112, ...]``): as bytes, and as Unicode code points."""
+    out = []
+    for run in _NUMS.findall(text):
+        nums = [int(n) for n in re.findall(r"\d+", run)]
+        if all(n < 0x110000 for n in nums):
+            out.append("".join(chr(n) for n in nums).encode("utf-8", "ignore"))
+    return out
+
+
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|[nrt\\'\"])")
+_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
+
+
+def _unescape(text: str) -> str:
+    """Backslash escapes (``\\x41``, ``\\u0041``, ``\\101``, ``\\n``) as the characters they stand for."""
+    def one(m: re.Match) -> str:
+        code = m.group(1)
+        if code in _SIMPLE:
+            return _SIMPLE[code]
+        value = int(code[1:], 16) if code[0] in "xuU" else int(code, 8)
+        return chr(value) if value < 0x110000 else m.group(0)
+
+    return _ESCAPE.sub(one, text) if "\\" in text else text
+
+
+def _shift(text: str, k: int) -> str:
+    def rot(ch: str) -> str:
+        if "a" <= ch <= "z":
+            return chr((ord(ch) - 97 + k) % 26 + 97)
+        if "A" <= ch <= "Z":
+            return chr((ord(ch) - 65 + k) % 26 + 65)
+        return ch
+
+    return "".join(map(rot, text))

@@ -1,0 +1,136 @@
+"""One grading run's workspace: the isolation chosen once, the course files staged for children,
+and a private scratch dir per child.
+
+The grader's own checkout is never a child's import root: the runtime's Python files are copied once
+per run into a world-readable staging dir (``solutions/`` never; the modules a child may see arrive
+in its payload as text), and each child gets a fresh scratch dir below the run's base dir, the only
+place it can write. :data:`GradingRun.hidden` lists what no child may ever see (the reference and
+hidden checks, the tests, the repository's history, every submission, the nbgrader course dir):
+each launch re-checks it against what the child can read (:func:`autograder.launch.plan_child`).
+
+A TODO with twins (given code that already does it, :mod:`autograder.twins`) gets its own copy of
+the staging dir in which those twins' definitions are replaced (:meth:`GradingRun.staging_for`).
+
+Invariants: ``staging`` holds only :func:`autograder.layout.child_files`; every scratch dir lies
+below ``base``; after :meth:`GradingRun.close` nothing of the run is left on disk.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import layout, twins
+from autograder.childfs import child_user, make_scratch, stage_tree
+from autograder.isolation import Isolation
+from autograder.spec import Todo
+
+
+def always_hidden() -> list[str]:
+    """What a child must never see, whatever is graded: answers, hidden checks, tests, history."""
+    return [str(layout.SOLUTIONS), str(layout.TESTS), str(layout.ROOT / ".git")]
+
+
+@dataclass
+class GradingRun:
+    """The workspace of one run (see the module docstring for its invariants)."""
+
+    isolation: Isolation
+    base: str
+    staging: Path
+    hidden: tuple[str, ...]
+    _closed: bool = field(default=False, repr=False)
+    _variants: dict[tuple[str, ...], Path] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _children: int = field(default=0, repr=False)
+    # far above any real account, and different for each run on the machine (two runs at once stay apart)
+    _uid_base: int = field(default_factory=lambda: 0x40000000 + secrets.randbelow(1 << 14) * (1 << 16), repr=False)
+
+    @classmethod
+    def open(cls, iso: Isolation, hidden: Iterable[str | os.PathLike] = ()) -> GradingRun:
+        # world-traversable: a child running as another user without namespaces must reach its scratch
+        base = tempfile.mkdtemp(prefix="pcw-grading-")
+        try:
+            os.chmod(base, 0o755)
+            files = {layout.rel(p): p for p in layout.child_files()}
+            staging = stage_tree(Path(base) / "staging", files)
+        except BaseException:
+            shutil.rmtree(base, ignore_errors=True)
+            raise
+        every = dict.fromkeys([*always_hidden(), *(os.path.abspath(h) for h in hidden)])
+        return cls(iso, base, staging, tuple(every))
+
+    @property
+    def level(self) -> str:
+        return self.isolation.level
+
+    def staging_for(self, todo: Todo) -> Path:
+        """The staging dir a child grading ``todo`` imports from: the run's own, or (for a TODO with
+        twins) a copy whose twins' module files have the twins blocked at the source."""
+        by_file = twins.by_module({t: self.staging / Path(*t.split(":")[0].split(".")).with_suffix(".py")
+                                   for t in todo.twins})
+        if not by_file:
+            return self.staging
+        key = tuple(sorted(todo.twins))
+        with self._lock:
+            if key not in self._variants:
+                dest = Path(self.base) / f"staging-{len(self._variants) + 1}"
+                shutil.copytree(self.staging, dest)
+                for path, (module, quals) in by_file.items():
+                    target = dest / path.relative_to(self.staging)
+                    target.chmod(0o644)
+                    target.write_text(twins.blocked_source(path.read_text(encoding="utf-8"), quals, todo.label, module),
+                                      encoding="utf-8")
+                self._variants[key] = dest
+            return self._variants[key]
+
+    def scratch(self) -> tuple[str, int | None]:
+        """A new private scratch dir for one child, and the user it runs as when the grader is root: a
+        uid of its own (no entry in ``/etc/passwd`` needed), so that no child shares its process count
+        (a fork bomb cannot starve the others) or its files with another; None otherwise."""
+        with self._lock:
+            self._children += 1
+            uid = self._uid_base + self._children
+        uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
+        return make_scratch(self.isolation, self.base, prefix="child-", uid=uid), uid
+
+    @staticmethod
+    def discard(scratch: str) -> None:
+        """Remove a child's scratch dir once the child is gone (whatever modes it left inside)."""
+        remove_tree(scratch)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            remove_tree(self.base)
+
+    def __enter__(self) -> GradingRun:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def remove_tree(path: str) -> None:
+    """``rm -rf``, also through directories a child made unreadable or unwritable (mode 000)."""
+    if not os.path.lexists(path):
+        return
+    if not os.path.islink(path):
+        _owner_access(path)
+    for root, dirs, _files in os.walk(path):  # top-down: each dir is opened before walk enters it
+        for d in dirs:
+            _owner_access(os.path.join(root, d))
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _owner_access(path: str) -> None:
+    try:
+        if not os.path.islink(path):
+            os.chmod(path, 0o700)
+    except OSError:
+        pass

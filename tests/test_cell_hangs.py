@@ -1,0 +1,36 @@
+"""A notebook that hangs at cell level costs one time limit, not one per TODO, and its classmates in
+the same run are not queued behind it; a correct notebook that prints 50 MB still earns every point."""
+from __future__ import annotations
+
+import nbformat
+
+from autograder.grade import grade_paths
+from autograder.testing import variant_notebook
+from tests.hostile_corpus import REF_CLASS, S01
+
+
+def _with_cell(path, cell: str) -> None:
+    nb = nbformat.read(S01.learner(), as_version=4)
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = cell
+    nbformat.write(nb, path)
+
+
+def test_cell_level_hang_runs_one_child_and_does_not_hold_up_classmates(tmp_path):
+    _with_cell(tmp_path / "hangs.ipynb", "while True:\n    pass\n" + REF_CLASS)
+    _with_cell(tmp_path / "prints_50_mb.ipynb", "print('x' * (50 << 20))\n" + REF_CLASS)
+    honest = []
+    for i in range(3):
+        honest.append(tmp_path / f"honest_{i}.ipynb")
+        nbformat.write(variant_notebook("s01", []), honest[-1])
+    results = {r.path.rsplit("/", 1)[-1]: r for r in grade_paths([tmp_path], workers=2)}
+    hang = results["hangs.ipynb"]
+    first, *rest = hang.todos
+    assert hang.score == 0 and first.status.value == "stopped" and "during your TODO cell 1" in first.message
+    # the others were never run: they carry the first one's verdict, said once
+    assert all(t.message == first.message + " (the same for every TODO of this notebook)" for t in rest)
+    assert all(c["message"] == "not run" for t in rest for c in t.checks)
+    for name in ["prints_50_mb.ipynb"] + [p.name for p in honest]:
+        assert results[name].score == results[name].max_score == 11, results[name].todos
+        assert results[name].seconds < hang.seconds  # graded on the other worker meanwhile

@@ -1,0 +1,101 @@
+"""The verdict channel's rules (autograder/channel.py) and the leak guard (autograder/leaks.py), unit by unit."""
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import zlib
+
+import pytest
+
+from autograder.channel import Channel
+from autograder.leaks import WITHHELD, LeakGuard
+
+KEYS = ["s01.x:a", "s01.x:hidden:b"]
+
+
+def _feed(*events, raw: bytes = b"") -> Channel:
+    ch = Channel(KEYS)
+    ch.feed(b"".join((json.dumps(e) + "\n").encode() for e in events) + raw)
+    ch.close()
+    return ch
+
+
+HONEST = [{"phase": "ready"}, {"phase": "cell", "index": 0}, {"phase": "cells_done"},
+          {"phase": "check", "key": KEYS[0]}, {"key": KEYS[0], "outcome": {"kind": "ok", "value": 1}},
+          {"phase": "check", "key": KEYS[1]}, {"key": KEYS[1], "outcome": {"kind": "ok", "value": 2}}, {"phase": "done"}]
+
+
+def test_channel_accepts_the_harness_protocol():
+    ch = _feed(*HONEST)
+    assert ch.done and not ch.tampered and len(ch.events) == len(HONEST)
+
+
+@pytest.mark.parametrize("forged,why", [
+    (HONEST + [{"phase": "done"}], "lines after 'done'"),
+    (HONEST[:5] + [HONEST[4]] + HONEST[5:], "reported twice"),
+    (HONEST[:4] + [HONEST[3]] + HONEST[4:], "started twice"),
+    (HONEST[:3] + [{"key": KEYS[0], "outcome": {"kind": "ok", "value": 1}}] + HONEST[3:], "was not running"),
+    (HONEST[:3] + [{"phase": "check", "key": "s01.x:forged"}], "does not exist"),
+    (HONEST[:4] + [{"missing": "no class"}, {"phase": "done"}], "'missing' out of turn"),
+    (HONEST[:3] + [{"outcome": 1}], "not a grading event"),
+])
+def test_channel_flags_tampering(forged, why):
+    ch = _feed(*forged)
+    assert ch.tampered and any(why in t for t in ch.tampering), ch.tampering
+    assert "forged" not in " ".join(ch.tampering)  # learner text never ends up in the reason
+
+
+def test_channel_garbage_and_partial_lines_are_tampering():
+    assert _feed(*HONEST[:3], raw=b"not json\n").tampered
+    assert _feed(*HONEST[:3], raw=b'{"phase": "do').tampered
+
+
+SECRET = "hit_len = max((len(p) for p in self.cached_prefixes if is_prefix(p)), default=0)"
+PUBLIC = "def match_prefix(self, prompt_tokens): cached_prefixes hit_tokens"
+
+
+@pytest.fixture(scope="module")
+def guard():
+    return LeakGuard([SECRET], [PUBLIC])
+
+
+@pytest.mark.parametrize("disguise", [
+    lambda s: s, lambda s: s[::-1], lambda s: s.upper(), lambda s: codecs.encode(s, "rot13"),
+    lambda s: codecs.encode(s, "rot13")[::-1], lambda s: base64.b64encode(s.encode()).decode(),
+    lambda s: s.encode().hex(), lambda s: " ".join(f"{b:02x}" for b in s.encode()),
+    lambda s: base64.b32encode(s.encode()).decode(), lambda s: str([ord(c) for c in s]),
+    lambda s: base64.b64encode(zlib.compress(s.encode())).decode(), lambda s: s.encode("unicode_escape").decode(),
+    lambda s: "".join(f"%{b:02X}" for b in s.encode()), lambda s: base64.b64encode(base64.b64encode(s.encode())).decode(),
+], ids=["plain", "reversed", "upper", "rot13", "rot13_reversed", "base64", "hex", "spaced_hex", "base32",
+        "char_codes", "zlib_base64", "unicode_escape", "percent", "base64_twice"])
+def test_guard_sees_a_secret_in_every_disguise(guard, disguise):
+    text = disguise(SECRET[10:60])
+    assert guard.leaks(text)
+    assert guard.fragment(text) == WITHHELD
+
+
+def test_guard_lets_public_and_ordinary_text_through(guard):
+    for text in ["list index out of range", PUBLIC, "cached_prefixes", "tokens must be ints, got str: 'a'"]:
+        assert not guard.leaks(text) and guard.fragment(text) == " ".join(text.split())
+
+
+def test_guard_keeps_learner_text_short_and_on_one_line(guard):
+    out = guard.fragment("a\nb" + "x" * 500)
+    assert "\n" not in out and len(out) <= 120
+    assert guard.name("Evil Name\n<script>") == "EvilNamescript"
+
+
+def test_guard_catches_a_secret_split_across_checks(guard):
+    pieces = [SECRET[i:i + 8] for i in range(0, 64, 8)]
+    assert not any(guard.leaks(p) for p in pieces)
+    assert guard.leaks_together(pieces)
+    assert not guard.leaks_together(["hit_tokens", "cached_prefixes"])  # public words side by side
+
+
+def test_guard_sanitizes_every_text_in_an_outcome(guard):
+    out = guard.outcome({"kind": "ok", "value": {"__dict__": [["k", SECRET], [SECRET, 1]]}})
+    assert SECRET not in json.dumps(out) and WITHHELD in json.dumps(out, ensure_ascii=False)
+    out = guard.outcome({"kind": "raised", "type": "X" * 200, "message": SECRET})
+    assert out["message"] == WITHHELD and len(out["type"]) <= 60
+    assert guard.outcome({"kind": "ok", "value": [ord(c) for c in SECRET]})["value"] == WITHHELD

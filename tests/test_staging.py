@@ -1,0 +1,54 @@
+"""A grading run's workspace (autograder/staging.py): what children may import, their scratch dirs and
+users, the twins-blocked copies, and that nothing is left behind."""
+from __future__ import annotations
+
+import os
+import stat
+
+from autograder import isolation, layout
+from autograder.spec import load_stage
+from autograder.staging import GradingRun
+
+
+def test_staging_holds_the_runtime_but_never_answers_or_tests():
+    with GradingRun.open(isolation.select("best")) as run:
+        files = {str(p.relative_to(run.staging)) for p in run.staging.rglob("*") if p.is_file()}
+        assert "autograder/sandbox.py" in files and "autograder/confine.py" in files
+        assert any(f.startswith("kernels/") for f in files)
+        assert not any(f.startswith(("solutions", "tests")) or f.endswith(".json") for f in files)
+        assert all(stat.S_IMODE(p.stat().st_mode) in (0o644, 0o755) for p in run.staging.rglob("*"))
+        assert str(layout.SOLUTIONS) in run.hidden and str(layout.TESTS) in run.hidden
+
+
+def test_each_child_gets_its_own_scratch_dir_and_user():
+    iso = isolation.select("best")
+    with GradingRun.open(iso) as run:
+        (a, uid_a), (b, uid_b) = run.scratch(), run.scratch()
+        assert a != b and os.path.dirname(a) == os.path.dirname(b) == run.base
+        assert stat.S_IMODE(os.stat(a).st_mode) == 0o700
+        if isinstance(isolation.child_user(iso), tuple):  # a root grader: one unprivileged uid per child
+            assert uid_a != uid_b and os.stat(a).st_uid == uid_a and os.stat(b).st_uid == uid_b
+            assert uid_a >= 0x40000000
+        else:
+            assert uid_a is uid_b is None
+
+
+def test_a_todo_with_twins_imports_a_copy_where_they_are_blocked():
+    stage = load_stage("s06", hidden=False)
+    with GradingRun.open(isolation.select("best")) as run:
+        assert run.staging_for(stage.todo("s06.suffix_positions")) == run.staging
+        copy = run.staging_for(stage.todo("s06.paged_attention"))
+        assert copy != run.staging and run.staging_for(stage.todo("s06.paged_attention")) == copy
+        text = (copy / "kernels" / "paged_attention.py").read_text()
+        assert "def paged_attention_torch(*args, **kwargs):" in text and "index_select" not in text
+        assert "index_select" in (run.staging / "kernels" / "paged_attention.py").read_text()
+
+
+def test_closing_removes_everything_even_what_a_child_locked():
+    run = GradingRun.open(isolation.select("best"))
+    scratch, _ = run.scratch()
+    os.makedirs(os.path.join(scratch, "a", "b"))
+    os.chmod(os.path.join(scratch, "a", "b"), 0)
+    os.chmod(os.path.join(scratch, "a"), 0)
+    run.close()
+    assert not os.path.exists(run.base)
