@@ -39,7 +39,7 @@ def _grade(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
-    results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
+    results = grade_paths(args.paths, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
                           lang=args.lang, grading=args.grading)
     if bar is not None:
         bar.close()

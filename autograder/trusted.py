@@ -10,6 +10,7 @@ import json
 import threading
 
 from autograder import layout
+from autograder.i18n import L
 from autograder.leaks import LeakGuard
 from autograder.probe import reference_outcome
 from autograder.pysource import stub_region
@@ -58,6 +59,11 @@ def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
 _guards: dict[str, LeakGuard] = {}
 
 
+def _both(value: L | str) -> str:
+    """Both editions of a text: learners see either one."""
+    return f"{value.en} {value.zh}" if isinstance(value, L) else str(value)
+
+
 def leak_guard(stage: Stage) -> LeakGuard:
     """What learners must never read back (this stage's reference and hidden checks), minus what
     they already have (their notebook, the public checks and modules, every name and hint shown)."""
@@ -71,7 +77,8 @@ def leak_guard(stage: Stage) -> LeakGuard:
                 if files.learner(lang).exists():
                     nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
                     public += [cell_source(c) for c in nb["cells"]]
-            public += [f"{c.name} {c.hint} {c.call}" for c in stage.checks]
-            public += [f"{t.id} {t.target} {t.title}" for t in stage.todos] + [stage.title, stage.subtitle]
+            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {c.call}" for c in stage.checks]
+            public += [" ".join([t.id, t.target, *map(_both, (t.title, t.contract, *t.hints))]) for t in stage.todos]
+            public += [_both(stage.title), _both(stage.summary), stage.subtitle]
             _guards[stage.id] = LeakGuard(secrets, public)
         return _guards[stage.id]

@@ -24,7 +24,7 @@ _TORCH = 'importlib.import_module("torch")'
 WITH_GLUE = [
     Delegation("s06.slot_mapping", "kernels.paged_attention:_context_slots",
                f'importlib.import_module("kernels.paged_attention")._context_slots({_TORCH}.as_tensor(block_table, '
-               f"dtype={_TORCH}.long), int(positions.max()) + 1 if positions.numel() else 0, block_size)[positions]"),
+               f"dtype={_TORCH}.long, device=positions.device), len(block_table) * block_size, block_size)[positions]"),
     Delegation("s06.paged_attention", "kernels.paged_attention:paged_attention_torch",
                'importlib.import_module("kernels.prefill").pool_attention(importlib.import_module('
                '"kernels.paged_attention").paged_attention_torch)(q, pool, layer, block_table, offset)'),

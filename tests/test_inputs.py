@@ -16,9 +16,11 @@ import nbformat
 import pytest
 
 from autograder import layout
+from autograder.spec import load_stage
 from tests.conftest import ROOT
 
 S01, S02 = layout.stage_files("s01"), layout.stage_files("s02")
+FULL = sum(t.points for t in load_stage("s01").todos)  # the quiz included
 NEWLINE = "new\nline.ipynb"
 UNDECODABLE = os.fsdecode(b"bad\xff\xfename.ipynb")
 
@@ -80,7 +82,7 @@ def _error(graded, name: str) -> str:
 
 def test_inputs_batch_goes_on_and_the_honest_notebook_keeps_full_marks(graded):
     assert graded["proc"].returncode == 1  # some files are not gradable, and each is named on stderr
-    assert graded["subs"]["honest.ipynb"]["score"] == 11
+    assert graded["subs"]["honest.ipynb"]["score"] == FULL
 
 
 def test_inputs_only_regular_files_are_read(graded):
@@ -109,7 +111,7 @@ def test_inputs_odd_file_names_cannot_break_the_table_csv_or_json(graded):
 
 def test_inputs_todo_cells_without_metadata_are_found_or_rejected_with_the_reason(graded):
     found = graded["subs"]["jupytext_round_trip.ipynb"]
-    assert found["score"] == 11 and any("no cell carries nbgrader metadata" in w for w in found["warnings"])
+    assert found["score"] == FULL and any("no cell carries nbgrader metadata" in w for w in found["warnings"])
     error = _error(graded, f"{S01.notebook}-jupytext.ipynb")
     assert "no TODO cells found" in error and "PrefixCacheManager" in error
     error = _error(graded, "jupytext_no_todo_cells.ipynb")
