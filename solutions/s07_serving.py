@@ -318,13 +318,13 @@ def decision_record(workload: str, description: str, on: Mapping[str, Any], off:
 _WORDS = {
     "en": {"title": "Decision record", "hardware": "hardware", "model": "model", "dtype": "dtype",
            "evidence": "evidence", "metric": "metric", "on": "cache on", "off": "cache off", "hit": "hit rate",
-           "throughput": "throughput", "kv": "peak KV memory", "measured": "settings measured", "decision": "decision",
+           "throughput": "throughput", "kv": "peak KV memory", "decision": "decision",
            "none": "no measured setting meets the SLO", "cache": "cache", "yes": "on", "no": "off", "pool": "pool",
            "blocks": "blocks", "layers": "layers", "hidden": "hidden", "heads": "heads", "vocab": "vocab",
            "params": "parameters"},
     "zh": {"title": "决策记录", "hardware": "硬件", "model": "模型", "dtype": "数据类型", "evidence": "证据等级",
            "metric": "指标", "on": "开缓存", "off": "关缓存", "hit": "命中率", "throughput": "吞吐量",
-           "kv": "KV 显存峰值", "measured": "个测过的设置", "decision": "决策",
+           "kv": "KV 显存峰值", "decision": "决策",
            "none": "没有任何测过的设置满足 SLO", "cache": "缓存", "yes": "开", "no": "关", "pool": "块池",
            "blocks": "块", "layers": "层", "hidden": "隐藏维", "heads": "头", "vocab": "词表", "params": "参数"},
 }
@@ -358,20 +358,21 @@ def decision_markdown(record: Mapping[str, Any], lang: str = "en") -> str:
         decision = f"缓存**{w['yes'] if choice['cache'] else w['no']}**，块池 **{choice['num_blocks']} 块**"
     else:
         decision = f"cache **{w['yes'] if choice['cache'] else w['no']}**, pool of **{choice['num_blocks']} blocks**"
+    zh = lang == "zh"
+    sep, comma, semi, left, right = ("：", "，", "；", "（", "）") if zh else (": ", ", ", "; ", " (", ")")
     m = record["model"]
-    model = (f"{m.get('num_hidden_layers')} {w['layers']}, {w['hidden']} {m.get('hidden_size')}, "
-             f"{m.get('num_attention_heads')}/{m.get('num_key_value_heads')} {w['heads']}, {w['vocab']} "
-             f"{m.get('vocab_size')} ({_model_size(m)} {w['params']})") if m else "?"
-    sep = "：" if lang == "zh" else ": "
-    measured = (f"{record['settings_measured']} {w['measured']}" if lang == "zh"
-                else f"{record['settings_measured']} {w['measured']}")
+    model = (comma.join((f"{m.get('num_hidden_layers')} {w['layers']}", f"{w['hidden']} {m.get('hidden_size')}",
+                         f"{m.get('num_attention_heads')}/{m.get('num_key_value_heads')} {w['heads']}",
+                         f"{w['vocab']} {m.get('vocab_size')}")) + f"{left}{_model_size(m)} {w['params']}{right}"
+             ) if m else "?"
+    measured = f"测了 {record['settings_measured']} 个设置" if zh else f"{record['settings_measured']} settings measured"
     lines = [f"### {w['title']}{sep}{record['workload']}", "", record["description"], "",
              f"- {w['hardware']}{sep}{record['hardware']}",
-             f"- {w['model']}{sep}{model}; {w['dtype']} {record['dtype']}",
+             f"- {w['model']}{sep}{model}{semi}{w['dtype']} {record['dtype']}",
              f"- {w['evidence']}{sep}{record['evidence']}", "",
              f"| {w['metric']} | {w['on']} | {w['off']} |", "|---|---|---|",
              *[f"| {a} | {b} | {c} |" for a, b, c in rows], "",
-             f"- SLO{sep}{slo} ({measured})", f"- {w['decision']}{sep}{decision}"]
+             f"- SLO{sep}{slo}{left}{measured}{right}", f"- {w['decision']}{sep}{decision}"]
     return "\n".join(lines) + "\n"
 
 
