@@ -10,13 +10,13 @@ import json
 import math
 import random
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autograder import layout
 from autograder.checks.s07 import calibration, model_config, sweep
 from autograder.probe import run_probe
 from autograder.pysource import solution_region
@@ -29,7 +29,7 @@ from solutions.s07_serving import (cache_accounting, choose_setting, decision_ma
 from solutions.serving import serve
 from tests import mutants_s07
 
-REFERENCE = Path(__file__).resolve().parent.parent / "solutions" / "s07_serving.py"
+REFERENCE = layout.stage_files("s07").reference
 
 finite = st.floats(min_value=0.0, max_value=1e3, allow_nan=False)
 
