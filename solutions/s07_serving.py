@@ -27,6 +27,7 @@ from kernels.flops import prefill_flops
 from kernels.model import ModelConfig
 
 #: The percentiles :func:`latency_summary` reports by default.
+# zh: :func:`latency_summary` 默认给出的分位数。
 PERCENTILES = (50, 90, 99)
 
 
@@ -38,6 +39,14 @@ def latency_summary(values: Sequence[float], percentiles: Sequence[float] = PERC
     fractional rank ``p / 100 * (count - 1)`` (rank 0 is the smallest value), so ``p0`` is the
     minimum, ``p100`` the maximum and ``p50`` the median. ``ValueError`` for an empty list, a
     value that is not a finite number, or a percentile outside ``[0, 100]``.
+
+    [zh]
+    一组延迟（秒）的汇总：``count``、``mean``、``max``，以及每个分位数一项。
+
+    分位数 ``p`` 的键是 ``f"p{p:g}"``（``"p50"``、``"p90"``、``"p99.9"``）。分位数在*排好序*的值中相邻
+    两个位置之间做线性插值：``p`` 位于小数位置 ``p / 100 * (count - 1)``（位置 0 是最小值），所以 ``p0``
+    是最小值，``p100`` 是最大值，``p50`` 是中位数。列表为空、含有非有限数、或分位数不在 ``[0, 100]``
+    之内时抛出 ``ValueError``。
     """
     xs = [float(v) for v in values]
     if not xs:
@@ -47,10 +56,7 @@ def latency_summary(values: Sequence[float], percentiles: Sequence[float] = PERC
     if any(not 0 <= p <= 100 for p in percentiles):
         raise ValueError("percentiles must lie in [0, 100]")
     summary: dict[str, float] = {"count": len(xs), "mean": sum(xs) / len(xs), "max": max(xs)}
-    # TODO 1 (s07.latency_summary): add one entry f"p{p:g}" per percentile p of `percentiles`:
-    # the value at fractional rank p / 100 * (count - 1) of the values sorted ascending, linearly
-    # interpolated between the two neighbouring ranks (an integer rank is that value exactly).
-    # Invariants: p0 == min, p100 == max, p50 == the median; the input list is left unchanged.
+    # TODO 1 (s07.latency_summary)
     ### BEGIN SOLUTION
     ordered = sorted(xs)
     for p in percentiles:
@@ -73,15 +79,23 @@ def cache_accounting(ledger: Sequence[Mapping[str, int]], cfg: ModelConfig) -> d
     :func:`kernels.flops.prefill_flops`: the whole prompt computed, or only the computed tokens
     after the hit ones), ``saved_flops`` (their difference) and ``saved_fraction`` (saved over
     without; 0.0 when nothing was computed). ``ValueError`` for an inconsistent entry.
+
+    [zh]
+    根据一次运行的账目（每个请求一项）统计缓存做了什么。
+
+    每一项有 ``prompt_tokens``、``hit_tokens``（复用了 K/V 的 token）和 ``computed_tokens``，满足
+    ``hit_tokens + computed_tokens == prompt_tokens`` 且 ``computed_tokens >= 1``。返回：``requests``、
+    ``prompt_tokens`` 和 ``hit_tokens``（总数），``hit_rate``（命中 token 除以提示词 token：按 token 加权，
+    账目为空时为 0.0），``requests_with_hit``（至少命中一个 token 的请求数），``flops_without_cache`` /
+    ``flops_with_cache``（用 :func:`kernels.flops.prefill_flops` 算出的所有请求的 prefill FLOPs：整个提示词
+    都计算，或者只计算命中之后的 computed token），``saved_flops``（两者之差）和 ``saved_fraction``（省下的
+    除以不开缓存的；什么都没算时为 0.0）。某一项前后矛盾时抛出 ``ValueError``。
     """
     for i, entry in enumerate(ledger):
         n, hit, computed = entry["prompt_tokens"], entry["hit_tokens"], entry["computed_tokens"]
         if hit < 0 or computed < 1 or hit + computed != n:
             raise ValueError(f"ledger entry {i} is inconsistent: {dict(entry)}")
-    # TODO 2 (s07.cache_accounting): set `totals` to the dict described in the docstring (all ten
-    # keys). Without the cache a request computes its whole prompt; with it, only its computed
-    # tokens, and those still attend to the hit tokens before them (that work is not saved).
-    # Invariants: 0 <= hit_rate <= 1; flops_with_cache <= flops_without_cache.
+    # TODO 2 (s07.cache_accounting)
     ### BEGIN SOLUTION
     prompt = sum(e["prompt_tokens"] for e in ledger)
     hit = sum(e["hit_tokens"] for e in ledger)
@@ -112,13 +126,20 @@ def predict_ttft(cfg: ModelConfig, computed: int, cached: int, cal: Calibration)
     whole context, cached tokens included), the output head at ``cal.head_flops_per_s``; plus
     ``cal.other_s(computed, cached)``, the measured time that is not FLOPs (element-wise work,
     overhead, block bookkeeping). ``ValueError`` unless ``computed >= 1`` and ``cached >= 0``.
+
+    [zh]
+    预测一次 prefill 要多少秒：在 ``cached`` 个复用的 token 之后计算 ``computed`` 个 token。
+
+    成本模型：每一类计算的耗时 = 它的 FLOPs（用 :func:`kernels.flops.prefill_flops` 按这次的 ``computed``
+    和 ``cached`` 算出）除以本设备*在这个规模下做这类计算*的实测速率：线性层用 ``cal.gemm_rate(rows)``，
+    每个 computed token 一行；attention 用 ``cal.attention_rate(queries, context)``（computed token 的
+    query 对整个上下文，包括缓存的 token）；输出头用 ``cal.head_flops_per_s``；再加上
+    ``cal.other_s(computed, cached)``，即不属于 FLOPs 的实测时间（逐元素运算、固定开销、块管理）。
+    除非 ``computed >= 1`` 且 ``cached >= 0``，否则抛出 ``ValueError``。
     """
     if computed < 1 or cached < 0:
         raise ValueError(f"need computed >= 1 and cached >= 0, got {computed} and {cached}")
-    # TODO 3 (s07.predict_ttft): set `seconds` to the predicted prefill time described in the
-    # docstring: one term per kind of work, each with the rate measured for that work at this
-    # prefill's sizes, plus the time that is not FLOPs.
-    # Invariant: more cached tokens never make a prediction faster at the same computed tokens.
+    # TODO 3 (s07.predict_ttft)
     ### BEGIN SOLUTION
     flops = prefill_flops(cfg, computed, cached)
     seconds = (flops["linear"] / cal.gemm_rate(computed)
@@ -130,7 +151,11 @@ def predict_ttft(cfg: ModelConfig, computed: int, cached: int, cal: Calibration)
 
 
 def _meets(measurement: Mapping[str, Any], slo: Mapping[str, float]) -> bool:
-    """Does one measured setting meet every bound of the SLO (``value <= bound``; NaN never does)?"""
+    """Does one measured setting meet every bound of the SLO (``value <= bound``; NaN never does)?
+
+    [zh]
+    一个测过的设置是否满足 SLO 的每个上限（``value <= bound``；NaN 永远不满足）？
+    """
     return all(float(measurement[m]) <= bound for m, bound in slo.items())
 
 
@@ -141,9 +166,20 @@ def choose_setting(measurements: Sequence[Mapping[str, Any]], slo: Mapping[str, 
     size, the memory it costs) and a value for every metric the SLO names. ``slo`` maps metric
     names to upper bounds (e.g. ``{"ttft_p90": 0.5}``); a setting meets it when every named metric
     is ``<=`` its bound (a NaN value never does). Among the settings that meet it: the smallest
-    ``num_blocks``; at equal pool size, the lower value of the SLO's *first* metric; then cache off
-    before cache on (the simpler system). Returns a copy of the chosen dict. ``ValueError`` for an
+    ``num_blocks``; at equal pool size, the lower values of the SLO's metrics, compared in the SLO's
+    order (first metric first); then cache off before cache on (the simpler system). Returns a copy
+    of the chosen dict. ``ValueError`` for an
     empty SLO or a measurement that lacks one of its metrics.
+
+    [zh]
+    满足服务等级目标（SLO）的最省的那个测过的设置；一个都不满足时返回 ``None``。
+
+    ``measurements``：每个测过的设置一个字典，包含 ``cache``（bool）、``num_blocks``（块池大小，也就是它
+    占用的显存）以及 SLO 提到的每个指标的值。``slo`` 把指标名映射到上限（例如 ``{"ttft_p90": 0.5}``）；
+    一个设置的每个指标都 ``<=`` 上限才算满足（NaN 永远不满足）。在满足的设置里：``num_blocks`` 最小的
+    优先；块池一样大时，按 SLO 中指标的顺序比较，值更低的优先（先比第一个指标，一样再比第二个……）；
+    都一样时，关缓存优先于开缓存（系统更简单）。
+    返回被选中字典的副本。SLO 为空、或某个测量结果缺少 SLO 的指标时抛出 ``ValueError``。
     """
     if not slo:
         raise ValueError("an SLO names at least one metric")
@@ -151,29 +187,31 @@ def choose_setting(measurements: Sequence[Mapping[str, Any]], slo: Mapping[str, 
         missing = [k for k in ("cache", "num_blocks", *slo) if k not in m]
         if missing:
             raise ValueError(f"measurement {dict(m)} lacks {missing}")
-    first = next(iter(slo))
-    # TODO 4 (s07.choose_setting): set `chosen` to a copy (dict) of the setting picked by the rule
-    # in the docstring, or None when no setting meets every bound. `_meets` (given) tells whether
-    # one setting meets the SLO.
-    # Invariant: the result never depends on the order of `measurements`.
+    # TODO 4 (s07.choose_setting)
     ### BEGIN SOLUTION
     meeting = [m for m in measurements if _meets(m, slo)]
     if not meeting:
         chosen = None
     else:
-        best = min(meeting, key=lambda m: (m["num_blocks"], float(m[first]), bool(m["cache"])))
+        best = min(meeting, key=lambda m: (m["num_blocks"], *(float(m[k]) for k in slo), bool(m["cache"])))
         chosen = dict(best)
     ### END SOLUTION
     return chosen
 
 
 # -- given: tables and the decision record, built on the TODOs --------------------------------------
+# zh: -- 给定代码：建立在各 TODO 之上的结果表和决策记录 --
 def summarize_run(record: Any, cfg: ModelConfig | None = None) -> dict[str, Any]:
     """One row of a results table from a :class:`solutions.serving.RunRecord`.
 
     Latency percentiles (TTFT, TPOT, end to end) by :func:`latency_summary`, hit rate and saved
     FLOPs by :func:`cache_accounting` (``cfg`` defaults to the run's model), throughput and memory
     from the run's own statistics.
+
+    [zh]
+    由一条 :class:`solutions.serving.RunRecord` 得到结果表中的一行：延迟分位数（TTFT、TPOT、端到端）
+    来自 :func:`latency_summary`，命中率和省下的 FLOPs 来自 :func:`cache_accounting`（``cfg`` 默认是这次
+    运行的模型），吞吐量和显存来自运行自己的统计。
     """
     cfg = cfg or ModelConfig(**record.settings["model"])
     ttft = latency_summary(record.column("ttft_s"))
@@ -204,69 +242,147 @@ def summarize_run(record: Any, cfg: ModelConfig | None = None) -> dict[str, Any]
     }
 
 
-def evidence_level(settings: Mapping[str, Any], *, real_weights: bool = False) -> str:
-    """How far a run's numbers carry, in words: what ran, and what it is evidence for.
+def _model_size(model: Mapping[str, Any]) -> str:
+    params = ModelConfig(**model).num_parameters() if model else 0
+    return f"{params / 1e9:.1f}B" if params >= 1e8 else f"{params / 1e6:.1f}M"
+
+
+def evidence_level(settings: Mapping[str, Any], *, real_weights: bool = False, lang: str = "en") -> str:
+    """How far a run's numbers carry, in words (``lang`` "en" or "zh"): what ran, and what it is evidence for.
 
     A CPU run of a small random model shows shapes and trends (which setting wins, where the
     thrashing cliff is), never production latencies; a GPU run at a real model's shape gives
     latencies indicative of that GPU; only real weights and real traffic make production numbers.
+
+    [zh]
+    用一句话（``lang`` 为 "en" 或 "zh"）说明这次运行的数字能说明到什么程度：跑的是什么，它是什么的证据。
+
+    在 CPU 上跑小型随机模型，只能说明形状和趋势（哪个设置更好、抖动的悬崖在哪里），绝不是生产环境的延迟；
+    在 GPU 上按真实模型的形状运行，延迟对那块 GPU 有参考意义；只有真实权重加真实流量才算生产数字。
     """
     model = settings.get("model", {})
-    params = ModelConfig(**model).num_parameters() if model else 0
-    size = f"{params / 1e9:.1f}B" if params >= 1e8 else f"{params / 1e6:.1f}M"
+    big = bool(model) and ModelConfig(**model).num_parameters() >= 1e8
+    size = _model_size(model)
+    gpu = settings.get("device_type") == "cuda"
+    if lang == "zh":
+        weights = "真实权重" if real_weights else "随机权重"
+        if gpu:
+            scope = "延迟对这块 GPU、这种模型形状有参考意义；生产结论还需要真实流量" if big else "GPU 上的小模型：只能说明相对效果"
+            return f"GPU，{size} 参数模型，{weights}：{scope}"
+        return f"CPU，{size} 参数模型，{weights}：只能说明形状和趋势，不代表生产环境的延迟"
     weights = "real weights" if real_weights else "random weights"
-    if settings.get("device_type") == "cuda":
+    if gpu:
         scope = ("latencies indicative of this GPU at this model shape; production needs real traffic"
-                 if params >= 1e8 else "GPU, small model: relative effects only")
+                 if big else "GPU, small model: relative effects only")
         return f"GPU, {size}-parameter model, {weights}: {scope}"
     return f"CPU, {size}-parameter model, {weights}: shapes and trends only, not production latencies"
 
 
+#: The measured numbers a decision record keeps, with and without the cache.
+# zh: 决策记录为开、关缓存两种情况各保存的测量数字。
+RECORD_METRICS = ("num_blocks", "hit_rate", "ttft_p50", "ttft_p90", "tpot_p50", "requests_per_s", "output_tokens_per_s",
+                  "peak_kv_bytes")
+
+
 def decision_record(workload: str, description: str, on: Mapping[str, Any], off: Mapping[str, Any],
                     sweep: Sequence[Mapping[str, Any]], slo: Mapping[str, float], settings: Mapping[str, Any],
-                    *, real_weights: bool = False) -> dict[str, Any]:
+                    *, real_weights: bool = False, lang: str = "en") -> dict[str, Any]:
     """The decision record as plain data (JSON-ready): workload, hardware and model, the measured
-    numbers with and without the cache (rows from :func:`summarize_run`), the SLO, the setting
-    :func:`choose_setting` picks from ``sweep`` (or ``None``) and the evidence level."""
-    keys = ("hit_rate", "ttft_p50", "ttft_p90", "tpot_p50", "requests_per_s", "output_tokens_per_s", "peak_kv_bytes")
+    numbers with and without the cache (rows from :func:`summarize_run`), the SLO, every measured
+    setting, the one :func:`choose_setting` picks from ``sweep`` (or ``None``) and the evidence
+    level (in ``lang``).
+
+    [zh]
+    纯数据形式（可以直接存成 JSON）的决策记录：负载、硬件和模型，开、关缓存时的测量数字（来自
+    :func:`summarize_run` 的行），SLO，测过的每个设置，:func:`choose_setting` 从 ``sweep`` 中选出的设置
+    （或 ``None``），以及证据等级（用 ``lang`` 语言写）。
+    """
     choice = choose_setting(sweep, slo)
+    keep = ("cache", "num_blocks", *dict.fromkeys((*slo, "hit_rate")))
     return {
         "workload": workload,
         "description": description,
         "hardware": settings.get("device", ""),
         "model": dict(settings.get("model", {})),
         "dtype": settings.get("dtype", ""),
-        "measured": {"cache_on": {k: on[k] for k in keys}, "cache_off": {k: off[k] for k in keys}},
+        "measured": {"cache_on": {k: on[k] for k in RECORD_METRICS}, "cache_off": {k: off[k] for k in RECORD_METRICS}},
         "slo": dict(slo),
         "settings_measured": len(sweep),
+        "sweep": [{k: m[k] for k in keep if k in m} for m in sorted(sweep, key=lambda m: (m["num_blocks"], m["cache"]))],
         "choice": None if choice is None else {"cache": choice["cache"], "num_blocks": choice["num_blocks"],
                                                **{m: choice[m] for m in slo}},
-        "evidence": evidence_level(settings, real_weights=real_weights),
+        "evidence": evidence_level(settings, real_weights=real_weights, lang=lang),
     }
 
 
-def decision_markdown(record: Mapping[str, Any]) -> str:
-    """The decision record as a short markdown document."""
+_WORDS = {
+    "en": {"title": "Decision record", "hardware": "hardware", "model": "model", "dtype": "dtype",
+           "evidence": "evidence", "metric": "metric", "on": "cache on", "off": "cache off", "hit": "hit rate",
+           "throughput": "throughput", "kv": "peak KV memory", "decision": "decision",
+           "none": "no measured setting meets the SLO", "cache": "cache", "yes": "on", "no": "off", "pool": "pool",
+           "blocks": "blocks", "layers": "layers", "hidden": "hidden", "heads": "heads", "vocab": "vocab",
+           "params": "parameters"},
+    "zh": {"title": "决策记录", "hardware": "硬件", "model": "模型", "dtype": "数据类型", "evidence": "证据等级",
+           "metric": "指标", "on": "开缓存", "off": "关缓存", "hit": "命中率", "throughput": "吞吐量",
+           "kv": "KV 显存峰值", "decision": "决策",
+           "none": "没有任何测过的设置满足 SLO", "cache": "缓存", "yes": "开", "no": "关", "pool": "块池",
+           "blocks": "块", "layers": "层", "hidden": "隐藏维", "heads": "头", "vocab": "词表", "params": "参数"},
+}
+
+
+def decision_markdown(record: Mapping[str, Any], lang: str = "en") -> str:
+    """The decision record as a short markdown document, in ``lang`` ("en" or "zh").
+
+    [zh]
+    把决策记录写成一篇简短的 markdown 文档，语言由 ``lang``（"en" 或 "zh"）决定。
+    """
+    w = _WORDS["zh" if lang == "zh" else "en"]
     on, off = record["measured"]["cache_on"], record["measured"]["cache_off"]
 
     def ms(x: float) -> str:
         return f"{x * 1e3:.1f} ms"
 
-    rows = [("hit rate", f"{on['hit_rate']:.0%}", f"{off['hit_rate']:.0%}"),
+    rows = [(w["pool"], f"{on['num_blocks']} {w['blocks']}", f"{off['num_blocks']} {w['blocks']}"),
+            (w["hit"], f"{on['hit_rate']:.0%}", f"{off['hit_rate']:.0%}"),
             ("TTFT p50", ms(on["ttft_p50"]), ms(off["ttft_p50"])),
             ("TTFT p90", ms(on["ttft_p90"]), ms(off["ttft_p90"])),
             ("TPOT p50", ms(on["tpot_p50"]), ms(off["tpot_p50"])),
-            ("throughput", f"{on['requests_per_s']:.1f} req/s", f"{off['requests_per_s']:.1f} req/s"),
-            ("peak KV memory", f"{on['peak_kv_bytes'] / 2**20:.1f} MiB", f"{off['peak_kv_bytes'] / 2**20:.1f} MiB")]
+            (w["throughput"], f"{on['requests_per_s']:.1f} req/s", f"{off['requests_per_s']:.1f} req/s"),
+            (w["kv"], f"{on['peak_kv_bytes'] / 2**20:.2f} MiB", f"{off['peak_kv_bytes'] / 2**20:.2f} MiB")]
     slo = ", ".join(f"{k} <= {v * 1e3:.0f} ms" if k.startswith(("ttft", "tpot", "e2e")) else f"{k} <= {v}"
                     for k, v in record["slo"].items())
     choice = record["choice"]
-    decision = ("no measured setting meets the SLO" if choice is None else
-                f"cache **{'on' if choice['cache'] else 'off'}**, pool of **{choice['num_blocks']} blocks**")
-    lines = [f"## Decision record: {record['workload']}", "", record["description"], "",
-             f"- hardware: {record['hardware']}; model dtype {record['dtype']}",
-             f"- evidence: {record['evidence']}", "",
-             "| metric | cache on | cache off |", "|---|---|---|",
+    if choice is None:
+        decision = w["none"]
+    elif lang == "zh":
+        decision = f"缓存**{w['yes'] if choice['cache'] else w['no']}**，块池 **{choice['num_blocks']} 块**"
+    else:
+        decision = f"cache **{w['yes'] if choice['cache'] else w['no']}**, pool of **{choice['num_blocks']} blocks**"
+    zh = lang == "zh"
+    sep, comma, semi, left, right = ("：", "，", "；", "（", "）") if zh else (": ", ", ", "; ", " (", ")")
+    m = record["model"]
+    model = (comma.join((f"{m.get('num_hidden_layers')} {w['layers']}", f"{w['hidden']} {m.get('hidden_size')}",
+                         f"{m.get('num_attention_heads')}/{m.get('num_key_value_heads')} {w['heads']}",
+                         f"{w['vocab']} {m.get('vocab_size')}")) + f"{left}{_model_size(m)} {w['params']}{right}"
+             ) if m else "?"
+    measured = f"测了 {record['settings_measured']} 个设置" if zh else f"{record['settings_measured']} settings measured"
+    lines = [f"### {w['title']}{sep}{record['workload']}", "", record["description"], "",
+             f"- {w['hardware']}{sep}{record['hardware']}",
+             f"- {w['model']}{sep}{model}{semi}{w['dtype']} {record['dtype']}",
+             f"- {w['evidence']}{sep}{record['evidence']}", "",
+             f"| {w['metric']} | {w['on']} | {w['off']} |", "|---|---|---|",
              *[f"| {a} | {b} | {c} |" for a, b, c in rows], "",
-             f"- SLO: {slo} ({record['settings_measured']} settings measured)", f"- decision: {decision}"]
+             f"- SLO{sep}{slo}{left}{measured}{right}", f"- {w['decision']}{sep}{decision}"]
     return "\n".join(lines) + "\n"
+
+
+def quiz() -> dict:
+    """Your answers to the concept quiz.
+
+    [zh]
+    你对概念小测的回答。
+    """
+    # TODO 5 (s07.quiz)
+    ### BEGIN SOLUTION
+    return {"q1": 0.71, "q2": "B", "q3": "C", "q4": "A", "q5": "C", "q6": 192}
+    ### END SOLUTION

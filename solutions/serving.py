@@ -26,7 +26,10 @@ Time is measured, not simulated, but idle time is skipped: the clock advances by
 wall time of everything the engine does (admission checks, prefills, decode steps, bookkeeping;
 device work waited for), and when nothing runs and the next request has not arrived yet, it jumps
 to that arrival. A run therefore costs only its compute, and its latencies are those of a server
-that never sleeps. Arrival times are in seconds from the start of the run.
+that never sleeps. Arrival times are in seconds from the start of the run. The clock that measures
+is wall time by default; ``clock=time.process_time`` measures the process's own CPU time instead,
+which keeps runs on a CPU comparable when other jobs share the cores (with one torch thread, the
+two agree on an idle machine).
 
 Invariants of :func:`serve` (tested): cached and uncached runs generate identical tokens for every
 request (fp32); each request's ``hit_tokens + computed_tokens == prompt_tokens``; blocks in use
@@ -41,7 +44,7 @@ import platform
 import resource
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,11 +264,12 @@ class ServingEngine:
 
     Invariants: the pool and the K/V tensors have the same blocks (``PagedPrefiller``'s); a running
     request's block table covers its prompt and all its output positions from admission on, so a
-    decode step never allocates; ``len(running) <= max_batch``.
+    decode step never allocates; ``len(running) <= max_batch``. ``clock`` measures every piece of
+    work (seconds; device work is waited for before reading it).
     """
 
     def __init__(self, model: DecoderLM, num_blocks: int, block_size: int = 16, *, cache: bool = True,
-                 max_batch: int = 8) -> None:
+                 max_batch: int = 8, clock: Callable[[], float] = time.perf_counter) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         self.model = model
@@ -276,6 +280,7 @@ class ServingEngine:
         self.prefiller = PagedPrefiller(model, num_blocks, block_size, blocks=self.pool,
                                         attention=pool_attention(kernel))
         self.max_batch = max_batch
+        self.clock = clock
 
     @property
     def kv_bytes_per_block(self) -> int:
@@ -283,10 +288,10 @@ class ServingEngine:
 
     def _prefill(self, request: Request, now: float) -> _Running:
         """Admit (the caller checked capacity), prefill, reserve the output blocks; the first token."""
-        start = time.perf_counter()
+        start = self.clock()
         logits, ledger = self.prefiller.prefill(request.prompt, request_id=request.request_id, keep=True)
         first = int(torch.argmax(logits))  # .item() waits for the device
-        prefill_s = time.perf_counter() - start
+        prefill_s = self.clock() - start
         table = self.pool.reserve(request.request_id, blocks_for(request, self.pool.block_size))
         record = RequestRecord(request.request_id, request.tag, request.arrival_s, len(request.prompt),
                                ledger["hit_tokens"], ledger["computed_tokens"], [first], now, math.nan,
@@ -352,14 +357,14 @@ class ServingEngine:
             while pending and pending[0].arrival_s <= now and len(running) < self.max_batch:
                 request = pending[0]
                 synchronize(self.device)
-                start = time.perf_counter()
+                start = self.clock()
                 if not pool.can_admit(request.prompt, blocks_for(request, bs)):
-                    now += time.perf_counter() - start
+                    now += self.clock() - start
                     break
                 pending.popleft()
                 admitted_at = now
                 live = self._prefill(request, admitted_at)
-                now += time.perf_counter() - start
+                now += self.clock() - start
                 live.record.first_token_s = now
                 peak_blocks = max(peak_blocks, pool.num_in_use)
                 if request.max_new_tokens == 1:
@@ -370,13 +375,13 @@ class ServingEngine:
                 continue
             # One decode step of every running request.
             synchronize(self.device)
-            start = time.perf_counter()
+            start = self.clock()
             next_tokens = self._decode(running)
             still = []
             for r, token in zip(running, next_tokens):
                 r.tokens.append(token)
                 r.record.output_tokens.append(token)
-            elapsed = time.perf_counter() - start
+            elapsed = self.clock() - start
             now += elapsed
             steps.append((len(running), elapsed))
             for r in running:
@@ -395,7 +400,8 @@ class ServingEngine:
         out = {"cache": self.pool.cache, "num_blocks": self.pool.num_blocks, "block_size": self.pool.block_size,
                "max_batch": self.max_batch, "model": asdict(self.model.config),
                "dtype": str(param.dtype).removeprefix("torch."), "device": describe_device(self.device),
-               "device_type": self.device.type, "prefill_attention": self.prefill_kernel}
+               "device_type": self.device.type, "prefill_attention": self.prefill_kernel,
+               "clock": getattr(self.clock, "__name__", str(self.clock))}
         out.update(extra or {})
         return out
 
@@ -445,9 +451,9 @@ def warm_up(model: DecoderLM, block_size: int = 16) -> None:
 
 def serve(model: DecoderLM, requests: Sequence[Request], *, num_blocks: int, block_size: int = 16,
           cache: bool = True, max_batch: int = 8, settings: dict[str, Any] | None = None,
-          progress: bool | str = False) -> RunRecord:
+          progress: bool | str = False, clock: Callable[[], float] = time.perf_counter) -> RunRecord:
     """One run on a fresh engine (an empty cache): :meth:`ServingEngine.run`."""
-    engine = ServingEngine(model, num_blocks, block_size, cache=cache, max_batch=max_batch)
+    engine = ServingEngine(model, num_blocks, block_size, cache=cache, max_batch=max_batch, clock=clock)
     return engine.run(requests, settings=settings, progress=progress)
 
 

@@ -1,8 +1,7 @@
 """Realistic wrong answers for each stage-7 TODO: each must fail its own TODO only.
 
-Every edit lies inside its TODO's solution region (a learner writes nothing else); the check
-``tests/test_s07_checks.py`` verifies that, and grades each variant with the stage's probes. Once the
-stage-7 notebook exists, ``tests/test_mutants.py`` grades them through the real grader too.
+Every edit lies inside its TODO's solution region (a learner writes nothing else);
+``tests/test_mutants.py`` grades each one through the real grader.
 """
 from __future__ import annotations
 
@@ -17,7 +16,9 @@ ATTN = 'flops["attention"] / cal.attention_rate(computed, computed + cached)'
 FLOPS = "    flops = prefill_flops(cfg, computed, cached)\n"
 OTHER = "               + cal.other_s(computed, cached))"
 MEETING = "    meeting = [m for m in measurements if _meets(m, slo)]\n"
-KEY = 'key=lambda m: (m["num_blocks"], float(m[first]), bool(m["cache"]))'
+KEY = 'key=lambda m: (m["num_blocks"], *(float(m[k]) for k in slo), bool(m["cache"]))'
+HEAD = 'flops["head"] / cal.head_flops_per_s'
+ANSWERS = '    return {"q1": 0.71, "q2": "B", "q3": "C", "q4": "A", "q5": "C", "q6": 192}\n'
 
 MUTANTS = {
     # TODO 1: latency_summary
@@ -47,20 +48,31 @@ MUTANTS = {
         "cal.attention_rate(computed, computed + cached)", "cal.gemm_rate(computed)"))]),
     "s07.predict_ttft/flops_without_the_prefix": ("s07.predict_ttft", [(FLOPS, FLOPS.replace(
         "prefill_flops(cfg, computed, cached)", "prefill_flops(cfg, computed)"))]),
+    "s07.predict_ttft/head_at_the_gemm_rate": ("s07.predict_ttft", [(HEAD, HEAD.replace(
+        "cal.head_flops_per_s", "cal.gemm_rate(computed)"))]),
     "s07.predict_ttft/flops_only_no_other_time": ("s07.predict_ttft", [(OTHER, OTHER.replace(
         "+ cal.other_s(computed, cached))", ")"))]),
     # TODO 4: choose_setting
     "s07.choose_setting/fastest_not_cheapest": ("s07.choose_setting", [(KEY, KEY.replace(
-        '(m["num_blocks"], float(m[first]), bool(m["cache"]))',
-        '(float(m[first]), m["num_blocks"], bool(m["cache"]))'))]),
+        '(m["num_blocks"], *(float(m[k]) for k in slo), bool(m["cache"]))',
+        '(*(float(m[k]) for k in slo), m["num_blocks"], bool(m["cache"]))'))]),
     "s07.choose_setting/strict_bound": ("s07.choose_setting", [(MEETING, MEETING.replace(
         "_meets(m, slo)", "all(float(m[k]) < b for k, b in slo.items())"))]),
     "s07.choose_setting/first_metric_only": ("s07.choose_setting", [(MEETING, MEETING.replace(
-        "_meets(m, slo)", "float(m[first]) <= slo[first]"))]),
+        "_meets(m, slo)", "float(m[next(iter(slo))]) <= next(iter(slo.values()))"))]),
     "s07.choose_setting/first_in_input_order": ("s07.choose_setting", [(
         "        best = min(meeting, " + KEY + ")\n", "        best = meeting[0]\n")]),
     "s07.choose_setting/prefers_cache_on_at_ties": ("s07.choose_setting", [(KEY, KEY.replace(
         'bool(m["cache"]))', 'not m["cache"])'))]),
+    "s07.choose_setting/tie_break_always_on_ttft": ("s07.choose_setting", [(KEY, KEY.replace(
+        '*(float(m[k]) for k in slo)', 'float(m.get("ttft_p90", 0))'))]),
+    "s07.choose_setting/tie_break_on_the_first_metric_only": ("s07.choose_setting", [(KEY, KEY.replace(
+        '*(float(m[k]) for k in slo)', 'float(m[next(iter(slo))])'))]),
     "s07.choose_setting/returns_the_original": ("s07.choose_setting", [(
         "        chosen = dict(best)\n", "        chosen = best\n")]),
+    # TODO 5: quiz
+    "s07.quiz/share_of_requests_that_hit": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q1": 0.71', '"q1": 0.75'))]),
+    "s07.quiz/decode_reads_the_cache": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
+    "s07.quiz/fastest_pool_not_smallest": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q6": 192', '"q6": 256'))]),
+    "s07.quiz/unanswered": ("s07.quiz", [(ANSWERS, '    return {"q1": 0.71}\n')]),
 }

@@ -9,19 +9,27 @@ from __future__ import annotations
 import json
 import math
 import random
+import types
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autograder import layout
 from autograder.checks.s07 import calibration, model_config, sweep
+from autograder.probe import run_probe
+from autograder.pysource import solution_region
+from autograder.spec import load_stage
 from kernels.flops import prefill_flops
 from kernels.model import DecoderLM, ModelConfig
 from solutions import serving_workloads as W
 from solutions.s07_serving import (cache_accounting, choose_setting, decision_markdown, decision_record,
                                    evidence_level, latency_summary, predict_ttft, summarize_run)
 from solutions.serving import serve
+from tests import mutants_s07
+
+REFERENCE = layout.stage_files("s07").reference
 
 finite = st.floats(min_value=0.0, max_value=1e3, allow_nan=False)
 
@@ -120,7 +128,7 @@ settings_strategy = st.lists(st.fixed_dictionaries({
 def test_s07_choose_setting_against_sorting_every_setting(rows, ttft, tpot, rnd):
     slo = {"ttft_p90": ttft, "tpot_p50": tpot}
     ok = [r for r in rows if r["ttft_p90"] <= ttft and r["tpot_p50"] <= tpot]  # NaN compares False
-    expected = sorted(ok, key=lambda r: (r["num_blocks"], r["ttft_p90"], r["cache"]))[:1]
+    expected = sorted(ok, key=lambda r: (r["num_blocks"], r["ttft_p90"], r["tpot_p50"], r["cache"]))[:1]
     got = choose_setting(rows, slo)
     assert got == (expected[0] if expected else None)
     shuffled = list(rows)
@@ -165,3 +173,29 @@ def test_s07_random_sweep_order_does_not_change_the_decision():
         random.Random(seed).shuffle(rows)
         assert choose_setting(rows, {"ttft_p90": 0.5}) == {"cache": True, "num_blocks": 256, "ttft_p90": 0.30,
                                                           "tpot_p50": 0.021, "hit_rate": 0.70}
+
+
+# -- the checks and wrong answers themselves (the real grader runs them in tests/test_mutants.py) ----
+def test_s07_probes_give_the_same_answer_twice_on_the_reference():
+    """Every probe is deterministic: the grader compares two runs of it (learner vs reference)."""
+    import solutions.s07_serving as ref
+
+    stage = load_stage("s07", hidden=True)
+    impl = types.SimpleNamespace(**{k: v for k, v in vars(ref).items() if not k.startswith("__")})
+    for check in stage.checks:
+        first, second = run_probe(check, impl), run_probe(check, impl)
+        assert first["kind"] == "ok" and first == second, (check.key, first)
+
+
+def test_s07_wrong_answers_edit_only_their_own_todo_region():
+    """A learner writes inside a TODO's region only, so each wrong answer must too."""
+    text = REFERENCE.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    stage = load_stage("s07", hidden=False)
+    for name, (todo_id, edits) in mutants_s07.MUTANTS.items():
+        begin, end = solution_region(text, stage.todo(todo_id).target)
+        lo, hi = sum(map(len, lines[:begin + 1])), sum(map(len, lines[:end]))
+        for old, _ in edits:
+            assert text.count(old) == 1, (name, old)
+            at = text.index(old)
+            assert lo <= at and at + len(old) <= hi, f"{name}: edit outside the region of {todo_id}"

@@ -126,6 +126,16 @@ def test_serving_idle_time_is_skipped_and_arrivals_are_respected(model):
     assert record.stats["makespan_s"] >= 100.0
 
 
+def test_serving_measures_with_the_clock_it_is_given(model):
+    """Every piece of work is timed on the engine's clock: a clock that ticks once per reading makes a
+    run's times whole numbers, the same on every machine (the notebook passes time.process_time)."""
+    ticks = iter(range(10**6))
+    record = serve(model, small_shared(seed=3, n=6), num_blocks=30, block_size=4, clock=lambda: float(next(ticks)))
+    times = [t for r in record.requests for t in (r.prefill_s, r.first_token_s, r.finished_s)]
+    assert all(t == int(t) for t in times) and all(r.prefill_s == 1.0 for r in record.requests)
+    assert record.settings["clock"] == "<lambda>"
+
+
 def test_serving_record_round_trips_through_json(model, tmp_path):
     record = serve(model, small_shared(seed=2, n=6), num_blocks=30, block_size=4,
                    settings={"workload": "shared_prefix"})

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,31 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
         browser.close()
     for text in (outputs3, outputs5):
         assert "❌" not in text and "Traceback" not in text and "Error" not in text
+
+
+def test_s07_instructor_notebook_run_all_in_jupyterlab(tmp_path):
+    """Stage 7 under Run All: serving runs with progress bars, the calibration, four plots, the decision
+    record (shown and written next to the notebook) and every check green."""
+    from playwright.sync_api import sync_playwright
+
+    work = tmp_path / "work"
+    work.mkdir()
+    notebook = Path(shutil.copy(layout.stage_files("s07").instructor(), work))
+    proc, url, token = start_lab(sys.executable, work, tmp_path, dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            open_and_run_all(page, url, token, notebook.name, tmp_path)
+            try:  # the quiz's check is the last code cell
+                page.wait_for_function("document.body.innerText.includes('concept quiz: 6/6')", timeout=360_000)
+            finally:
+                page.screenshot(path=str(tmp_path / "s07_run_all.png"), full_page=True)
+            text = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            images = page.locator(".jp-RenderedImage img").count()
+            browser.close()
+    finally:
+        stop_lab(proc)
+    assert "❌" not in text and "Traceback" not in text and text.count("✅") >= 30
+    assert "Decision record: thrashing" in text and images >= 4
+    assert (work / "07_serving_decision_record.json").is_file()
