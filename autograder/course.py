@@ -70,3 +70,12 @@ def load_course(path: Path | None = None) -> Course:
                   raw.get("grading", {}).get("mode", "all-or-nothing"),
                   tuple(install.get("sources", [f"git+{repo}.git@{branch}"])), int(install.get("timeout_s", 180)),
                   install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""))
+
+
+def grading_mode() -> str:
+    """``[grading] mode`` of the course being graded: course.toml of the checkout, else of the current
+    folder (an instructor's course folder when the grader is pip-installed), else all-or-nothing."""
+    for path in (layout.COURSE_TOML, Path.cwd() / "course.toml"):
+        if path.is_file():
+            return tomllib.loads(path.read_text(encoding="utf-8")).get("grading", {}).get("mode", "all-or-nothing")
+    return "all-or-nothing"

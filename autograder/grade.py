@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder import batch, isolation, messages
-from autograder.course import load_course
+from autograder.course import grading_mode
 from autograder.i18n import text
 from autograder.leaks import WITHHELD, LeakGuard
 from autograder.results import SubmissionResult, TodoResult, TodoStatus
@@ -215,8 +215,12 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 on_done: Callable[[SubmissionResult], None] | None = None,
                 on_todo: Callable[[], None] | None = None,
                 iso: isolation.Isolation | str = "best", hidden: Iterable[str | os.PathLike] = (),
-                lang: str | None = None, grading: str | None = None) -> list[SubmissionResult]:
+                lang: str | None = None, grading: str | None = None,
+                only: Mapping[str, Collection[str]] | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
+
+    ``only`` maps a path (as given) to the TODO ids to grade in it; its report has those TODOs only
+    (the project's mutation tests grade a wrong answer on its own TODO).
 
     ``lang`` overrides each submission's own language; ``grading`` overrides course.toml's mode.
 
@@ -224,7 +228,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     what :func:`~autograder.isolation.select` takes); ``hidden``: further paths no child may see
     (every submission is hidden from every child anyway).
     """
-    how = Reporting(lang, grading or load_course().grading)
+    how = Reporting(lang, grading or grading_mode())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)
     results: list[SubmissionResult] = []
@@ -247,7 +251,16 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         expected_outcomes(stage)  # once per stage, before the pool starts
         setup_cells(stage)
         leak_guard(stage)
-    graded: dict[int, list[Graded | None]] = {i: [None] * len(s.stage.todos) for i, s in subs}
+    def todos_of(sub: Submission) -> list[Todo]:
+        wanted = (only or {}).get(str(sub.path))
+        return [t for t in sub.stage.todos if wanted is None or t.id in wanted]
+
+    for _, sub in subs:  # validate before any child starts
+        wanted = (only or {}).get(str(sub.path))
+        if wanted is not None and (not wanted or set(wanted) - {t.id for t in sub.stage.todos}):
+            raise ValueError(f"only: {sorted(wanted)} are not TODOs of stage {sub.stage.id}")
+
+    graded: dict[int, list[Graded | None]] = {i: [None] * len(todos_of(s)) for i, s in subs}
     lock = threading.Lock()
 
     def finish(gi: int) -> None:
@@ -256,7 +269,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         guard = leak_guard(sub.stage)
         if guard.leaks_together(t for g in items for t in g.shown):  # a secret split across checks or TODOs
             items = [compose(sub, t, g.report, guard, withhold=True, how=how) if g.report is not None else g
-                     for t, g in zip(sub.stage.todos, items)]
+                     for t, g in zip(todos_of(sub), items)]
         r = results[i]
         r.todos = [g.result for g in items]
         r.seconds = time.monotonic() - started
@@ -284,7 +297,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                                  f"grader error: {type(exc).__name__}: {exc}"))
 
     with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
-        batch.run_batch([[(s, t) for t in s.stage.todos] for _, s in subs],
+        batch.run_batch([[(s, t) for t in todos_of(s)] for _, s in subs],
                         work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
                         shared_failure=lambda g: g.stopped_in_cells,
                         shortcut=lambda first, job: _same_as_first(first, job[0], job[1]),

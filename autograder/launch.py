@@ -122,9 +122,15 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
     system = system_paths()
     readable = _outermost([*interpreter_paths(python), os.path.realpath(spec.import_root),
                            *(os.path.realpath(p) for p in spec.readable)])
+    masked = []
     for hidden in map(os.path.realpath, spec.hidden):
         for p in (*readable, scratch, *system):
-            if _within(hidden, p) or _within(p, hidden):
+            if "namespaces" in iso.layers and p in readable and hidden != p and _within(hidden, p):
+                # e.g. the course pip-installed into the venv the child runs: its answers lie inside
+                # the child's site-packages; an empty mount over them hides them in the child's view
+                if os.path.lexists(hidden):  # nothing to hide where nothing is
+                    masked.append(hidden)
+            elif _within(hidden, p) or _within(p, hidden):
                 raise IsolationError(f"the child could read {p}, which is or holds {hidden}, a path it must not see")
     user = child_user(iso, spec.uid)
     if isinstance(user, tuple):
@@ -157,12 +163,12 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
             raise IsolationError("seccomp was selected but its filter cannot be compiled here")
         policy["seccomp"] = prog.hex()
     command = [python, "-I", "-c", BOOT.format(root=os.path.realpath(spec.import_root)), json.dumps(policy)]
-    argv = _bwrap_argv(iso, user, readable, scratch) + command if "namespaces" in iso.layers else command
+    argv = _bwrap_argv(iso, user, readable, scratch, masked) + command if "namespaces" in iso.layers else command
     return LaunchPlan(argv, tuple(spec.pass_fds), dict(spec.env), scratch, iso, readable)
 
 
 
-def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str) -> list[str]:
+def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, masked: Sequence[str] = ()) -> list[str]:
     bwrap = iso.offer.bwrap
     if bwrap is None:
         raise IsolationError("namespaces were selected but no bwrap binary is known")
@@ -192,6 +198,8 @@ def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str) -> 
         argv += ["--ro-bind-try", f, f]
     for p in readable:
         argv += ["--ro-bind", p, p]
+    for p in masked:  # after the binds that hold them
+        argv += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
     argv += ["--bind", scratch, scratch, "--proc", "/proc", "--dev", "/dev", "--"]
     return argv
 

@@ -201,13 +201,15 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
     ready = any(e.get("phase") == "ready" for e in events)
     report = ChildReport(events, None, list(channel.tampering), None, output, dropped)
     if not ready and not channel.tampered:
+        # before "ready" no learner code has run: the child's last line is the grader's own
+        why = output.decode("utf-8", "replace").strip().splitlines()
+        last = f": {why[-1][:200]}" if why else ""
         if rc == EXIT_NOT_CONFINED:
-            why = output.decode("utf-8", "replace").strip().splitlines()
             report.grader_error = f"isolation could not be set up ({why[-1][:200] if why else 'no message'})"
         elif timed_out:
             report.grader_error = f"the grading process did not start within {limits.wall_s:.0f} s"
         else:
-            report.grader_error = f"the grading process failed before running your code (exit code {rc})"
+            report.grader_error = f"the grading process failed before running your code (exit code {rc}{last})"
         report.stopped = "not started"
         return report
     if channel.too_large:

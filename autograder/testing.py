@@ -37,15 +37,18 @@ def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "e
     return nb
 
 
-def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]]) -> dict[str, SubmissionResult]:
-    """Grade several variants in one parallel run; keys are the caller's names for them."""
+def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]],
+                   only: dict[str, set[str]] | None = None) -> dict[str, SubmissionResult]:
+    """Grade several variants in one parallel run; keys are the caller's names for them. ``only``
+    maps a variant's name to the TODOs graded in it (default: every TODO)."""
     with tempfile.TemporaryDirectory(prefix="pcw-variants-") as tmp:
         paths = {}
         for i, (name, edits) in enumerate(variants.items()):
             p = Path(tmp) / f"v{i:03d}.ipynb"
             nbformat.write(variant_notebook(stage_id, edits), p)
             paths[str(p)] = name
-        results = grade_paths(list(paths))
+        names = {name: path for path, name in paths.items()}
+        results = grade_paths(list(paths), only={names[n]: todos for n, todos in (only or {}).items()})
         return {paths[r.path]: r for r in results}
 
 

@@ -35,6 +35,11 @@ class Case:
     drop_cell: bool = False
 
 
+def is_class_cell(cell) -> bool:
+    """The solution cell holding the class (the quiz has a solution cell of its own, left as released)."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id") == "s01-code-PrefixCacheManager"
+
+
 def inject(method: str, code: str, cls: str = REF_CLASS) -> str:
     """Put ``code`` at the start of ``method``'s body, right after its one-line docstring."""
     lines = cls.splitlines()
@@ -140,10 +145,10 @@ def write_corpus(dest: Path) -> dict[str, Path]:
         else:
             nb = copy.deepcopy(base)
             if case.drop_cell:
-                nb.cells = [x for x in nb.cells if not x.metadata.get("nbgrader", {}).get("solution")]
+                nb.cells = [x for x in nb.cells if not is_class_cell(x)]
             else:
                 for x in nb.cells:
-                    if x.metadata.get("nbgrader", {}).get("solution"):
+                    if is_class_cell(x):
                         x.source = case.cell
             nbformat.write(nb, path)
         out[case.name] = path

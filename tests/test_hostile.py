@@ -71,7 +71,7 @@ def _write_class(dest: Path) -> dict[str, Path]:
     for case in NEW.values():
         nb = copy.deepcopy(base)
         for cell in nb.cells:
-            if cell.metadata.get("nbgrader", {}).get("solution"):
+            if hostile_corpus.is_class_cell(cell):
                 cell.source = case.cell
         paths[case.name] = dest / f"{case.name}.ipynb"
         nbformat.write(nb, paths[case.name])
@@ -179,19 +179,20 @@ def _assert_verdict(case: Case, sub: dict) -> None:
     if case.raw is not None:
         assert sub["error"] and not sub["todos"] and sub["score"] == 0
         return
-    by_id = {t["id"]: t for t in sub["todos"]}
+    by_id = {t["id"]: t for t in sub["todos"] if t["id"] in ALL}  # the quiz is not what an attack is about
     earned = {t for t, r in by_id.items() if r["passed"]}
     assert earned == case.earns, {t: r["message"] for t, r in by_id.items()}
     for todo, phrase in case.reason.items():
         msg = by_id[todo]["message"]
         assert phrase in msg and "\n" not in msg and "Traceback" not in msg, msg
-    assert sub["score"] == sum(r["max_points"] for t, r in by_id.items() if t in case.earns)
+    quiz = sum(t["points"] for t in sub["todos"] if t["id"] not in ALL)
+    assert sub["score"] == quiz + sum(r["max_points"] for t, r in by_id.items() if t in case.earns)
 
 
 def test_honest_classmates_keep_their_exact_scores(cli_run):
     for name, earns in HONEST.items():
         sub = cli_run["results"][name]
-        assert {t["id"] for t in sub["todos"] if t["passed"]} == earns, sub["todos"]
+        assert {t["id"] for t in sub["todos"] if t["passed"] and t["id"] in ALL} == earns, sub["todos"]
         assert hashlib.sha256(cli_run["paths"][name].read_bytes()).hexdigest() == cli_run["digests"][name]
 
 
@@ -212,7 +213,8 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
     """An oracle independent of the grader's own: the answer regions of every TODO and the hidden
     checks' bodies, minus the learner notebook's text; and the trusted phrases a message is composed
     of (names, inputs, hints, expected values), which :func:`_learner_part` cuts out first."""
-    from autograder import data
+    from autograder import display
+    from autograder.i18n import text as in_lang
     from autograder.spec import load_stage
     from autograder.trusted import expected_outcomes
 
@@ -225,8 +227,10 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
         regions.append("\n".join(lines[b + 1:e]))
     stage = load_stage("s01", hidden=True)
     expected = expected_outcomes(stage)
-    trusted = [c.hint for c in stage.checks] + [c.call for c in stage.checks] + [t.title for t in stage.todos]
-    trusted += [data.show(expected[c.key]) for c in stage.checks if not c.hidden]
+    trusted = [in_lang(x, lang) for lang in ("en", "zh") for x in [*(c.hint for c in stage.checks), *(c.title for c in stage.checks),
+                                                               *(t.title for t in stage.todos)] if in_lang(x, lang)]
+    trusted += [c.call for c in stage.checks]
+    trusted += [display.show(expected[c.key]) for c in stage.checks if not c.hidden]
     public = [json.dumps(nbformat.read(S01.learner(), as_version=4)), S01.spec.read_text(encoding="utf-8")]
     public += [f"hidden check '{c.name}' failed | hint: check '{c.name}' failed | {c.name} | input: " for c in stage.checks]
     guard = leaks.LeakGuard(regions + [S01.hidden.read_text(encoding="utf-8")], public + trusted)
@@ -293,5 +297,5 @@ def _gradebook(course: Path, students: list[str]) -> dict[str, dict[str, float]]
         out = {}
         for name in students:
             nb = gb.find_submission_notebook(S01.notebook, S01.notebook, name)
-            out[name] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.replace("-", ".") in ALL}
+            out[name] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.replace("-", ".") in ALL | {"s01.quiz"}}
         return out

@@ -10,6 +10,7 @@ import sys
 import venv
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import layout
@@ -36,12 +37,28 @@ def test_pip_install_into_a_fresh_venv_then_grade_from_another_folder(tmp_path):
     elsewhere.mkdir()
     for src in (S01.learner(), S01.instructor()):
         shutil.copy(src, elsewhere / f"{src.parent.name}-{src.name}")
+    # a learner who looks for the answers where pip put them (inside the site-packages the child runs on)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    answers = site + "/solutions"
+    peek = nbformat.read(S01.instructor(), as_version=4)
+    cell = next(c for c in peek.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "s01-code-PrefixCacheManager")
+    probe = (f"        import os\n        seen = os.listdir({answers!r}) if os.path.isdir({answers!r}) else 'none'\n"
+             "        raise ValueError(f'PEEK {seen}')\n")
+    head = "    def _normalize(self, tokens: Sequence[int]) -> list[int]:\n"
+    assert head in cell.source
+    cell.source = cell.source.replace(head, head + probe, 1)
+    nbformat.write(peek, elsewhere / "peek.ipynb")
     g = subprocess.run([str(python), "-m", "autograder", "grade", str(elsewhere), "--format", "json",
                         "--no-require-isolation", "--no-progress"], cwd=elsewhere, env=_clean_env(),
                        capture_output=True, text=True, timeout=600)
     assert g.returncode == 0, g.stderr[-3000:]
-    scores = {Path(s["path"]).name.split("-")[0]: (s["score"], s["max_score"]) for s in json.loads(g.stdout)["submissions"]}
+    subs = [s for s in json.loads(g.stdout)["submissions"] if not s["path"].endswith("peek.ipynb")]
+    scores = {Path(s["path"]).name.split("-")[0]: (s["score"], s["max_score"]) for s in subs}
     assert scores["solutions"][0] == scores["solutions"][1] > 0 and scores["notebooks"][0] == 0, scores
+    peek = next(s for s in json.loads(g.stdout)["submissions"] if s["path"].endswith("peek.ipynb"))
+    said = peek["todos"][0]["message"]
+    assert "PEEK []" in said or "PEEK none" in said, said  # the answers are masked in the child's view
 
 
 def test_setup_script_keeps_the_machines_torch(tmp_path):

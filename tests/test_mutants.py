@@ -4,6 +4,12 @@ The wrong answers of stage NN live in ``tests/mutants_sNN.py``: ``MUTANTS`` maps
 ``"<todo id>/<what is wrong>"`` to ``(todo id, edits)`` (text replacements in the reference module),
 and an optional ``EQUIVALENT`` maps names to edits that are correct but written differently, which
 must earn every point. Each stage's variants are graded in one parallel run, once per session.
+
+Grading every TODO of every wrong answer would mostly re-prove one property: a TODO is graded on the
+learner's own code for it and the reference for the rest, so an edit inside one TODO's function
+cannot move another TODO. The first wrong answer of each TODO proves that on the real grader (every
+TODO graded); the others are graded on their own TODO, and a static test keeps every edit inside its
+TODO's function, where that property covers it.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import importlib
 import pytest
 
 from autograder import layout
+from autograder.pysource import definition_span
 from autograder.spec import load_stage
 from autograder.testing import assert_all_pass, assert_blamed_on, grade_variants
 
@@ -28,7 +35,9 @@ def graded(stage_id: str) -> dict:
         mod = DATA[stage_id]
         variants = {name: edits for name, (_, edits) in mod.MUTANTS.items()}
         variants.update({f"ok/{name}": edits for name, edits in getattr(mod, "EQUIVALENT", {}).items()})
-        _graded[stage_id] = grade_variants(stage_id, variants)
+        first = {todo: name for name, (todo, _) in reversed(mod.MUTANTS.items())}.values()
+        only = {name: {todo} for name, (todo, _) in mod.MUTANTS.items() if name not in first}
+        _graded[stage_id] = grade_variants(stage_id, variants, only=only)
     return _graded[stage_id]
 
 
@@ -37,6 +46,16 @@ def test_todo_mutant_fails_its_own_todo_only(stage_id, name):
     result = graded(stage_id)[name]
     assert result.error is None, result.error
     assert_blamed_on(result, DATA[stage_id].MUTANTS[name][0])
+
+
+@pytest.mark.parametrize("stage_id,name", MUTANTS, ids=[name for _, name in MUTANTS])
+def test_todo_mutant_edits_stay_in_its_own_function(stage_id, name):
+    todo_id, edits = DATA[stage_id].MUTANTS[name]
+    text = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
+    start, end = definition_span(text, load_stage(stage_id, hidden=False).todo(todo_id).target, with_comments_above=False)
+    for old, _ in edits:
+        line = text[:text.index(old)].count("\n")
+        assert start <= line and line + old.count("\n") < end, f"{name}: edit {old[:60]!r} is outside {todo_id}'s function"
 
 
 @pytest.mark.parametrize("stage_id,name", EQUIVALENT, ids=[f"{s}/{n}" for s, n in EQUIVALENT])
