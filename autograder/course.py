@@ -31,7 +31,8 @@ class Course:
     timeout_s: int = 180
     archive: str = ""
     links: dict[str, str] = field(default_factory=dict)
-    torch_index: str = ""
+    torch_index: str = ""            # [binder] torch_index: where Binder gets a CPU torch
+    gradescope_torch_index: str = ""  # [gradescope] torch_index, else [binder]'s
 
     def __post_init__(self) -> None:
         if self.grading not in GRADING_MODES:
@@ -69,7 +70,8 @@ def load_course(path: Path | None = None) -> Course:
     return Course(repo, branch, cfg.get("name", "prefix-cache-workbook"),
                   raw.get("grading", {}).get("mode", "all-or-nothing"),
                   tuple(install.get("sources", [f"git+{repo}.git@{branch}"])), int(install.get("timeout_s", 180)),
-                  install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""))
+                  install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""),
+                  raw.get("gradescope", {}).get("torch_index", raw.get("binder", {}).get("torch_index", "")))
 
 
 def grading_mode() -> str:

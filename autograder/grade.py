@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autograder import batch, isolation, messages
 from autograder.course import grading_mode
-from autograder.i18n import text
+from autograder.i18n import L, text
 from autograder.leaks import WITHHELD, LeakGuard
 from autograder.results import SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import Check, Stage, Todo
@@ -115,21 +115,20 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
             if not v.passed and first_fail is None:
                 first_fail = v
         else:
-            verdicts.append({"name": c.name, "hidden": c.hidden, "passed": False, "message": "not run"})
+            verdicts.append({"name": c.name, "hidden": c.hidden, "passed": False, "message": text(messages.NOT_RUN, lang)})
 
     n_hidden = sum(c.hidden for c in checks)
     if report.grader_error is not None:
-        status, message = TodoStatus.GRADER_ERROR, f"grader error: {report.grader_error}"
+        status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
     elif report.tampering:
-        status, message = TodoStatus.TAMPERED, ("tampering: the grading process's result channel received "
-                                                f"{'; '.join(report.tampering)} (the TODO earns nothing)")
+        status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what="; ".join(report.tampering))
     elif checks and all(v["passed"] for v in verdicts) and report.stopped is None:
         status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
     elif missing:
         status, message = TodoStatus.MISSING, _shown(guard.fragment(missing) if not withhold else WITHHELD, shown)
     elif report.stopped is not None:
-        where = _check_name(in_check) or _cell_name(in_cell, len(setup_cells(stage))) or "before the checks started"
-        status, message = TodoStatus.STOPPED, f"{report.stopped} during {where}"
+        where = _check_name(in_check) or _cell_name(in_cell, len(setup_cells(stage))) or messages.WHERE_BEFORE
+        status, message = TodoStatus.STOPPED, text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
     elif first_fail is not None and first_fail.not_implemented:
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
     elif first_fail is not None:
@@ -137,7 +136,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
             text(messages.CHECK_FAILED, lang).format(name=first_fail.check.name)
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
     else:
-        status, message = TodoStatus.FAILED, "no check results arrived (did your code write to the grader's result channel?)"
+        status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and cell_errors:
         message += f" (note: {_cell_error(cell_errors[0], guard, withhold, shown)})"
     for name in course_versions if type(course_versions) is list else []:
@@ -187,26 +186,27 @@ def _one_line(head: str, detail: list[str]) -> str:
     return " | ".join([head, *(" ".join(d.split()) for d in detail)])
 
 
-def _check_name(key: str | None) -> str | None:
+def _check_name(key: str | None) -> L | None:
     if key is None:
         return None
-    hidden = ":hidden:" in key
-    return f"{'hidden ' if hidden else ''}check '{key.rsplit(':', 1)[-1]}'"
+    return (messages.WHERE_HIDDEN_CHECK if ":hidden:" in key else messages.WHERE_CHECK).format(name=key.rsplit(":", 1)[-1])
 
 
-def _cell_name(index: int | None, n_setup: int) -> str | None:
+def _cell_name(index: int | None, n_setup: int) -> L | None:
     if index is None:
         return None
-    return f"setup cell {index + 1}" if index < n_setup else f"your TODO cell {index - n_setup + 1}"
+    return messages.WHERE_SETUP_CELL.format(n=index + 1) if index < n_setup else \
+        messages.WHERE_TODO_CELL.format(n=index - n_setup + 1)
 
 
-def _same_as_first(first: Graded, sub: Submission, todo: Todo) -> Graded:
+def _same_as_first(first: Graded, sub: Submission, todo: Todo, how: Reporting) -> Graded:
     """A TODO not run because the submission's first child already stopped in the learner's cells."""
     r = first.result
-    checks = [{"name": c.name, "hidden": c.hidden, "passed": False, "message": "not run"}
+    lang = how.lang or sub.lang
+    checks = [{"name": c.name, "hidden": c.hidden, "passed": False, "message": text(messages.NOT_RUN, lang)}
               for c in sub.stage.checks_for(todo.id)]
     res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), r.status,
-                     f"{r.message} (the same for every TODO of this notebook)", checks)
+                     text(messages.SAME_FOR_EVERY, lang).format(message=r.message), checks)
     return Graded(res, None, list(first.shown))
 
 
@@ -300,7 +300,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         batch.run_batch([[(s, t) for t in todos_of(s)] for _, s in subs],
                         work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
                         shared_failure=lambda g: g.stopped_in_cells,
-                        shortcut=lambda first, job: _same_as_first(first, job[0], job[1]),
+                        shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
                         failed=failed, on_result=on_result, workers=workers or os.cpu_count() or 2)
     if on_done:
         for r in results:

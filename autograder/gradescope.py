@@ -7,20 +7,34 @@ zero-point entry that stays hidden until the instructor publishes grades.
 """
 from __future__ import annotations
 
+import shlex
 import zipfile
 from pathlib import Path
 
 from autograder import layout
+from autograder.course import load_course
 from autograder.isolation import Isolation
 from autograder.results import SubmissionResult
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope image set-up: Python deps (CPU torch from PyTorch's CPU index).
+# Gradescope image set-up: torch (from the CPU wheel index course.toml names, if any), then the course.
 set -euo pipefail
 cd /autograder/source
-python3 -m pip install -q --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu || python3 -m pip install -q torch
+index={index}
+if [ -n "$index" ]; then
+  python3 -m pip install -q torch==2.13.0 --index-url "$index"
+else
+  python3 -m pip install -q torch==2.13.0
+fi
 python3 -m pip install -q -r requirements.txt
 """
+
+
+def setup_sh(torch_index: str) -> str:
+    """setup.sh with the instructor's torch index (course.toml's ``[gradescope]``, else ``[binder]``,
+    ``torch_index``); empty: pip's configured index."""
+    return SETUP_SH.replace("{index}", shlex.quote(torch_index))
+
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Grade every notebook the student submitted; results.json in Gradescope's format.
@@ -69,7 +83,7 @@ def build_bundle(dest: Path) -> Path:
     """Write the zip Gradescope's "Zip file upload" expects (files at the zip's top level)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+        for name, text in (("setup.sh", setup_sh(load_course().gradescope_torch_index)), ("run_autograder", RUN_AUTOGRADER)):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             z.writestr(info, text)

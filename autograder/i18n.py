@@ -30,7 +30,10 @@ class L:
         return self.zh if (lang or language()) == "zh" else self.en
 
     def format(self, **kw: object) -> "L":
-        return L(self.en.format(**kw), self.zh.format(**kw))
+        """Both texts formatted; a field that is itself an :class:`L` fills each language with its own."""
+        def pick(lang: str) -> dict:
+            return {k: (getattr(v, lang) if isinstance(v, L) else v) for k, v in kw.items()}
+        return L(self.en.format(**pick("en")), self.zh.format(**pick("zh")))
 
     def __str__(self) -> str:
         return self.get()

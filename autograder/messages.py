@@ -42,3 +42,30 @@ NO_HIDDEN_HERE = L("ℹ️  {label}: hidden checks are not part of this copy of 
 FINISH_TO_SEE = L("⏳ finish {label} to see this", "⏳ 完成 {label} 后才能看到这里的结果")
 TIMEOUT = L("took longer than {s} s (an endless loop?)", "运行超过 {s} 秒（死循环？）")
 ALL_PASSED = L("all {n} checks passed ({h} hidden)", "全部 {n} 个检查通过（其中 {h} 个隐藏）")
+
+# -- when the grading process stops early (autograder.supervise, autograder.grade) -----------------
+STOP_TOO_LARGE = L("the results were too large", "结果太大了")
+STOP_TAMPERED = L("the result channel was tampered with", "结果通道被篡改了")
+STOP_WAITED = L("stopped after {s} s of waiting (sleeping or blocked forever?)",
+                "等待 {s} 秒后被停止（在 sleep，或者永远阻塞了？）")
+STOP_SIGNAL = L("the grading process was ended by {sig}", "评分进程被 {sig} 终止")
+STOP_SIGNAL_WHY = L("the grading process was ended by {sig} ({why})", "评分进程被 {sig} 终止（{why}）")
+WHY_XCPU = L("more than {s} s of CPU time: an endless loop, or far too slow?", "CPU 时间超过 {s} 秒：死循环，还是太慢了？")
+WHY_KILL = L("killed: memory or time limit", "被杀掉了：超出内存或时间限制")
+WHY_XFSZ = L("output file limit", "超出输出文件大小限制")
+WHY_SEGV = L("crashed (a very deep recursion?)", "崩溃了（递归太深？）")
+STOP_EXIT = L("your code ended the grading process (exit code {rc}: sys.exit, os._exit or a crash)",
+              "你的代码结束了评分进程（退出码 {rc}：sys.exit、os._exit 或崩溃）")
+STOP_WHERE = L("{what} during {where}", "{what}，发生在{where}")
+WHERE_CHECK = L("check '{name}'", "检查 '{name}'")
+WHERE_HIDDEN_CHECK = L("hidden check '{name}'", "隐藏检查 '{name}'")
+WHERE_SETUP_CELL = L("setup cell {n}", "准备单元 {n}")
+WHERE_TODO_CELL = L("your TODO cell {n}", "你的第 {n} 个 TODO 单元")
+WHERE_BEFORE = L("before the checks started", "检查开始之前")
+SAME_FOR_EVERY = L("{message} (the same for every TODO of this notebook)", "{message}（这个 notebook 的每个 TODO 都一样）")
+NOT_RUN = L("not run", "未运行")
+TAMPERING = L("tampering: the grading process's result channel received {what} (the TODO earns nothing)",
+              "篡改：评分进程的结果通道收到了 {what}（这个 TODO 不得分）")
+NO_RESULTS = L("no check results arrived (did your code write to the grader's result channel?)",
+               "没有收到任何检查结果（你的代码是不是往评分器的结果通道里写了东西？）")
+GRADER_ERROR = L("grader error: {error}", "评分器错误：{error}")

@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import messages
 from autograder.channel import Channel
+from autograder.i18n import L
 from autograder.confine import EXIT_NOT_CONFINED
 from autograder.launch import ChildSpec, LaunchPlan, plan_child
 from autograder.staging import GradingRun
@@ -60,7 +62,7 @@ class ChildReport:
     """
 
     events: list[dict]
-    stopped: str | None
+    stopped: L | str | None   # why it stopped early, in both languages ("not started": never ran)
     tampering: list[str] = field(default_factory=list)
     grader_error: str | None = None
     output: bytes = b""
@@ -213,21 +215,21 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         report.stopped = "not started"
         return report
     if channel.too_large:
-        report.stopped = "the results were too large"
+        report.stopped = messages.STOP_TOO_LARGE
     elif channel.tampered and channel.done and rc in (0, -signal.SIGKILL):
-        report.stopped = "the result channel was tampered with"
+        report.stopped = messages.STOP_TAMPERED
     elif timed_out:
-        report.stopped = f"stopped after {limits.wall_s:.0f} s of waiting (sleeping or blocked forever?)"
+        report.stopped = messages.STOP_WAITED.format(s=f"{limits.wall_s:.0f}")
     elif channel.done and rc in (0, -signal.SIGKILL) and not channel.tampered:
         return report
     elif rc is not None and rc < 0:
         sig = _signal_name(-rc)
-        hint = {"SIGXCPU": f"more than {limits.cpu_s:.0f} s of CPU time: an endless loop, or far too slow?",
-                "SIGKILL": "killed: memory or time limit", "SIGXFSZ": "output file limit",
-                "SIGSEGV": "crashed (a very deep recursion?)"}.get(sig, "")
-        report.stopped = f"the grading process was ended by {sig}{f' ({hint})' if hint else ''}"
+        why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
+               "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
+        report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=why) if why is not None else \
+            messages.STOP_SIGNAL.format(sig=sig)
     else:
-        report.stopped = f"your code ended the grading process (exit code {rc}: sys.exit, os._exit or a crash)"
+        report.stopped = messages.STOP_EXIT.format(rc=rc)
     return report
 
 

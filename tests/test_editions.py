@@ -108,3 +108,20 @@ def test_nbgrader_releases_both_editions_and_grades_them_alike(tmp_path):
             nb = gb.find_submission_notebook(files.notebook, a, "alice")
             points[lang] = sorted((g.name, g.auto_score) for g in nb.grades if g.max_score and "-code-" not in g.name)
     assert points["en"] == points["zh"] and any(score == 0 for _, score in points["en"])
+
+
+def test_a_stopped_grading_process_is_explained_in_the_notebooks_language(tmp_path):
+    """When learner code ends the grading process, the Chinese edition says so in Chinese: the
+    reason, where it happened and that it holds for every TODO (the English edition in English)."""
+    said = {}
+    for lang in ("en", "zh"):
+        nb = nbformat.read(layout.stage_files("s01").learner(lang), as_version=4)
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "s01-code-PrefixCacheManager")
+        cell.source = "import os\nos._exit(3)\n" + cell.source
+        nbformat.write(nb, tmp_path / f"exits_{lang}.ipynb")
+    for r in grade_paths(sorted(tmp_path.glob("*.ipynb"))):
+        said[r.path.rsplit("_", 1)[-1].split(".")[0]] = [t.message for t in r.todos]
+    first, *rest = said["zh"]
+    assert "你的代码结束了评分进程（退出码 3" in first and "你的第 1 个 TODO 单元" in first, first
+    assert all("这个 notebook 的每个 TODO 都一样" in m for m in rest), rest
+    assert "your code ended the grading process (exit code 3" in said["en"][0] and "your TODO cell 1" in said["en"][0]

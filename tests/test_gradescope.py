@@ -62,3 +62,16 @@ def test_gradescope_run_without_notebook_says_so(tmp_path):
     subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=60)
     res = json.loads((root / "results" / "results.json").read_text())
     assert res["score"] == 0 and "No .ipynb" in res["output"]
+
+
+def test_gradescope_setup_takes_torch_from_the_instructors_index_only(tmp_path):
+    """setup.sh names no package index of its own: the one in course.toml (quoted), else pip's."""
+    import re
+
+    from autograder.gradescope import setup_sh
+
+    assert not re.search(r"https?://", setup_sh("")) and 'index=\'\'' in setup_sh("")
+    chosen = setup_sh("https://example.invalid/cpu wheels")
+    assert "index='https://example.invalid/cpu wheels'" in chosen and '--index-url "$index"' in chosen
+    p = subprocess.run(["bash", "-n"], input=chosen, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
