@@ -44,6 +44,7 @@ from kernels import cost_model as cm  # noqa: E402
 from kernels.device import describe_device, paged_attention_for  # noqa: E402
 from kernels.flops import predicted_speedup  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
+from kernels.timing import add_torch_arguments, apply_torch_arguments  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
 from solutions.s06_paged_prefill import (PagedPrefiller, full_prefill, paged_attention,  # noqa: E402
                                          pool_attention, write_kv)
@@ -177,14 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--question", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per length (default 5)")
     parser.add_argument("--block-size", type=int, default=16)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default: torch's choice); 1 is steadier on a machine shared with "
-                             "other jobs, where several threads wait on each other")
+    add_torch_arguments(parser)
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = apply_torch_arguments(args)
     if args.quick:
         shapes = {"tiny": QUICK_MODEL}
     elif args.model == "both":

@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 from kernels.device import describe_device  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
+from kernels.timing import add_torch_arguments, apply_torch_arguments  # noqa: E402
 from solutions import serving_workloads as W  # noqa: E402
 from solutions.s07_serving import summarize_run  # noqa: E402
 from solutions.serving import SERVING_MODEL, compare_outputs, serve, warm_up  # noqa: E402
@@ -58,14 +59,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="pool sizes to run (default: one per workload, see POOL_BLOCKS)")
     parser.add_argument("--repeats", type=int, default=None, help="on/off rounds per setting (default 3)")
     parser.add_argument("--max-batch", type=int, default=8)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default: torch's choice); 1 is steadier on a machine shared with "
-                             "other jobs, where several threads wait on each other")
+    add_torch_arguments(parser)
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = apply_torch_arguments(args)
     cfg = ModelConfig.tiny() if args.quick else SERVING_MODEL
     block_size = 4 if args.quick else 16
     repeats = args.repeats or (1 if args.quick else 3)

@@ -28,3 +28,18 @@ def timed(fn: Callable[[], T], device: torch.device | str | None) -> tuple[float
     out = fn()
     synchronize(device)
     return time.perf_counter() - start, out
+
+
+def add_torch_arguments(parser) -> None:
+    """``--device`` and ``--threads``, as every benchmark takes them."""
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice); 1 is steadier on a machine shared with "
+                             "other jobs, where several threads wait on each other")
+
+
+def apply_torch_arguments(args) -> torch.device:
+    """Set torch's thread count from ``--threads``; the ``--device`` to run on."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return torch.device(args.device)
