@@ -24,7 +24,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
 
 from kernels.device import describe_device  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
