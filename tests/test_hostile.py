@@ -62,6 +62,20 @@ MECHANISMS = {
     "cell-level hangs": ["cpu_hang_at_cell_level", "sleep_forever_at_cell_level"],
     "output floods": ["output_flood_and_warnings"],
 }
+# Under nbgrader, what differs from the CLI is around the child: nbgrader's process above it, the
+# course folder (source/, submitted/, gradebook.db) and the run's reports. The attacks on those run
+# through nbgrader too; attacks on the child's own view (reading answers, unhooking, smuggling) meet
+# the same child under both and are judged by the CLI tests above.
+THROUGH_NBGRADER = [name for mechanism in (
+    "/proc/<parent>/cwd", "/proc/<parent>/cmdline", "sibling scratch dirs", "kill / pidfd_send_signal on the parent",
+    "prlimit on the parent", "a classmate's result pipe", "truncating a classmate's notebook", "writing gradebook.db",
+    "a detached process rewriting the reports", "planting a module in the grader's root",
+    "verdict channel: lines after done, keys twice", "cell-level hangs", "output floods") for name in MECHANISMS[mechanism]]
+# ...and the earlier corpus's attacks on the supervisor: ending, starving or outliving it, forging its
+# lines, and notebooks nbgrader itself has to cope with (a syntax error, a deleted TODO cell).
+THROUGH_NBGRADER += ["infinite_loop", "memory_bomb", "fork_bomb", "sys_exit", "os_exit", "keyboard_interrupt",
+                     "exit_after_class", "megabytes_of_stdout", "threads_left_running", "ignores_sigterm",
+                     "forged_result_lines", "syntax_error", "missing_todo_cell"]
 
 
 def _write_class(dest: Path) -> dict[str, Path]:
@@ -266,7 +280,7 @@ def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
                    capture_output=True)
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", S01.notebook, "--create"], cwd=course,
                    check=True, capture_output=True)
-    gradable = [n for n, c in CASES.items() if c.raw is None] + list(HONEST)
+    gradable = [*dict.fromkeys(THROUGH_NBGRADER)] + list(HONEST)
     for name in gradable:
         d = course / "submitted" / name / S01.notebook
         shutil.copytree(course / "release" / S01.notebook, d)
