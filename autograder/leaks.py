@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from autograder.readings import readings
+from autograder.readings import all_shifts, readings
 
 WINDOW = 12           # alphanumeric characters of a secret that may never appear in a learner's feedback
 TEXT_LIMIT = 120      # characters of one piece of learner text (a string value, an exception message)
@@ -56,13 +56,17 @@ class LeakGuard:
             norm = normalize(text)
             self.secret.difference_update(norm[i:i + WINDOW] for i in range(len(norm) - WINDOW + 1))
             self.public_words.update(normalize(w) for w in _WORD.findall(text))
+        # A reading under a Caesar shift contains a secret window iff the plain reading contains that
+        # window shifted back: shifting the few secret windows once is far cheaper than shifting every
+        # reading of every piece of learner text 25 times.
+        self.shifted: set[str] = {s for w in self.secret for s in all_shifts(w)}
 
     # -- detection -----------------------------------------------------------------------------
     def leaks(self, text: str) -> bool:
         """Whether any reading of ``text`` contains a secret window."""
         if not self.secret or not text:
             return False
-        return any(self._plain_leak(r) for r in readings(text))
+        return any(self._plain_leak(r) for r in readings(text, shifts=False))
 
     def leaks_together(self, texts: Iterable[str]) -> bool:
         """Whether pieces of text leak once put together (a secret split across checks). Pieces that
@@ -73,8 +77,9 @@ class LeakGuard:
         return any(self.leaks(j) for j in joined)
 
     def _plain_leak(self, text: str) -> bool:
+        """Whether ``text``, or ``text`` under any Caesar shift, holds a secret window."""
         norm = normalize(text)
-        return any(norm[i:i + WINDOW] in self.secret for i in range(len(norm) - WINDOW + 1))
+        return any(norm[i:i + WINDOW] in self.shifted for i in range(len(norm) - WINDOW + 1))
 
     # -- sanitizing ----------------------------------------------------------------------------
     def fragment(self, text: object, limit: int = TEXT_LIMIT) -> str:

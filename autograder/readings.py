@@ -21,8 +21,9 @@ _HEX = re.compile(r"(?:[0-9a-fA-F]{2}[\s:,.-]?){8,}")
 _NUMS = re.compile(r"\d{2,7}(?:\s*[,;\s]\s*\d{2,7}){7,}")
 
 
-def readings(text: str, depth: int = 2) -> list[str]:
-    """``text`` as is and as every decoding this module knows, up to ``depth`` layers deep."""
+def readings(text: str, depth: int = 2, shifts: bool = True) -> list[str]:
+    """``text`` as is and as every decoding this module knows, up to ``depth`` layers deep; without
+    ``shifts``, no Caesar shifts (for a caller that shifts what it looks for instead, which is cheaper)."""
     seen: dict[str, None] = {text: None}
     frontier = [text]
     for _ in range(depth):
@@ -35,8 +36,14 @@ def readings(text: str, depth: int = 2) -> list[str]:
         frontier = found
     out = list(seen)
     out += [t[::-1] for t in out]
-    out += [_shift(t, k) for t in list(out) for k in range(1, 26)]
+    if shifts:
+        out += [_shift(t, k) for t in list(out) for k in range(1, 26)]
     return out
+
+
+def all_shifts(text: str) -> list[str]:
+    """``text`` under every Caesar shift, itself included."""
+    return [_shift(text, k) for k in range(26)]
 
 
 def _one_layer(text: str) -> list[str]:
@@ -150,12 +157,11 @@ def _unescape(text: str) -> str:
     return _ESCAPE.sub(one, text) if "\\" in text else text
 
 
-def _shift(text: str, k: int) -> str:
-    def rot(ch: str) -> str:
-        if "a" <= ch <= "z":
-            return chr((ord(ch) - 97 + k) % 26 + 97)
-        if "A" <= ch <= "Z":
-            return chr((ord(ch) - 65 + k) % 26 + 65)
-        return ch
+_LOWER, _UPPER = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_SHIFTS = [str.maketrans(_LOWER + _UPPER, _LOWER[k:] + _LOWER[:k] + _UPPER[k:] + _UPPER[:k]) for k in range(26)]
 
-    return "".join(map(rot, text))
+
+def _shift(text: str, k: int) -> str:
+    """``text`` with every ASCII letter moved ``k`` places on (a Caesar shift); a table, since every
+    failing check's outcome is read this way 25 times."""
+    return text.translate(_SHIFTS[k % 26])

@@ -60,6 +60,11 @@ def guard():
     return LeakGuard([SECRET], [PUBLIC])
 
 
+def _caesar(text: str, k: int) -> str:
+    abc = "abcdefghijklmnopqrstuvwxyz"
+    return text.translate(str.maketrans(abc + abc.upper(), abc[k:] + abc[:k] + (abc[k:] + abc[:k]).upper()))
+
+
 @pytest.mark.parametrize("disguise", [
     lambda s: s, lambda s: s[::-1], lambda s: s.upper(), lambda s: codecs.encode(s, "rot13"),
     lambda s: codecs.encode(s, "rot13")[::-1], lambda s: base64.b64encode(s.encode()).decode(),
@@ -67,8 +72,11 @@ def guard():
     lambda s: base64.b32encode(s.encode()).decode(), lambda s: str([ord(c) for c in s]),
     lambda s: base64.b64encode(zlib.compress(s.encode())).decode(), lambda s: s.encode("unicode_escape").decode(),
     lambda s: "".join(f"%{b:02X}" for b in s.encode()), lambda s: base64.b64encode(base64.b64encode(s.encode())).decode(),
+    lambda s: _caesar(s, 3), lambda s: _caesar(s, 25).upper()[::-1],
+    lambda s: base64.b64encode(_caesar(s, 7).encode()).decode(),
 ], ids=["plain", "reversed", "upper", "rot13", "rot13_reversed", "base64", "hex", "spaced_hex", "base32",
-        "char_codes", "zlib_base64", "unicode_escape", "percent", "base64_twice"])
+        "char_codes", "zlib_base64", "unicode_escape", "percent", "base64_twice", "rot3", "rot25_upper_reversed",
+        "rot7_then_base64"])
 def test_guard_sees_a_secret_in_every_disguise(guard, disguise):
     text = disguise(SECRET[10:60])
     assert guard.leaks(text)
