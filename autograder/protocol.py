@@ -341,6 +341,9 @@ class Order:
             if event.index != self.started or (self.cells is not None and event.index >= self.cells):
                 return "a cell out of turn"
             return None
+        if isinstance(event, (CellErrors, CellsDone)) and self.cells is not None and self.started != self.cells \
+                and CellsDone not in seen:
+            return "the cells reported finished before every cell started"
         if isinstance(event, CellErrors):
             if CellsDone in seen or CellErrors in seen:
                 return "cell errors out of turn"
