@@ -267,6 +267,7 @@ class Channel:
     def tampered(self) -> bool:
         return bool(self.tampering)
 
+    @property
     def summary(self) -> ChildSummary:
         """What the accepted events say (see :func:`summarize`)."""
         return summarize(self.events)

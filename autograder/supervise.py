@@ -28,7 +28,7 @@ from autograder import messages
 from autograder.i18n import L, text
 from autograder.confine import EXIT_NOT_CONFINED
 from autograder.launch import ChildSpec, LaunchPlan, plan_child
-from autograder.protocol import Channel, ChildSummary, Event
+from autograder.protocol import Channel, ChildSummary, Event, summarize
 from autograder.staging import GradingRun
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.sandbox import main; main()"
@@ -57,8 +57,8 @@ class ChildLimits:
 class ChildReport:
     """How one child ended.
 
-    Invariants: ``events`` are the events its channel accepted, in order, and ``summary`` is what
-    they say (see :mod:`autograder.protocol`); ``stopped`` is None iff it reported ``Done``, exited
+    Invariants: ``events`` are the events its channel accepted, in order (a legal sequence of
+    :mod:`autograder.protocol`); ``stopped`` is None iff it reported ``Done``, exited
     cleanly and did not tamper; ``grader_error`` is set (and learner code never ran) when the child
     could not be launched or confined; ``output`` is at most :data:`OUTPUT_KEEP` bytes.
     """
@@ -75,14 +75,17 @@ class ChildReport:
     """The first :data:`OUTPUT_KEEP` bytes the child wrote to stdout and stderr, together."""
     output_dropped: int = 0
     """How many more bytes of output it wrote (read and dropped)."""
-    summary: ChildSummary = field(default_factory=ChildSummary)
-    """What ``events`` say, typed."""
     isolation: str = ""
     """The isolation applied to this child: the run's level, the user it ran as, what it could read."""
     returncode: int | None = None
     """Its exit status (negative: the signal that ended it); None when it never started or never ended."""
     timed_out: bool = False
     """Whether the wall clock ran out before the child finished."""
+
+    @property
+    def summary(self) -> ChildSummary:
+        """What ``events`` say, typed (:func:`autograder.protocol.summarize`)."""
+        return summarize(self.events)
 
     @property
     def reached(self) -> str:
@@ -223,9 +226,8 @@ def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, chann
 
 def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed_out: bool,
             limits: ChildLimits) -> ChildReport:
-    summary = channel.summary()
-    report = ChildReport(list(channel.events), None, list(channel.tampering), None, output, dropped, summary)
-    if not summary.ready and not channel.tampered:
+    report = ChildReport(list(channel.events), None, list(channel.tampering), None, output, dropped)
+    if not report.summary.ready and not channel.tampered:
         # before "ready" no learner code has run: the child's last line is the grader's own
         why = output.decode("utf-8", "replace").strip().splitlines()
         last = f": {why[-1][:200]}" if why else ""
