@@ -29,7 +29,7 @@ from autograder.spec import Check, Stage, Todo
 from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, describe, run_child
-from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
+from autograder.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
 from autograder.verdict import CheckVerdict, judge
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
@@ -144,7 +144,8 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
         message += f" (note: {_cell_error(said.cell_errors[0], guard, withhold, shown)})"
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR):
-        for name in said.course_versions:  # dotted Python names only (the protocol accepts nothing else)
+        given = given_members(stage, todo.owner)
+        for name in (n for n in said.course_versions if n in given):  # only names the course has: no child text
             message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)

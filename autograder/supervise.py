@@ -277,6 +277,7 @@ def describe(report: ChildReport, what: str) -> str:
     how = [ended, "timed out" if report.timed_out else "",
            f"reached {report.reached or 'nothing'}", f"stopped: {text(report.stopped, 'en')}" if report.stopped else "",
            f"tampering: {'; '.join(report.tampering)}" if report.tampering else "",
+           f"the course's {', '.join(report.summary.course_versions)} used" if report.summary.course_versions else "",
            f"grader error: {report.grader_error}" if report.grader_error else ""]
     lines = [f"[child] {what}", f"  isolation: {report.isolation or 'unknown'}",
              f"  ended: {', '.join(h for h in how if h)}"]

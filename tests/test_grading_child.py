@@ -15,12 +15,14 @@ import nbformat
 import pytest
 
 from autograder import layout, messages
-from autograder.grade import grade_paths
+from autograder.grade import compose, grade_paths
 from autograder.i18n import text
-from autograder.protocol import CellsDone, Ready
+from autograder.protocol import CellsDone, CellStarted, CourseVersions, Done, Ready
 from autograder.spec import load_stage
+from autograder.submission import read_submission
 from autograder.supervise import OUTPUT_KEEP, ChildReport, describe
 from autograder.testing import variant_notebook
+from autograder.trusted import given_members, leak_guard
 from tests.conftest import ROOT
 
 HELPER = "BlockPool.check_invariants"
@@ -61,7 +63,8 @@ def test_a_notebook_lacking_a_given_helper_earns_full_marks_and_is_told_in_its_l
 
 def test_every_given_class_member_is_in_the_released_cell():
     """The note names what the learner's cell lacks: it is true only if the released cell has every
-    member of the course's class that is not a TODO (else a correct answer would read a false note)."""
+    member of the course's class that is not a TODO (else a correct answer would read a false note),
+    and the grader shows only those names (``given_members``: the ones the child can take)."""
     import importlib
 
     checked = 0
@@ -76,10 +79,22 @@ def test_every_given_class_member_is_in_the_released_cell():
             released |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets
                          if isinstance(t, ast.Name)}
             released |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
-            given = {k for k in vars(getattr(reference, cls)) if not k.startswith("__")}
+            todos = {t.function_name for t in stage.todos if t.owner == cls}
+            given = {k for k in vars(getattr(reference, cls)) if not k.startswith("__")} - todos
             assert given <= released, (sid, cls, sorted(given - released))
+            assert given_members(stage, cls) == {f"{cls}.{k}" for k in given}  # what the child may name
             checked += 1
     assert checked >= 5
+
+
+def test_a_course_version_the_course_does_not_have_is_not_shown():
+    stage = load_stage("s03", hidden=True)
+    sub = read_submission(layout.stage_files("s03").instructor())
+    todo = stage.todo("s03.lookup")
+    events = [Ready(), *(CellStarted(i) for i in range(len(sub.cells))), CellsDone(),
+              CourseVersions(("BlockPool.check_invariants", "BlockPool.hit_len_max_secret")), Done()]
+    r = compose(sub, todo, ChildReport(events, None), leak_guard(stage)).result
+    assert "`BlockPool.check_invariants`" in r.message and "hit_len_max_secret" not in r.message
 
 
 # -- --verbose ------------------------------------------------------------------------------------
