@@ -4,8 +4,9 @@ what the parent makes of it. This module is the one owner of that contract.
 The child (:mod:`autograder.sandbox`) runs learner code and reports raw outcomes through its own
 pipe, one JSON line per event, written only by :func:`encode`. The parent
 (:mod:`autograder.supervise`) reads that pipe with a :class:`Channel`, which turns each line into an
-event with :func:`decode` and applies the order below; :func:`summarize` turns the accepted events
-into the typed :class:`ChildSummary` that :mod:`autograder.grade` judges.
+event with :func:`decode` and applies the order below (:class:`Order`, a state machine);
+:func:`summarize` turns the accepted events into the typed :class:`ChildSummary` that
+:mod:`autograder.grade` judges.
 
 What arrives is untrusted: learner code runs in the child and can write to the same descriptor.
 The child's legal sequences (the grammar; the child may stop anywhere, so any prefix is legal too)::
