@@ -17,7 +17,7 @@ from pathlib import Path
 from autograder import layout
 from autograder.i18n import L, set_language, text
 
-MIN_PYTHON = (3, 10)
+MIN_PYTHON = (3, 11)  # pyproject's requires-python (tomllib)
 GPU_STAGES = {"s06", "s07", "s08"}  # stages whose demos run a model: a GPU makes them faster
 
 
