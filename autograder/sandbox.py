@@ -2,8 +2,9 @@
 
 It never judges: it reports events through a pipe, one per check among them (what the learner's
 code returned or raised), and the parent compares those outcomes with the reference's. Every event
-it sends is one of :mod:`autograder.protocol`'s, written by :func:`autograder.protocol.encode`. It is launched already confined by the kernel (:mod:`autograder.confine`,
-at the run's isolation level). Before any learner code runs it limits itself (memory, CPU, file
+it sends is one of :mod:`autograder.protocol`'s, written by :func:`autograder.protocol.encode`.
+It is launched already confined by the kernel (:mod:`autograder.confine`, at the run's isolation
+level). Before any learner code runs it limits itself (memory, CPU, file
 size), blocks the given code the TODO must not delegate to (:mod:`autograder.twins`), and installs an
 audit hook. The hook is not a boundary (learner code controls this interpreter and can undo it);
 it only turns the usual forbidden actions (opening the grader's files, writing outside the scratch
