@@ -205,7 +205,7 @@ EVENTS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(EVENTS)
 def test_every_event_survives_the_wire(event):
     line = encode(event)
