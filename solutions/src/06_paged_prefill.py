@@ -476,6 +476,8 @@ from kernels.device import default_device, describe_device, paged_attention_for
 # zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。取 7 轮的中位数，每轮换一个新问题。
 from kernels.prefill import TTFT_CONFIG, measure_ttft
 
+rows = []  # one TTFTRow per prefix, filled when the demo runs (read again by the closing cell)
+# zh: 每个前缀一个 TTFTRow，演示运行后才有内容（最后一个单元还会用到）
 
 with demo("s06.prefill"):
     device = default_device()
@@ -485,7 +487,7 @@ with demo("s06.prefill"):
     bench_model = DecoderLM.random(TTFT_CONFIG, seed=0, device=device)
     question, block = 64, 16
     prefixes = [256, 768, 1536]
-    rows = measure_ttft(bench_model, lambda p: PagedPrefiller(
+    rows[:] = measure_ttft(bench_model, lambda p: PagedPrefiller(
         bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
         attention=pool_attention(kernel) if device.type == "cuda" else None), prefixes, question)
     for r in rows:  # the cached path must give the full path's answer, from the whole cached prefix
@@ -626,7 +628,7 @@ with demo("s06.prefill"):
 
 # %%
 if rows:
-    p, _, _, measured, predicted = rows[-1]
+    p, measured, predicted = rows[-1].prefix, rows[-1].speedup, rows[-1].predicted
     print(tr(f"This stage measured: TTFT {measured:.1f}x faster with {p} cached tokens and a {question}-token question "
              f"(FLOP model: {predicted:.1f}x; {saved_total:.1%} of Qwen2.5-0.5B's prefill FLOPs saved at P = 4096, Q = 128).",
              f"本阶段测得：缓存 {p} 个 token、问题 {question} 个 token 时，TTFT 快 {measured:.1f} 倍"
