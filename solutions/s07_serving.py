@@ -12,8 +12,8 @@ engineering decision, with four pure functions over measurements:
 4. :func:`choose_setting` -- given the measurements of several settings (cache on/off, pool sizes)
    and a service-level objective, the cheapest setting that meets it, or none.
 
-Given code after the TODOs (:func:`summarize_run`, :func:`evidence_level`, :func:`decision_record`,
-:func:`decision_markdown`) builds the tables and the decision record from them.
+Given code after the TODOs (:func:`summarize_run`, :func:`sweep_rows`, :func:`sweep_verdict`,
+:func:`evidence_level`, :func:`decision_record`, :func:`decision_markdown`) builds the tables and the decision record from them.
 """
 
 from __future__ import annotations
@@ -240,6 +240,95 @@ def summarize_run(record: Any, cfg: ModelConfig | None = None) -> dict[str, Any]
         "pool_kv_bytes": record.stats["pool_kv_bytes"],
         "peak_rss_bytes": record.stats["peak_rss_bytes"],
     }
+
+
+def repeat_ttft_p90(record: Any) -> float:
+    """p90 TTFT (seconds) of a run's *repeat visits*: the requests whose tag (their shared prefix) an
+    earlier-arriving request of the same run already had. A first visit must miss whatever the pool
+    holds, so this is the latency a pool size can change; NaN if the run has no repeat visit.
+
+    [zh]
+    一次运行中*重复访问*的 p90 TTFT（秒）：同一次运行里，已经有更早到达的请求带过同一个标签（即同一个共享前缀）
+    的那些请求。第一次访问无论块池多大都一定未命中，所以块池大小能改变的正是这部分延迟；没有重复访问时返回 NaN。
+    """
+    seen: set[str] = set()
+    repeats = []
+    for r in sorted(record.requests, key=lambda r: (r.arrival_s, r.request_id)):
+        if r.tag in seen:
+            repeats.append(r.ttft_s)
+        seen.add(r.tag)
+    return latency_summary(repeats)["p90"] if repeats else math.nan
+
+
+def sweep_rows(records: Sequence[Any], cfg: ModelConfig | None = None, *, today: tuple[bool, int] = (False, 160),
+               share: float = 0.6) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The summary rows of a pool sweep's runs, each with ``ttft_p90_repeat`` (:func:`repeat_ttft_p90`),
+    and the SLO: the repeat visits' p90 TTFT at most ``share`` of today's setting ``today`` =
+    ``(cache, num_blocks)``, which must be among the runs.
+
+    [zh]
+    一次块池扫描中各次运行的汇总行，每行带上 ``ttft_p90_repeat``（见 :func:`repeat_ttft_p90`）；以及 SLO：
+    重复访问的 p90 TTFT 不超过现状 ``today`` = ``(是否开缓存, 块数)`` 的 ``share`` 倍（现状必须在这些运行里）。
+    """
+    rows = []
+    for record in records:
+        row = summarize_run(record, cfg)
+        row["ttft_p90_repeat"] = repeat_ttft_p90(record)
+        rows.append(row)
+    now = next(r for r in rows if (r["cache"], r["num_blocks"]) == tuple(today))
+    return rows, {"ttft_p90_repeat": round(now["ttft_p90_repeat"] * share, 4)}
+
+
+def cliff(rows: Sequence[Mapping[str, Any]], *, min_hit_rate: float = 0.05) -> int | None:
+    """The smallest pool (blocks) at which the cache on got at least ``min_hit_rate``: the first size past
+    the thrashing cliff; ``None`` if no measured pool got there.
+
+    [zh]
+    开缓存时命中率至少达到 ``min_hit_rate`` 的最小块池（块数），也就是越过抖动悬崖后的第一个大小；
+    没有哪个测过的块池达到时返回 ``None``。
+    """
+    past = [int(r["num_blocks"]) for r in rows if r["cache"] and r["hit_rate"] >= min_hit_rate]
+    return min(past) if past else None
+
+
+def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], chosen: Mapping[str, Any] | None,
+                  *, lang: str = "en") -> str:
+    """One sentence (``lang`` "en" or "zh") that says what the rule chose from a pool sweep and how it
+    relates to the thrashing cliff, rendered from the sweep's own numbers.
+
+    [zh]
+    用一句话（``lang`` 为 "en" 或 "zh"）说明规则从块池扫描中选了什么、它和抖动悬崖是什么关系；
+    句中的数字都来自这次扫描本身。
+    """
+    metric, bound = next(iter(slo.items()))
+    edge = cliff(rows)
+    at_edge = next((r for r in rows if r["cache"] and r["num_blocks"] == edge), None)
+    zh = lang == "zh"
+    if chosen is None:
+        if at_edge is None:
+            return ("没有任何测过的块池越过悬崖，所以没有设置满足 SLO：要测更大的块池。" if zh else
+                    "No measured pool got past the cliff, so no setting meets the SLO: measure larger pools.")
+        best = min(float(r[metric]) for r in rows if r["cache"] and r["num_blocks"] >= edge)
+        return (f"没有任何测过的设置满足 SLO：即使越过了悬崖（从 {edge} 块开始），重复访问的 p90 最好也只有 "
+                f"{best * 1e3:.1f} 毫秒，高于上限 {bound * 1e3:.1f} 毫秒。" if zh else
+                f"No measured setting meets the SLO: even past the cliff (from {edge} blocks on), the repeat visits' "
+                f"p90 is at best {best * 1e3:.1f} ms, above the bound of {bound * 1e3:.1f} ms.")
+    size = int(chosen["num_blocks"])
+    if not chosen["cache"]:
+        return (f"规则选的是关缓存、{size} 块：它满足 SLO，而且没有更小的设置满足。" if zh else
+                f"The rule takes the cache off at {size} blocks: it meets the SLO, and no smaller setting does.")
+    if size == edge:
+        return (f"规则选的是 {size} 块，也就是越过悬崖后第一个测过的大小：重复访问的 p90 为 "
+                f"{float(chosen[metric]) * 1e3:.1f} 毫秒，不超过上限 {bound * 1e3:.1f} 毫秒；再多的显存也换不来 SLO 要求的"
+                f"任何东西。" if zh else
+                f"The rule takes {size} blocks, the first measured size past the cliff: the repeat visits' p90 is "
+                f"{float(chosen[metric]) * 1e3:.1f} ms, within the bound of {bound * 1e3:.1f} ms; more memory would "
+                f"buy nothing the SLO asks for.")
+    return (f"规则选的是 {size} 块，比越过悬崖后的第一个大小（{edge} 块）更大：在 {edge} 块时重复访问的 p90 是 "
+            f"{float(at_edge[metric]) * 1e3:.1f} 毫秒，超过了上限 {bound * 1e3:.1f} 毫秒。" if zh else
+            f"The rule takes {size} blocks, more than the first size past the cliff ({edge} blocks): at {edge} "
+            f"blocks the repeat visits' p90 was {float(at_edge[metric]) * 1e3:.1f} ms, above the bound of "
+            f"{bound * 1e3:.1f} ms.")
 
 
 def _model_size(model: Mapping[str, Any]) -> str:

@@ -560,7 +560,7 @@ with demo("s05.evict"):
 #
 # - **Partial-block matches.** The pool and the page-16 tree reuse 288 tokens of each 300-token
 #   prompt: the 19th block holds 12 prompt tokens and 4 fresh ones, so no other request has it.
-#   The page-1 tree reuses all 300 (and, now and then, a fresh token that happens to coincide).
+#   The page-1 tree reuses all 300.
 #   With pages, the tree and the pool agree on hits: page granularity, not the data structure,
 #   decides what can be shared.
 # - **Memory.** With page 16 both keep the same whole pages, and every request keeps its own copy
@@ -581,7 +581,7 @@ with demo("s05.evict"):
 #
 # - **不满一块的匹配。** 块池和页大小 16 的基数树，对每条 300 个 token 的提示词都只复用 288 个：第 19
 #   块里是 12 个提示词 token 加 4 个新 token，别的请求不会有同样的块。页大小 1 的基数树能复用全部 300
-#   个（偶尔还会碰巧多复用一个恰好相同的新 token）。按页时，基数树和块池的命中数一样：决定能共享多少的
+#   个。按页时，基数树和块池的命中数一样：决定能共享多少的
 #   是页的粒度，而不是数据结构。
 # - **内存。** 页大小 16 时两者保留的整页完全相同，而且每个请求都各自保留一份提示词最后 12 个 token，
 #   因为它们和请求自己的新 token 挤在同一个块里。页大小 1 时，基数树把这段尾巴只存一份，挂在提示词的
@@ -672,7 +672,7 @@ with demo("s05.evict"):
 
     print(f"{tr('KV slots', 'KV 槽位'):>9}{tr('leaves', '叶子数'):>8}{tr('your evict (us/request)', '你的 evict（us/请求）'):>25}"
           f"{tr('incremental', '增量版本'):>13}{tr('ratio', '倍数'):>8}  {tr('same tree', '树相同')}")
-    scan_us = {}
+    scan_us, leaf_count = {}, {}
     for capacity in (2_048, 32_768):
         servers = {"scan": full_server(RadixCache(), capacity),
                    "incremental": full_server(IncrementalRadixCache(), capacity)}
@@ -689,15 +689,18 @@ with demo("s05.evict"):
         ratio = statistics.median(a / b for a, b in zip(us["scan"], us["incremental"]))
         leaves = sum(1 for n in scan.nodes() if not n.children)
         scan_us[capacity] = statistics.median(us["scan"])
+        leaf_count[capacity] = leaves
         print(f"{capacity:>9,}{leaves:>8,}{scan_us[capacity]:>25.1f}"
               f"{statistics.median(us['incremental']):>13.1f}{ratio:>7.1f}x  {scan.describe() == fast.describe()}")
     growth = scan_us[32_768] / scan_us[2_048]
     reveal(my_guess_4, "A" if growth < 2 else "B" if growth <= 8 else "C",
            tr(f"Your evict got {growth:.0f} times slower per request: it looks at every leaf on every call, and the "
-              "larger cache has far more than 16 times as many leaves (the small one holds little more than the 40 "
-              "shared prompts). The incremental one pays only for what it drops.",
-              f"你的 evict 每个请求慢了 {growth:.0f} 倍：它每次调用都要看一遍所有叶子，而大缓存的叶子数远不止 16 倍"
-              "（小缓存里几乎只放得下那 40 条共享提示词）。增量版本只为它淘汰掉的东西付出代价。"))
+              f"larger cache has {leaf_count[32_768]:,} leaves against the small one's {leaf_count[2_048]:,} "
+              f"({leaf_count[32_768] / leaf_count[2_048]:.0f} times as many). The incremental one pays only for what "
+              f"it drops.",
+              f"你的 evict 每个请求慢了 {growth:.0f} 倍：它每次调用都要看一遍所有叶子，而大缓存有 {leaf_count[32_768]:,} "
+              f"个叶子，小缓存只有 {leaf_count[2_048]:,} 个（是它的 {leaf_count[32_768] / leaf_count[2_048]:.0f} 倍）。"
+              "增量版本只为它淘汰掉的东西付出代价。"))
 
 # %% [markdown] lang="en"
 # Your `evict` pays for every leaf of the cache on every call, so its cost per request grows with

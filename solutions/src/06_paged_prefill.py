@@ -440,7 +440,7 @@ reveal(my_guess_2, round(saved_total, 3),
 # attention torch has (`F.scaled_dot_product_attention(is_causal=True)`), not a slow loop. Both
 # paths run with a fresh question each time, alternating, and we keep the median of 5 rounds. On a
 # CPU the clock is this process's CPU time on one torch thread, so that whatever else the machine is
-# doing cannot make the number (run the cell twice: the speedups agree within about 10%). The
+# doing cannot make the number (run the cell twice: the speedups agree within about 15 %). The
 # model here is small, so that the whole measurement takes seconds on a CPU;
 # `benchmarks/bench_prefill.py` measures at real sizes.
 #
@@ -454,7 +454,7 @@ reveal(my_guess_2, round(saved_total, 3),
 # 首 token 延迟就是 prefill 的时间。基线是用 torch 最快的因果 attention
 # （`F.scaled_dot_product_attention(is_causal=True)`）做完整 prefill，而不是一个很慢的循环。两条路径交替运行，
 # 每次都换一个新问题，取 5 轮的中位数。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，机器上同时在跑的
-# 其他程序左右不了这个数（把这个单元运行两次：加速比相差大约在 10% 以内）。这里的模型很小，在 CPU 上整个测量只要几秒；
+# 其他程序左右不了这个数（把这个单元运行两次：加速比相差大约在 15% 以内）。这里的模型很小，在 CPU 上整个测量只要几秒；
 # 真实规模的测量见 `benchmarks/bench_prefill.py`。
 #
 # ### 先预测，再运行
