@@ -1188,9 +1188,10 @@ with demo("s07.choose_setting"):
 # something because of that.
 #
 # **The numbers:** on the shared-prefix workload about 85 % of the prompt tokens hit and TTFT drops
-# several times at p50 and p90; unique prompts get 0 % and no slowdown beyond noise; the thrashing
+# several times at p50 and p90; unique prompts get 0 % and the same work with the cache on and off
+# (the line under the table says whether this run's timings agreed within the noise); the thrashing
 # workload gets nothing until the pool holds its 192 prefix blocks next to the running requests, and
-# then about 70 %.
+# then about 70 %; the pool the rule chose from this machine's sweep is in its decision record.
 #
 # ## Further reading
 # - Zheng et al., *SGLang: Efficient Execution of Structured Language Model Programs*, NeurIPS 2024:
@@ -1220,8 +1221,9 @@ with demo("s07.choose_setting"):
 # 输出*是什么*；上面的每一项加速，都是以此为前提才有意义。
 #
 # **测到的数字：** 在共享前缀负载上，大约 85% 的提示词 token 命中，TTFT 的 p50 和 p90 都降了好几倍；各不相同的提示词
-# 命中率为 0%，也没有超出噪声的变慢；抖动负载在块池能于正在运行的请求之外装下它那 192 块前缀之前什么也得不到，
-# 装下之后命中率约为 70%。
+# 命中率为 0%，开、关缓存的计算完全一样（这次运行的计时是否在噪声范围内一致，见表格下面那一行）；抖动负载在块池能于
+# 正在运行的请求之外装下它那 192 块前缀之前什么也得不到，装下之后命中率约为 70%；规则根据这台机器上的扫描选了多大的
+# 块池，写在它的决策记录里。
 #
 # ## 延伸阅读
 # - Zheng 等，*SGLang: Efficient Execution of Structured Language Model Programs*，NeurIPS 2024：RadixAttention，以及
