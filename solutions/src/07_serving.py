@@ -531,10 +531,11 @@ with demo("s07.latency_summary"):
 # - **Shared prefix**: most prompt tokens hit, almost every prefill is a short question over a cached
 #   prefix, and TTFT drops several times at p50 *and* at p90. Without the cache this traffic keeps the
 #   CPU nearly busy, so requests also queue behind each other's long prefills; with it, the queue
-#   drains. Peak KV memory drops as well: running requests share the prefix's blocks. Throughput
-#   hardly moves, because it is set by the arrivals (12 requests/s) as long as the server keeps up.
-# - **Multi-turn chat**: about half the tokens hit and the median TTFT drops a lot, but p90 barely
-#   moves, and can come out a little better or worse from run to run. The slowest requests are the
+#   drains. Peak KV memory drops as well: running requests share the prefix's blocks. Throughput is
+#   set by the arrivals (12 requests/s) as long as the server keeps up; where it is higher with the
+#   cache on, the server without it fell behind.
+# - **Multi-turn chat**: about half the tokens hit and the median TTFT drops a lot, p90 by far less.
+#   The slowest requests are the
 #   conversations' first turns, which miss either way: a prefix cache improves the typical request
 #   and leaves the tail to the misses.
 # - **Unique prompts**: no hit, as it must be. The cache's only extra work is looking up a few block
@@ -551,9 +552,9 @@ with demo("s07.latency_summary"):
 # ### 怎么读这张表
 # - **共享前缀**：大部分提示词 token 都命中了，几乎每次 prefill 都只是在缓存前缀之后算一个短问题，TTFT 的 p50 *和*
 #   p90 都降了好几倍。不开缓存时，这样的流量几乎让 CPU 一直处于忙碌状态，请求还要排队等前面那些长 prefill；开了缓存，
-#   队列就清空了。KV 显存峰值同样下降：正在运行的请求共用前缀的块。吞吐量几乎不变，因为只要服务端跟得上，
-#   吞吐量就由到达速率（每秒 12 个请求）决定。
-# - **多轮对话**：大约一半的 token 命中，TTFT 中位数大幅下降，但 p90 几乎不动，每次运行可能略好也可能略差。
+#   队列就清空了。KV 显存峰值同样下降：正在运行的请求共用前缀的块。只要服务端跟得上，吞吐量就由到达速率
+#   （每秒 12 个请求）决定；如果开缓存时吞吐量更高，说明不开缓存时服务端跟不上了。
+# - **多轮对话**：大约一半的 token 命中，TTFT 中位数大幅下降，p90 却降得少得多。
 #   最慢的那些请求是各个对话的第一轮，开不开缓存都不会命中：前缀缓存改善的是典型请求，尾部延迟仍然由未命中的请求决定。
 # - **各不相同的提示词**：没有任何命中，这是理所当然的。缓存额外做的只是每个请求查几个块的 key（两次运行都要对提示词
 #   做哈希），几微秒的事，和几毫秒的 prefill 比起来可以忽略，所以开、关缓存的结果应当在噪声范围内一致：同一个 prefill
