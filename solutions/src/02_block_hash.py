@@ -192,7 +192,9 @@ for seed in ("1", "2"):
 print(f"{'PYTHONHASHSEED':>15} {'hash(str)':>21} {'hash(bytes)':>21} {tr('hash(tuple of ints)', 'hash(整数元组)'):>21} {'sha256':>17}")
 for seed, values in runs.items():
     print(f"{seed:>15} " + " ".join(f"{v:>21}" for v in values[:3]) + f" {values[3]:>17}")
-print("hash(-1) == hash(-2):", hash(-1) == hash(-2), tr(" <- 64 bits, not collision resistant", " <- 只有 64 位，不抗碰撞"))
+print("hash(-1) == hash(-2):", hash(-1) == hash(-2),
+      tr(" <- CPython's C API uses -1 to signal an error, so hash(-1) is made -2: hash() promises no uniqueness",
+         " <- CPython 的 C 接口用 -1 表示出错，所以 hash(-1) 被改成了 -2：hash() 从不保证互不相同"))
 reveal(my_guess, runs["1"][0] == runs["2"][0],
        tr("hash() of a str is salted per process; sha256 is the same everywhere, so only it can name a shared cache entry.",
           "str 的 hash() 每个进程加的盐都不同；sha256 在哪里都一样，所以只有它能给共享的缓存条目命名。"))

@@ -431,7 +431,10 @@ reveal(my_guess_2, round(saved_total, 3),
        tr("The linear part saves exactly the token ratio (0.97); attention saves less, because the new tokens still "
           "read every cached key. So the whole saves a little less than 97 %, and the speedup is well below 33x.",
           "线性部分节省的正好是 token 比例（0.97）；attention 省得少，因为新 token 仍然要读每一个缓存 key。"
-          "所以总的节省略低于 97%，加速比也明显低于 33 倍。"))
+          "所以总的节省略低于 97%，加速比也明显低于 33 倍。"),
+       # 0.005: the token ratio (0.970) is not the answer
+       # zh: 0.005：token 比例（0.970）不是答案
+       within=0.005)
 
 # %% [markdown] lang="en"
 # ## Measure it: TTFT with and without a cached prefix
@@ -552,7 +555,10 @@ with demo("s06.prefill"):
     reveal(my_guess_3, round(measured, 1),
            tr("The FLOP model runs every kind of work at one rate; real hardware does not, and the gap can go "
               "either way (the next cell explains why).",
-              "FLOP 模型假设各类工作都以同一速率运行；真实硬件并非如此，偏差可能朝任一方向（下一个单元解释原因）。"))
+              "FLOP 模型假设各类工作都以同一速率运行；真实硬件并非如此，偏差可能朝任一方向（下一个单元解释原因）。"),
+           # a measured ratio: within 25 % of it, so the token ratio (P+Q)/Q = 25x is judged wrong
+           # zh: 这是实测的比值：相差 25% 以内算对，所以 token 比例 (P+Q)/Q = 25 倍算错
+           relative=0.25)
 
 # %% [markdown] lang="en"
 # ## Reading the plot
