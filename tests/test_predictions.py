@@ -14,6 +14,7 @@ import pytest
 
 from autograder import layout
 from autograder.learn import judged
+from solutions.predictions import WHY, why
 
 #: (stage, guess variable) -> (the answer, the wrong answers it targets, what they stand for). The
 #: answers of s05.my_guess_4, s06.my_guess_3, s07.* and s08.my_guess_3 come from timed runs and vary by
@@ -49,7 +50,9 @@ PREDICTIONS: dict[tuple[str, str], tuple[object, tuple, str]] = {
 
 
 def _reveals() -> dict[tuple[str, str], dict[str, float]]:
-    """Every ``reveal(name, ...)`` call in the notebook sources, with its declared tolerance."""
+    """Every ``reveal(name, ...)`` call in the notebook sources, with its declared tolerance; each
+    takes its explanation from the given module (``why("sNN.name", ...)``), never from text written
+    in the cell, which would show the answer right under the question."""
     found = {}
     for sid in layout.built_stages():
         tree = ast.parse(layout.stage_files(sid).source.read_text(encoding="utf-8"))
@@ -57,6 +60,10 @@ def _reveals() -> dict[tuple[str, str], dict[str, float]]:
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "reveal":
                 guess = node.args[0]
                 assert isinstance(guess, ast.Name), f"{sid}: reveal() takes the guess variable first"
+                said = node.args[2] if len(node.args) > 2 else None
+                assert isinstance(said, ast.Call) and getattr(said.func, "id", None) == "why" and \
+                    ast.literal_eval(said.args[0]) == f"{sid}.{guess.id}", \
+                    f"{sid}.{guess.id}: explain the answer with why({sid}.{guess.id!r}), not in the cell"
                 found[(sid, guess.id)] = {k.arg: ast.literal_eval(k.value) for k in node.keywords
                                           if k.arg in ("within", "relative")}
     return found
@@ -80,3 +87,25 @@ def test_prediction_accepts_the_answer_and_rejects_its_misconception(key):
         assert tolerance, f"{key}: a fractional answer declares within= or relative="
     else:
         assert not tolerance, f"{key}: a whole number, a letter or a bool is judged exactly"
+
+
+def test_every_explanation_belongs_to_a_prediction_and_renders_in_both_languages():
+    from autograder.i18n import set_language
+
+    own = {k.split(":")[0] for k in WHY}
+    assert own == {f"{s}.{g}" for s, g in PREDICTIONS}, own ^ {f"{s}.{g}" for s, g in PREDICTIONS}
+    fields = {"s04.my_guess_2": {"belady": 0.81}, "s04.my_guess_3": {"lru": 0.04, "pin": 0.04},
+              "s04.my_guess_4": {"lru": 0.04, "belady": 0.2}, "s05.my_guess_4": {"growth": 20.0},
+              "s07.my_guess": {"saved": 0.8}, "s07.my_guess_2": {"change": -0.3}}
+    try:
+        for lang in ("en", "zh"):
+            set_language(lang)
+            for s, g in PREDICTIONS:
+                key = f"{s}.{g}"
+                if key == "s08.my_guess_3":
+                    said = [why(key, chance_inside=True), why(key, chance_inside=False)]
+                else:
+                    said = [why(key, **fields.get(key, {}))]
+                assert all(t.strip() and "{" not in t for t in said), (key, said)
+    finally:
+        set_language("en")
