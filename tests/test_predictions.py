@@ -38,7 +38,7 @@ PREDICTIONS: dict[tuple[str, str], tuple[object, tuple, str]] = {
     ("s05", "my_guess_4"): ("C", ("A", "B"), "a scan costs in proportion to the cache's size only"),
     ("s06", "my_guess"): ("B", ("A", "C"), "a decoding step computes one token"),
     ("s06", "my_guess_2"): (0.964, (0.97, 0.9697), "the token ratio 1 - Q/(P+Q)"),
-    ("s06", "my_guess_3"): (8.0, (25.0,), "the token ratio (P+Q)/Q"),
+    ("s06", "my_guess_3"): (13.0, (25.0,), "the token ratio (P+Q)/Q"),
     ("s06", "my_guess_4"): (0, (32, 16), "FIFO head-first release keeps a usable prefix"),
     ("s07", "my_guess"): (0.86, (0.94, 0.92), "every request hits / a request-weighted rate"),
     ("s07", "my_guess_2"): ("A", ("B",), "TPOT is untouched by a prefix cache"),
