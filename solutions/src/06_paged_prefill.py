@@ -483,7 +483,9 @@ with demo("s06.prefill"):
     rows[:] = measure_ttft(bench_model, lambda p: PagedPrefiller(
         bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
         attention=pool_attention(kernel) if device.type == "cuda" else None), prefixes, question)
-    for r in rows:  # the cached path must give the full path's answer, from the whole cached prefix
+    # The cached path must give the full path's answer, from the whole cached prefix.
+    # zh: 带缓存的路径必须给出和完整 prefill 一样的结果，并且整个缓存前缀都被复用。
+    for r in rows:
         assert r.hit_tokens == r.prefix and r.max_diff <= 1e-3, r
     print(f"{tr('prefix', '前缀'):>7} {tr('full ms', '完整 ms'):>9} {tr('cached ms', '缓存 ms'):>10} "
           f"{tr('measured', '实测'):>9} {tr('predicted', '预测'):>10}")
