@@ -28,7 +28,7 @@ from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, run_child
 from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
-from autograder.verdict import CheckVerdict, judge
+from autograder.verdict import CheckVerdict, check_label, judge
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -111,11 +111,13 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
                 d = _judge(stage, c, expected[c.key], display, lang)
                 v = v if d.passed else replace(d, not_implemented=v.not_implemented)
             line = v.summary if v.passed else _one_line(v.summary, v.detail)
-            verdicts.append({"name": c.name, "hidden": c.hidden, "passed": v.passed, "message": line})
+            verdicts.append({"name": c.name, "title": check_label(c, lang), "hidden": c.hidden, "passed": v.passed,
+                             "message": line})
             if not v.passed and first_fail is None:
                 first_fail = v
         else:
-            verdicts.append({"name": c.name, "hidden": c.hidden, "passed": False, "message": text(messages.NOT_RUN, lang)})
+            verdicts.append({"name": c.name, "title": check_label(c, lang), "hidden": c.hidden, "passed": False,
+                             "message": text(messages.NOT_RUN, lang)})
 
     n_hidden = sum(c.hidden for c in checks)
     if report.grader_error is not None:
@@ -133,7 +135,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
     elif first_fail is not None:
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
-            text(messages.CHECK_FAILED, lang).format(name=first_fail.check.name)
+            text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
@@ -243,7 +245,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
             results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
             continue
-        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings)))
+        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level
