@@ -334,9 +334,9 @@ def mixed_traffic(*traces: Sequence[TraceRequest]) -> list[TraceRequest]:
     """Merge traces by timestamp, renumbering keys so that traces never share a prefix."""
     merged: list[TraceRequest] = []
     offset = 0
-    for tr in traces:
+    for trace in traces:
         top = -1
-        for r in tr:
+        for r in trace:
             merged.append(TraceRequest(r.timestamp, tuple(k + offset for k in r.keys),
                                        r.num_tokens, r.block_size))
             top = max(top, max(r.keys))

@@ -19,7 +19,7 @@ from autograder.results import SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import load_stage
 from autograder.textwidth import display_width, pad
 from autograder.verdict import check_label
-from tests.conftest import ROOT, stage_params
+from tests.conftest import stage_params
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
