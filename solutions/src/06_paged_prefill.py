@@ -491,6 +491,7 @@ with demo("s06.prefill"):
         bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
         attention=pool_attention(kernel) if device.type == "cuda" else None), prefixes, question)
     for r in rows:  # the cached path must give the full path's answer, from the whole cached prefix
+    # zh: 带缓存的路径必须给出和完整路径相同的结果，而且用上整段缓存的前缀
         assert r.hit_tokens == r.prefix and r.max_diff <= 1e-3, r
     print(f"{pad(tr('prefix', '前缀'), 7, '>')} {pad(tr('full ms', '完整 ms'), 9, '>')} {pad(tr('cached ms', '缓存 ms'), 10, '>')} "
           f"{pad(tr('measured', '实测'), 9, '>')} {pad(tr('predicted', '预测'), 10, '>')}")
