@@ -146,7 +146,7 @@ def test_given_code_errors_speak_the_notebooks_language(case, lang):
 # -- the grader's report -----------------------------------------------------------------------------
 def _result(lang_: str) -> SubmissionResult:
     todo = TodoResult("s01.match_prefix", 3, "longest prefix match", 0.0, 3.0, TodoStatus.FAILED, "检查未通过")
-    return SubmissionResult("notebooks/zh/01_prefix_match.ipynb", "s01", todos=[todo], warnings=["w"], lang=lang_)
+    return SubmissionResult("submission.ipynb", "s01", todos=[todo], warnings=["w"], lang=lang_)
 
 
 def test_the_grader_report_speaks_the_notebooks_language():
