@@ -103,7 +103,7 @@ class Check:
     name: str
     probe: Probe
     hint: L | str
-    call: str = ""
+    call: L | str = ""   # the input, as the learner reads it (bilingual when it has words, not only code)
     hidden: bool = False
     atol: float | None = None
     secret: bool = False  # never show expected or got (a quiz answer), only the hint
@@ -173,7 +173,7 @@ class Stage:
         todo: str,
         *,
         hint: L | str,
-        call: str = "",
+        call: L | str = "",
         hidden: bool = False,
         atol: float | None = None,
         name: str | None = None,

@@ -118,8 +118,8 @@ STAGE = Stage(
                  "faster), by SciPy's default method. Set detected to whether that p-value is below alpha.\n"
                  "Invariant: hits that are slower than misses are never reported as sharing.",
                  "把 statistic 和 p_value 设为 SciPy\n"
-                 "两样本 Kolmogorov-Smirnov 检验（命中样本对未命中样本）的结果：单侧检验，备择假设是 hit\n"
-                 "的经验 CDF 位于 miss 的上方（命中更快），用 SciPy 的默认方法计算。detected 设为这个\n"
+                 "两样本 Kolmogorov-Smirnov 检验（命中样本对未命中样本）的结果：单侧检验，备择假设是命中样本\n"
+                 "的经验 CDF 位于未命中样本的上方（命中更快），用 SciPy 的默认方法计算。detected 设为这个\n"
                  "p 值是否小于 alpha。\n"
                  "不变量：命中比未命中慢时，绝不报告为共享。"),
              hints=(
@@ -157,7 +157,7 @@ STAGE = Stage(
              hints=(
                  L("Stage 2's chained keys already mix the extra keys (a LoRA adapter, a cache salt) into every "
                    "block key. A per-tenant salt is one more extra key: the hash then keeps tenants apart for you.",
-                   "第 2 阶段的链式 key 已经把附加 key（LoRA 适配器、cache salt）混进了每个块 key。按租户加盐"
+                   "第 2 阶段的链式 key 已经把附加 key（LoRA 适配器、缓存盐值）混进了每个块 key。按租户加盐"
                    "就是再多加一个附加 key：哈希会替你把不同租户分开。"),
                  L("Validate first (an empty tenant; a request that already names a tenant), then copy the "
                    "request's extra keys into a new list and append the tenant's own pair, with TENANT_KIND as "
@@ -405,7 +405,7 @@ def calibrate_then_hold_out(impl):
              title=L("faster hits are detected", "命中更快时能检测出来"),
              hint=L("Return SciPy's two-sample KS statistic and p-value for hits against misses, one-sided in the "
                     "direction 'hit's CDF lies above miss's', and detected = p-value below alpha.",
-                    "返回 SciPy 两样本 KS 检验（命中对未命中）的统计量和 p 值，单侧方向是“hit 的 CDF 位于 miss "
+                    "返回 SciPy 两样本 KS 检验（命中对未命中）的统计量和 p 值，单侧方向是“命中样本的 CDF 位于未命中样本"
                     "之上”；detected 表示 p 值小于 alpha。"))
 def hits_faster_is_detected(impl):
     hit, miss = ttft_samples(2, 30, 30)

@@ -70,6 +70,7 @@
 
 # %% setup="course"
 from solutions.predictions import why
+from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
 # ## Where eviction happens
@@ -145,7 +146,7 @@ from solutions.predictions import why
 
 # %% [markdown] lang="zh"
 # ### 检查 TODO 1 · `append`
-# 缓存块接在 tail 哨兵前面，无 key 的块接在 mid 哨兵前面；长度要把它们都算上。
+# 缓存块接在 `tail` 哨兵前面，无 key 的块接在 `mid` 哨兵前面；长度要把它们都算上。
 
 # %% check="s04.append"
 
@@ -216,7 +217,7 @@ def cost_per_hit_us(make_queue, n, hits=200):
 
 
 with demo("s04.remove"):
-    print(f"{tr('free blocks', '空闲块数'):>12} {'LRUFreeQueue':>14} {'deque':>12}")
+    print(f"{pad(tr('free blocks', '空闲块数'), 12, '>')} {'LRUFreeQueue':>14} {'deque':>12}")
     for n in (1_000, 10_000, 100_000):
         print(f"{n:>12} {cost_per_hit_us(LRUFreeQueue, n):>11.2f} us {cost_per_hit_us(deque, n):>9.2f} us")
 
