@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("name", help="lower_snake_case name, e.g. shared_prefix")
     n.add_argument("--title", required=True, help="the stage's title")
     n.set_defaults(func=_new_stage)
-    from autograder import grade_cli
+    from autograder import class_cli, grade_cli
 
     grade_cli.add_commands(sub)
+    class_cli.add_commands(sub)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -16,15 +16,19 @@ from autograder.course import load_course
 from autograder.isolation import Isolation
 from autograder.results import SubmissionResult
 
+#: The torch a grading machine without one installs (Gradescope's image; a GitHub Classroom runner
+#: for the stages that need torch). A machine that has torch keeps its own.
+TORCH_PIN = "torch==2.13.0"
+
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope image set-up: torch (from the CPU wheel index course.toml names, if any), then the course.
 set -euo pipefail
 cd /autograder/source
 index={index}
 if [ -n "$index" ]; then
-  python3 -m pip install -q torch==2.13.0 --index-url "$index"
+  python3 -m pip install -q {torch} --index-url "$index"
 else
-  python3 -m pip install -q torch==2.13.0
+  python3 -m pip install -q {torch}
 fi
 python3 -m pip install -q -r requirements.txt
 """
@@ -33,7 +37,7 @@ python3 -m pip install -q -r requirements.txt
 def setup_sh(torch_index: str) -> str:
     """setup.sh with the instructor's torch index (course.toml's ``[gradescope]``, else ``[binder]``,
     ``torch_index``); empty: pip's configured index."""
-    return SETUP_SH.replace("{index}", shlex.quote(torch_index))
+    return SETUP_SH.replace("{index}", shlex.quote(torch_index)).replace("{torch}", TORCH_PIN)
 
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash

@@ -69,3 +69,15 @@ TAMPERING = L("tampering: the grading process's result channel received {what} (
 NO_RESULTS = L("no check results arrived (did your code write to the grader's result channel?)",
                "没有收到任何检查结果（你的代码是不是往评分器的结果通道里写了东西？）")
 GRADER_ERROR = L("grader error: {error}", "评分器错误：{error}")
+
+# -- a learner's own grading report (python -m autograder grade --format learner; GitHub Classroom) ----
+LEARNER_ISOLATION = L("graded under isolation: {level}", "评分时的隔离级别：{level}")
+LEARNER_HEAD = L("{name} (stage {stage}): {score}/{total} points", "{name}（阶段 {stage}）：{score}/{total} 分")
+LEARNER_TODO = L("{mark} TODO {n} · {id} · {title}: {points}/{max} points",
+                 "{mark} TODO {n} · {id} · {title}：{points}/{max} 分")
+LEARNER_NOT_GRADED = L("{name}: your notebook could not be graded: {error}", "{name}：你的 notebook 无法评分：{error}")
+LEARNER_WARNING = L("note: {warning}", "注意：{warning}")
+LEARNER_STEP_NEEDS = L("this step earns its points when {id} earns at least {need:g} of its {max:g} points",
+                       "{id} 至少拿到 {max:g} 分中的 {need:g} 分，这一步才得分")
+LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
+                         "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")
