@@ -30,12 +30,12 @@ def _report(args: argparse.Namespace) -> int:
     from autograder.class_report import load_results, write_html
 
     try:
-        runs = load_results([Path(p) for p in args.results])
+        results = load_results([Path(p) for p in args.results])
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    write_html(runs, Path(args.html))
-    print(f"wrote {args.html}: {sum(len(r.submissions) for r in runs)} submissions")
+    write_html(results, Path(args.html))
+    print(f"wrote {args.html}: {len(results.entries)} submissions")
     return 0
 
 

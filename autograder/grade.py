@@ -243,7 +243,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
             results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
             continue
-        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings)))
+        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=sub.lang))
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level

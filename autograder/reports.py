@@ -76,7 +76,7 @@ def write_summary(results: list[SubmissionResult], path: Path, iso: Isolation) -
         s["mean_points"] = round(s["mean_points"] / s["submissions"], 3)
     path.write_text(json.dumps({"isolation": isolation_json(iso), "per_todo": per_todo, "per_submission": [
         {"path": shown_path(r.path), "stage": r.stage, "status": r.status.value, "score": r.score, "max_score": r.max_score,
-         "error": r.error, "warnings": r.warnings} for r in results]}, indent=1, ensure_ascii=False), encoding="utf-8")
+         "error": r.error, "warnings": r.warnings, "lang": r.lang} for r in results]}, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 def learner(results: list[SubmissionResult], iso: Isolation, langs: list[str]) -> str:

@@ -71,6 +71,7 @@ class SubmissionResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     isolation: str = ""  # the isolation level its children ran under (autograder.isolation)
+    lang: str = ""       # the edition it came from (its metadata), when it could be read
 
     @classmethod
     def not_graded(cls, path: str, reason: str, stage: str | None = None) -> "SubmissionResult":
@@ -94,4 +95,4 @@ class SubmissionResult:
     def to_json(self) -> dict:
         return {"path": self.path, "stage": self.stage, "status": self.status.value, "score": self.score,
                 "max_score": self.max_score, "error": self.error, "warnings": self.warnings, "isolation": self.isolation,
-                "todos": [t.to_json() for t in self.todos]}
+                "lang": self.lang, "todos": [t.to_json() for t in self.todos]}
