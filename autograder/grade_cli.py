@@ -37,6 +37,13 @@ def _earned(results: list, need: float | None) -> bool:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    if args.format == "learner":  # a missing notebook (renamed?): say so in words a learner reads
+        from autograder import messages
+        from autograder.i18n import text
+
+        for p in (Path(x) for x in args.paths if not Path(x).exists()):
+            for lang in [args.lang] if args.lang else ["en", "zh"]:  # its language is unknown: both
+                print(text(messages.LEARNER_NO_SUCH_FILE, lang).format(name=p.name))
     files = expand(args.paths)
     if not files:
         print(f"no notebooks found in {' '.join(args.paths)}", file=sys.stderr)

@@ -136,3 +136,12 @@ def test_partial_credit_is_one_step_per_point(tmp_path):
     assert 0 < earned.points < earned.max_points
     passed = [run_step(repo, s, tmp_path / "home").returncode == 0 for s in match]
     assert sum(passed) == int(earned.points) and passed == sorted(passed, reverse=True)
+
+
+def test_a_renamed_notebook_fails_its_step_saying_why_in_both_languages(tmp_path):
+    template = make_template(tmp_path / "template", "s03")
+    step = grading_steps(template)[0][0]
+    (template / S03.learner().name).rename(template / "my_work.ipynb")
+    p = run_step(template, step, tmp_path / "home")
+    assert p.returncode != 0
+    assert f"{S03.learner().name} was not found" in p.stdout and f"没有找到 {S03.learner().name}" in p.stdout
