@@ -31,7 +31,6 @@ import nbformat
 
 from autograder import layout
 from autograder.course import Course, load_course
-from autograder.gradescope import TORCH_PIN
 from autograder.i18n import L, text
 from autograder.spec import Stage, load_stage
 
@@ -97,7 +96,8 @@ def setup_script(stage_id: str, course: Course) -> str:
     if needs_torch(stage_id):
         index = f" --index-url {_sh_quote(course.gradescope_torch_index)}" if course.gradescope_torch_index else ""
         torch = (f'if ! "$V/bin/python" -c "import torch" 2>/dev/null; then  # the runner\'s own torch is kept\n'
-                 f'  "$V/bin/python" -m pip install -q --disable-pip-version-check {TORCH_PIN}{index} || exit 1\n'
+                 f'  "$V/bin/python" -m pip install -q --disable-pip-version-check "torch=={course.torch_version}"{index} '
+                 f'|| exit 1\n'
                  f"fi\n")
     return f"""#!/bin/sh
 # Written by `python -m autograder classroom`: installs the course runtime and its grader once per
