@@ -81,3 +81,14 @@ REPORT_HIDDEN_CHECKS = L("hidden checks", "隐藏检查")
 ISO_ROOT_CHILD = L("child as uid 0 without capabilities", "子进程以无特权能力的 uid 0 运行")
 ISO_OWN_USER = L("each child as an unprivileged user of its own", "每个子进程各用一个独立的非特权用户")
 CHECK_NAMED = L("{title} ({name})", "{title}（{name}）")
+# -- a learner's own grading report (python -m autograder grade --format learner; GitHub Classroom) ----
+LEARNER_ISOLATION = L("graded under isolation: {level}", "评分时的隔离级别：{level}")
+LEARNER_HEAD = L("{name} (stage {stage}): {score}/{total} points", "{name}（阶段 {stage}）：{score}/{total} 分")
+LEARNER_TODO = L("{mark} TODO {n} · {id} · {title}: {points}/{max} points",
+                 "{mark} TODO {n} · {id} · {title}：{points}/{max} 分")
+LEARNER_NOT_GRADED = L("{name}: your notebook could not be graded: {error}", "{name}：你的 notebook 无法评分：{error}")
+LEARNER_WARNING = L("note: {warning}", "注意：{warning}")
+LEARNER_STEP_NEEDS = L("this step earns its points when {id} earns at least {need:g} of its {max:g} points",
+                       "{id} 至少拿到 {max:g} 分中的 {need:g} 分，这一步才得分")
+LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
+                         "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")

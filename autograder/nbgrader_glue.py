@@ -72,7 +72,9 @@ class IsolatedGrade(NbGraderPreprocessor):
             result.warnings.append(f"this notebook is stage {result.stage}, not assignment {assignment}")
         for w in result.warnings + ([result.error] if result.error else []):
             self.log.warning("%s/%s: %s", info.get("student", "?"), name, w)
-        nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings}
+        shown = f"{info.get('student', '?')}/{assignment or '?'}/{Path(str(name)).name}.ipynb"
+        nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings,
+                                     "result": {**result.to_json(), "path": shown}}  # for `autograder report`
         suffix = f" [graded under isolation: {iso.level}]"
         verdicts = {t.id.replace(".", "-"): replace(t, message=t.message + suffix) for t in result.todos}
         for cell in nb.cells:
@@ -179,11 +181,24 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
 # isolation (c.IsolatedGrade.require_isolation = False grades anyway, with the in-process layer only).
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# autograded/ and feedback/ keep each student's own files: the release's helper files (the course
+# runtime, identical for everyone and not used by the isolated grader) are neither copied from source/
+# nor from the submission, so no per-file "Copying" line per student either. Only for these two steps:
+# generate_assignment must copy them into the release.
+import sys as _sys
+if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde", "generate_feedback"):
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *{helpers!r}]
 # Feedback never shows hidden test code.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTestCode]
 '''
+
+
+def release_helpers() -> list[str]:
+    """The top-level names of the helper files every release carries (folders and files beside the
+    notebook), which per-student folders leave out."""
+    return sorted({rel.split("/", 1)[0] for sid in layout.built_stages() for _, rel in layout.release_files(sid)})
 
 
 def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str = "en") -> list[str]:
@@ -209,5 +224,6 @@ def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str 
                 shutil.copy(src, target)
             assignments.append(files.assignment(lang))
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE)), encoding="utf-8")
+        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers()),
+        encoding="utf-8")
     return assignments

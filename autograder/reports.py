@@ -13,7 +13,7 @@ from pathlib import Path
 from autograder import messages
 from autograder.i18n import text
 from autograder.isolation import Isolation
-from autograder.results import SubmissionResult
+from autograder.results import SubmissionResult, TodoStatus
 from autograder.textwidth import display_width, pad
 
 _CONTROL = {i: f"\\x{i:02x}" for i in [*range(32), 127]} | {10: "\\n", 13: "\\r", 9: "\\t"}
@@ -94,4 +94,33 @@ def write_summary(results: list[SubmissionResult], path: Path, iso: Isolation) -
         s["mean_points"] = round(s["mean_points"] / s["submissions"], 3)
     path.write_text(json.dumps({"isolation": isolation_json(iso), "per_todo": per_todo, "per_submission": [
         {"path": shown_path(r.path), "stage": r.stage, "status": r.status.value, "score": r.score, "max_score": r.max_score,
-         "error": r.error, "warnings": r.warnings} for r in results]}, indent=1, ensure_ascii=False), encoding="utf-8")
+         "error": r.error, "warnings": r.warnings, "lang": r.lang} for r in results]}, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def learner(results: list[SubmissionResult], iso: Isolation, langs: list[str]) -> str:
+    """The report a learner reads about their own notebook (a GitHub Classroom step prints it), in
+    each notebook's language (``langs``, one per result): the points of each graded TODO and every
+    check's line, the same words ``check()`` and the table use; hidden checks show their name and hint
+    only (the grader composed those lines)."""
+    from autograder import messages
+    from autograder.i18n import text
+
+    lines = []
+    for r, lang in zip(results, langs):
+        name = shown_path(Path(r.path).name)
+        lines.append(text(messages.LEARNER_ISOLATION, lang).format(level=iso.describe()))
+        if not r.graded:
+            lines.append(text(messages.LEARNER_NOT_GRADED, lang).format(name=name, error=r.error))
+            continue
+        lines.append(text(messages.LEARNER_HEAD, lang).format(name=name, stage=r.stage, score=f"{r.score:g}",
+                                                              total=f"{r.max_score:g}"))
+        for t in r.todos:
+            mark = "✅" if t.passed else ("◐" if t.points > 0 else "❌")
+            lines.append(text(messages.LEARNER_TODO, lang).format(
+                mark=mark, n=t.number, id=t.id, title=text(t.title, lang), points=f"{t.points:g}", max=f"{t.max_points:g}"))
+            lines.append(f"   {t.message}")
+            if t.status is TodoStatus.FAILED:  # per check; otherwise the one message says it all
+                lines += [f"   {'✅' if c['passed'] else '❌'} {c['message']}" for c in t.checks]
+        for w in r.warnings:
+            lines.append(text(messages.LEARNER_WARNING, lang).format(warning=w))
+    return "\n".join(lines)

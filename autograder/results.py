@@ -111,4 +111,4 @@ class SubmissionResult:
     def to_json(self) -> dict:
         return {"path": self.path, "stage": self.stage, "status": self.status.value, "score": self.score,
                 "max_score": self.max_score, "error": self.error, "warnings": self.warnings, "isolation": self.isolation,
-                "todos": [t.to_json() for t in self.todos]}
+                "lang": self.lang, "todos": [t.to_json() for t in self.todos]}
