@@ -21,7 +21,7 @@ EXIT_NO_ISOLATION = 3
 def _grade(args: argparse.Namespace) -> int:
     files = expand(args.paths)
     if not files:
-        print(f"no notebooks found in {' '.join(args.paths)}", file=sys.stderr)
+        print(f"no notebooks found in {' '.join(map(reports.shown_path, args.paths))}", file=sys.stderr)
         return 2
     iso = isolation.select(args.isolation)
     require = args.require_isolation
@@ -61,7 +61,7 @@ def _grade(args: argparse.Namespace) -> int:
         reports.write_summary(results, Path(args.summary_json), iso)
     unreadable = [r for r in results if not r.graded]
     for r in unreadable:
-        print(f"error: {reports.shown_path(r.path)}: {r.error}", file=sys.stderr)
+        print(f"error: {reports.shown_path(r.path)}: {reports.one_line(r.error or '')}", file=sys.stderr)
     return 1 if unreadable else 0
 
 
