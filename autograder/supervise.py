@@ -226,10 +226,11 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         sig = _signal_name(-rc)
         why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
                "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
+        # a signal is named only when it explains something: learner code can send itself any other
         report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=why) if why is not None else \
-            messages.STOP_SIGNAL.format(sig=sig)
+            messages.STOP_SIGNAL_OTHER
     else:
-        report.stopped = messages.STOP_EXIT.format(rc=rc)
+        report.stopped = messages.STOP_EXIT  # without the code: learner code chooses it
     return report
 
 
