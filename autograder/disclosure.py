@@ -65,7 +65,7 @@ class Disclosure:
         withheld, or cut where the budget ends (the cut text is what is charged)."""
         if not piece:
             return piece
-        piece = one_line(piece)
+        piece = one_line(piece[:self.limit + 1])  # a character is at least a byte: nothing past this could show
         if self.withhold or self.guard.leaks(piece):
             return WITHHELD
         left = self.limit - self.used

@@ -19,6 +19,7 @@ import os
 # Explicit bidirectional controls (all of them are also rejected by ``str.isprintable``; listed here
 # so that the rule does not depend on that): embeddings and overrides, isolates, marks.
 BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+LINE_LIMIT = 4096  # characters of one field of a report line (a path is at most 4096 bytes on Linux)
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -32,9 +33,12 @@ def _escape(ch: str) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def one_line(text: str) -> str:
+def one_line(text: str, limit: int = LINE_LIMIT) -> str:
     """``text`` with every character ``str.isprintable()`` rejects, and every bidirectional control,
-    written as a backslash escape: one visible line, whatever it held."""
+    written as a backslash escape: one visible line, whatever it held. Only its first ``limit``
+    characters are read (the rest becomes "…"), so the cost does not depend on what it held."""
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
     if text.isprintable() and not BIDI.intersection(text):
         return text  # the usual case, in one C-level pass
     return "".join(_escape(ch) if ch in BIDI or not ch.isprintable() else ch for ch in text)
@@ -42,7 +46,7 @@ def one_line(text: str) -> str:
 
 def path(p: str | os.PathLike) -> str:
     """A file name as one printable line: undecodable bytes as ``\\xNN``, then :func:`one_line`."""
-    text = os.fsencode(p).decode("utf-8", "backslashreplace")
+    text = os.fsencode(p)[:4 * LINE_LIMIT].decode("utf-8", "backslashreplace")
     return one_line(text)
 
 
