@@ -40,7 +40,7 @@ def _grade(args: argparse.Namespace) -> int:
 
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
     results = grade_paths(args.paths, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
-                          lang=args.lang, grading=args.grading)
+                          lang=args.lang, grading=args.grading, feedback=args.feedback)
     if bar is not None:
         bar.close()
     if args.format == "json":
@@ -78,6 +78,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="language of the report (default: each notebook's own edition)")
     g.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,
                    help="how a TODO's points are given (default: course.toml's [grading] mode)")
+    g.add_argument("--feedback", choices=["values", "titles"], default=None,
+                   help="what a failed hidden check shows: the learner's values within the report's budget, or only "
+                        "its title and hint (default: course.toml's [grading] feedback)")
     g.add_argument("--require-isolation", dest="require_isolation", action="store_true", default=None,
                    help="refuse to grade unless the kernel confines every child (default for folders and batches)")
     g.add_argument("--no-require-isolation", dest="require_isolation", action="store_false",

@@ -46,10 +46,12 @@ class IsolatedGrade(NbGraderPreprocessor):
     With ``require_isolation`` (the default) it refuses to grade, for every submission, unless the
     kernel confines the children (the error in nbgrader's log says how to get what is missing); the
     level it graded under goes into the log, the notebook's metadata and every verdict's output.
-    ``grading`` overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``.
+    ``grading`` overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``; ``feedback``
+    its feedback level: ``c.IsolatedGrade.feedback = "titles"``.
     """
 
     grading = Unicode(None, allow_none=True, help="all-or-nothing or partial (default: course.toml)").tag(config=True)
+    feedback = Unicode(None, allow_none=True, help="values or titles (default: course.toml)").tag(config=True)
     require_isolation = Bool(True, help="refuse to grade unless the kernel confines learner code").tag(config=True)
     isolation = Unicode("best", help="best, no-namespaces or in-process").tag(config=True)
 
@@ -66,7 +68,7 @@ class IsolatedGrade(NbGraderPreprocessor):
             path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
             nbformat.write(nb, path)
             result = grade_paths([path], iso=iso, hidden=_course_paths(Path.cwd()),
-                                 grading=self.grading)[0]  # its TODOs in parallel
+                                 grading=self.grading, feedback=self.feedback)[0]  # its TODOs in parallel
         who = one_line(str(info.get("student", "?")))
         self.log.info("graded %s/%s under isolation %s", who, one_line(str(name)), iso.describe())
         assignment = info.get("assignment")

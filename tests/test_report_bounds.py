@@ -399,3 +399,39 @@ def test_one_line_escapes_what_is_not_printable_and_keeps_the_rest():
     assert safetext.one_line("a\u202eb\x85c\u2028d\ne") == "a\\u202eb\\x85c\\u2028d\\ne"
     assert all(ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c" for ch in safetext.BIDI)
     assert safetext.csv_cell("=1+1") == "'=1+1" and safetext.csv_cell(-3) == -3 and safetext.csv_cell("a=b") == "a=b"
+
+
+def test_the_readme_states_the_bounds_the_code_enforces():
+    """The numbers "What a report can carry" states (both editions) are the ones the grader uses."""
+    from autograder.pysource import solution_region
+    from autograder.spec import load_stage
+
+    def region_bytes(sid: str) -> dict[str, int]:
+        text = layout.stage_files(sid).reference.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        out = {}
+        for t in load_stage(sid, hidden=True).todos:
+            b, e = solution_region(text, t.target)
+            out[t.id] = len("\n".join(lines[b + 1:e]).encode())
+        return out
+
+    s05 = sum(region_bytes("s05").values())
+    s05_hidden = len(layout.stage_files("s05").hidden.read_bytes())
+    shortest = min((n, tid) for sid in layout.built_stages() for tid, n in region_bytes(sid).items()
+                   if not tid.endswith(".quiz"))
+    budget = disclosure.BUDGET_BYTES
+    en = (layout.ROOT / "README.md").read_text(encoding="utf-8")
+    zh = (layout.ROOT / "README.zh.md").read_text(encoding="utf-8")
+    for readme in (en, zh):
+        assert f"{budget} 字节" in readme or f"budget per submission: {budget} bytes" in readme
+        assert f"{readiness(readings.SCAN_LIMIT)}" in readme and f"{readings.INFLATE_LIMIT // 1024} KiB" in readme
+        assert f"{display.COMPACT_CHARS}" in readme and f"{display.PREFIX_CHARS}" in readme
+        assert f"{display.NUMBER_CHARS}" in readme and f"{display.KEY_CHARS}" in readme
+        assert f"{-(-s05 // budget)}" in readme and f"{-(-s05_hidden // budget)}" in readme
+        assert f"{round(s05 / 1000, 1)} KB" in readme and f"{round(s05_hidden / 1000)} KB" in readme
+        assert f"{shortest[0]}" in readme and shortest[1].split(".")[1] in readme
+
+
+def readiness(n: int) -> str:
+    """A number as the READMEs write it (a thousands separator)."""
+    return f"{n:,}"
