@@ -14,6 +14,8 @@ Stage 1 only: it grades fastest, and isolation does not depend on the stage.
 """
 from __future__ import annotations
 
+import random
+
 from autograder import layout
 from tests.hostile_corpus import ALL, REF_CLASS, S01, Case, inject
 
@@ -520,7 +522,7 @@ except RuntimeError as _e:
 # The attacker's own cipher: a substitution no guard can know (a fixed shuffle of letters and digits),
 # and its inverse; the "two rounds" attack reads the reference out with it, then would submit it.
 CIPHER_FROM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
-CIPHER_TO = "qZ3xk8LmT0vBn5Wc_Ra1YjHs7fPo9dEgK2uQiN6zVrX4wCeyAhbSplMGt1JUFIoD"[:len(CIPHER_FROM)]
+CIPHER_TO = "".join(random.Random(23).sample(CIPHER_FROM, len(CIPHER_FROM)))
 CIPHER = f"""
 _pcw_table = str.maketrans({CIPHER_FROM!r}, {CIPHER_TO!r})
 """

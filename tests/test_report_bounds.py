@@ -84,22 +84,38 @@ def _all_report_text(result: SubmissionResult, tmp_path: Path) -> str:
                       json.dumps(gradescope.results_json(result), ensure_ascii=False)])
 
 
-def _carried(text: str, source: str, run: int = RUN) -> int:
+def _carried(text: str, source: str, run: int = RUN, public: str = "") -> int:
     """How many distinct characters of ``source`` appear in ``text`` within runs of at least ``run``
-    characters (the same piece shown twice counts once: it is the information that counts)."""
+    characters that are not also in ``public`` (what learners have anyway); the same piece shown twice
+    counts once: it is the information that counts."""
     covered: set[int] = set()
     i = 0
     while i + run <= len(text):
         n = run
-        if text[i:i + n] not in source:
+        if text[i:i + n] not in source or text[i:i + n] in public:
             i += 1
             continue
-        while i + n < len(text) and text[i:i + n + 1] in source:
+        while i + n < len(text) and text[i:i + n + 1] in source and text[i + n + 1 - run:i + n + 1] not in public:
             n += 1
         start = source.index(text[i:i + n])
         covered.update(range(start, start + n))
         i += n
     return len(covered)
+
+
+def _public_text() -> str:
+    """What learners of stage 1 have anyway: their notebooks, the public checks, every check's and
+    TODO's name, title and hint, and the grader's own sentences."""
+    from autograder.i18n import text as in_lang
+
+    stage = layout_stage()
+    parts = [S01.learner(lang).read_text(encoding="utf-8") for lang in layout.LANGUAGES if S01.learner(lang).exists()]
+    parts += [S01.spec.read_text(encoding="utf-8"), (layout.ROOT / "autograder" / "messages.py").read_text(encoding="utf-8")]
+    for c in stage.checks:
+        parts += [c.key, c.call or "", *(in_lang(x, lang) or "" for x in (c.title, c.hint) for lang in ("en", "zh"))]
+    for t in stage.todos:
+        parts += [t.id, t.target, *(in_lang(x, lang) or "" for x in (t.title, t.contract, *t.hints) for lang in ("en", "zh"))]
+    return "\n".join(parts)
 
 
 def _attack_outcome(i: int, c) -> dict:
@@ -435,3 +451,77 @@ def test_the_readme_states_the_bounds_the_code_enforces():
 def readiness(n: int) -> str:
     """A number as the READMEs write it (a thousands separator)."""
     return f"{n:,}"
+
+
+# -- the same attacks from real learner code, graded by the real grader ---------------------------------
+@pytest.fixture(scope="module")
+def exfiltrated(tmp_path_factory):
+    """The attack corpus's exfiltrators, each a stage-1 notebook, graded in one run; each one's
+    report in every format."""
+    import copy
+
+    from autograder.grade import grade_paths
+    from tests import attack_corpus, hostile_corpus
+
+    folder = tmp_path_factory.mktemp("exfiltrators")
+    base = nbformat.read(S01.learner(), as_version=4)
+    cases = {c.name: c for c in attack_corpus.exfiltrators()}
+    for case in cases.values():
+        nb = copy.deepcopy(base)
+        for cell in nb.cells:
+            if hostile_corpus.is_class_cell(cell):
+                cell.source = case.cell
+        nbformat.write(nb, folder / f"{case.name}.ipynb")
+    results = grade_paths([folder], workers=2)
+    out = tmp_path_factory.mktemp("exfiltrated_reports")
+    return cases, {Path(r.path).stem: (r, _all_report_text(r, out)) for r in results}
+
+
+def _secrets_of_a_child() -> list[str]:
+    """What the children of stage 1 hold that learners must not read: each TODO's stubbed reference
+    and its hidden checks, as the child's modules give them."""
+    from autograder.trusted import child_modules
+
+    stage = layout_stage()
+    files = S01
+    out = []
+    for t in stage.todos:
+        mods = child_modules(stage, t)
+        out += [mods[files.reference_module], mods.get(files.hidden_module, "")]
+    return out
+
+
+def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exfiltrated):
+    from tests import attack_corpus
+    from tests.hostile_corpus import ALL
+
+    cases, graded = exfiltrated
+    assert set(graded) == set(cases)
+    secrets = _secrets_of_a_child()
+    public = _public_text()
+    for name, (r, text) in graded.items():
+        earned = {t.id for t in r.todos if t.passed and t.id in ALL}
+        assert earned == cases[name].earns, (name, {t.id: t.message for t in r.todos if t.id in ALL})
+        carried = 0
+        for secret in secrets:
+            plain = secret[secret.find("### BEGIN SOLUTION"):] if "### BEGIN SOLUTION" in secret else secret
+            number = str(int.from_bytes(plain[18:1518].encode(), "big")) if len(plain) > 18 else ""
+            carried = max(carried, _carried(text, plain, public=public)
+                          + _carried(attack_corpus.decipher(text), plain, public=public)
+                          + (_carried(text, number) if number else 0))
+        assert carried <= disclosure.BUDGET_BYTES, (name, carried)
+
+
+def test_two_rounds_from_a_real_report_do_not_complete_the_stub(exfiltrated):
+    """Round one: the attacker deciphers what its report carried; round two would paste it into
+    ``match_prefix``. What came out is not the reference's code, so round two earns nothing more."""
+    from tests import attack_corpus
+
+    _, graded = exfiltrated
+    reference = S01.reference.read_text(encoding="utf-8")
+    b = reference.index("### BEGIN SOLUTION", reference.index("def match_prefix")) + 18
+    answer = reference[b:reference.index("### END SOLUTION", b)]
+    for name in ("exfiltrate_in_an_unknown_encoding", "exfiltrate_unknown_encoding_in_an_exception",
+                 "exfiltrate_small_pieces_across_every_todo"):
+        recovered = attack_corpus.decipher(graded[name][1])
+        assert _carried(recovered, answer, run=12) < len("".join(answer.split())), name
