@@ -9,7 +9,8 @@ carry, whatever it is:
 
 * every learner-derived piece a report shows passes :meth:`Disclosure.take`, which charges its
   UTF-8 size to one budget per submission (:data:`BUDGET_BYTES` for all its TODOs, checks and
-  messages together), withholds it when it leaks, and cuts it when the budget is spent;
+  messages together; a piece shown before again is free: it tells nothing new), withholds it when
+  it leaks, and cuts it when the budget is spent;
 * values are rendered short (:mod:`autograder.display`'s ``compact``: type and shape plus a short
   prefix, long numbers and keys cut);
 * only the first failing check of a TODO shows the learner's value; other failing checks show
@@ -68,6 +69,8 @@ class Disclosure:
         piece = one_line(piece[:self.limit + 1])  # a character is at least a byte: nothing past this could show
         if self.withhold or self.guard.leaks(piece):
             return WITHHELD
+        if piece in self.shown:
+            return piece  # the same words again (every TODO's "missing" reason, say): nothing new is shown
         left = self.limit - self.used
         size = len(piece.encode("utf-8"))
         if size > left:

@@ -97,7 +97,7 @@ def compact_value(v: Any) -> str:
 
 def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
     """One line a learner can read: the value, or what was raised; ``compact`` for a learner's
-    outcome in a grader's report (:func:`compact_value`, a short message)."""
+    outcome in a grader's report (:func:`compact_value`)."""
     kind = outcome["kind"]
     if kind == "ok":
         value = decode(outcome["value"])
@@ -107,7 +107,7 @@ def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
                                   "（这里只接受普通的 int/float/str/list/tuple/dict 值）"), lang)
         return out
     if kind == "raised":
-        msg = f": {_short(outcome['message'], PREFIX_CHARS if compact else 100)}" if outcome.get("message") else ""
+        msg = f": {_short(outcome['message'], 100)}" if outcome.get("message") else ""
         return text(L("raises {t}{m}", "抛出 {t}{m}"), lang).format(t=outcome["type"], m=msg)
     if kind == "todo":
         return text(L("NotImplementedError (the TODO is still a stub)", "NotImplementedError（这个 TODO 还没写）"), lang)

@@ -6,7 +6,8 @@ This process never executes learner code. It reads each submission as data
 TODO under test (:mod:`autograder.trusted`), reads back raw outcomes under the channel's rules
 (:mod:`autograder.channel`), and compares them with the reference's outcomes, which it computes
 itself (:mod:`autograder.verdict`). Every message is composed here; the only text in it that came
-from the child passed :mod:`autograder.leaks` first. All children of a run share one isolation
+from the child passed :mod:`autograder.leaks` first, and all of it, for one submission, fits the
+budget and feedback level of :mod:`autograder.disclosure`. All children of a run share one isolation
 level (:mod:`autograder.isolation`), which every result states.
 """
 from __future__ import annotations

@@ -244,8 +244,7 @@ def test_feedback_level_is_a_course_setting(tmp_path):
         Course("r", "main", "n", sources=("x",), feedback="everything")
     from autograder.course import load_course
 
-    toml = (layout.ROOT / "course.toml").read_text(encoding="utf-8").replace('mode = "all-or-nothing"',
-                                                                               'mode = "all-or-nothing"\nfeedback = "titles"')
+    toml = (layout.ROOT / "course.toml").read_text(encoding="utf-8").replace('feedback = "values"', 'feedback = "titles"')
     (tmp_path / "course.toml").write_text(toml, encoding="utf-8")
     assert load_course(tmp_path / "course.toml").feedback == "titles"
     assert load_course().feedback in FEEDBACK_LEVELS
