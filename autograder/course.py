@@ -38,6 +38,7 @@ class Course:
     links: dict[str, str] = field(default_factory=dict)
     torch_index: str = ""            # [binder] torch_index: where Binder gets a CPU torch
     gradescope_torch_index: str = ""  # [gradescope] torch_index, else [binder]'s
+    torch_version: str = ""          # [torch] version: installed where a machine has no torch
     feedback: str = "values"
 
     def __post_init__(self) -> None:
@@ -80,7 +81,7 @@ def load_course(path: Path | None = None) -> Course:
                   tuple(install.get("sources", [f"git+{repo}.git@{branch}"])), int(install.get("timeout_s", 180)),
                   install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""),
                   raw.get("gradescope", {}).get("torch_index", raw.get("binder", {}).get("torch_index", "")),
-                  raw.get("grading", {}).get("feedback", "values"))
+                  raw.get("torch", {}).get("version", ""), raw.get("grading", {}).get("feedback", "values"))
 
 
 def _grading_table() -> dict:
