@@ -138,20 +138,19 @@ class LeakGuard:
         cleaned = re.sub(r"[^A-Za-z0-9_.]", "", s[:SCAN_LIMIT])[:NAME_LIMIT] or "?"
         return "Withheld" if self.leaks(cleaned) else cleaned
 
-    def outcome(self, outcome: dict, withhold_all: bool = False) -> dict:
+    def outcome(self, outcome: dict) -> dict:
         """A copy of a child's outcome fit for display: every piece of text in it sanitized (the
         first :data:`MAX_TEXTS` pieces are checked; later ones, which no report shows, are dropped).
-        With ``withhold_all`` every piece of text and every list of character codes is withheld."""
-        guard = _WITHHOLD_ALL if withhold_all else self
+        (A submission whose pieces leak only together is withheld whole: :mod:`autograder.disclosure`.)"""
         kind = outcome.get("kind")
         if kind == "ok":
-            return {"kind": "ok", "value": guard._value(outcome.get("value"), 0, [MAX_TEXTS])}
+            return {"kind": "ok", "value": self._value(outcome.get("value"), 0, [MAX_TEXTS])}
         if kind == "raised":
-            return {"kind": "raised", "type": guard.name(outcome.get("type")),
-                    "message": guard.fragment(outcome.get("message"))}
+            return {"kind": "raised", "type": self.name(outcome.get("type")),
+                    "message": self.fragment(outcome.get("message"))}
         if kind == "todo":
             return {"kind": "todo", "function": self.name(outcome.get("function"))}
-        return {"kind": "error", "message": guard.fragment(outcome.get("message"))}
+        return {"kind": "error", "message": self.fragment(outcome.get("message"))}
 
     def _value(self, v: Any, depth: int, budget: list[int]) -> Any:
         if depth > 30:
@@ -178,35 +177,3 @@ class LeakGuard:
         if len(codes) < WINDOW or len(codes) != len(head):
             return False
         return self.leaks(" ".join(map(str, codes)))
-
-    def texts_of(self, outcome: dict) -> list[str]:
-        """Every piece of learner text in a (sanitized) outcome, in order: what a split would use."""
-        out: list[str] = []
-
-        def walk(v: Any) -> None:
-            if isinstance(v, str):
-                out.append(v)
-            elif isinstance(v, list):
-                if v and all(type(x) is int for x in v):
-                    out.append(" ".join(map(str, v)))
-                for x in v:
-                    walk(x)
-            elif isinstance(v, dict):
-                for x in v.values():
-                    walk(x)
-
-        walk({k: v for k, v in outcome.items() if k != "kind"})
-        return out
-
-
-class _WithholdAll(LeakGuard):
-    """Treats every text as leaking (a submission whose pieces leak only together)."""
-
-    def __init__(self) -> None:
-        super().__init__([])
-
-    def leaks(self, text: str) -> bool:
-        return bool(text)
-
-
-_WITHHOLD_ALL = _WithholdAll()

@@ -193,10 +193,10 @@ def test_an_honest_wrong_value_is_still_shown_usefully(sub):
     assert all(t.passed for t in result.todos if t.id not in (todo.id, "s01.quiz"))
 
 
-def test_two_rounds_cannot_rebuild_a_reference(sub, tmp_path):
-    """Round one reads the other TODOs' reference out in an encoding no guard knows (a substitution
-    the attacker chose); round two would submit it. What round one gets is bounded by the budget,
-    far below the reference, so the stub cannot be completed from one report (see the README)."""
+def test_one_report_carries_a_small_part_of_a_reference(sub, tmp_path):
+    """Round one reads the reference out in an encoding no guard knows (a substitution the attacker
+    chose), through every check of every TODO; round two would submit it. What round one gets is
+    bounded by the budget, a small part of the reference module (see the README's arithmetic)."""
     reference = S01.reference.read_text(encoding="utf-8")
     table = str.maketrans(string.ascii_letters + string.digits + "_ ().,:=[]",
                           "".join(random.Random(7).sample(string.ascii_letters + string.digits + "_ ().,:=[]", 72)))
@@ -511,16 +511,24 @@ def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exf
         assert carried <= disclosure.BUDGET_BYTES, (name, carried)
 
 
-def test_two_rounds_from_a_real_report_do_not_complete_the_stub(exfiltrated):
-    """Round one: the attacker deciphers what its report carried; round two would paste it into
-    ``match_prefix``. What came out is not the reference's code, so round two earns nothing more."""
+def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
+    """Round one: the attacker deciphers what its report carried; round two would paste it in. What
+    comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
+    several reports (one answer shorter than the budget can fit in one: the README says so)."""
+    from autograder.pysource import solution_region
     from tests import attack_corpus
 
     _, graded = exfiltrated
     reference = S01.reference.read_text(encoding="utf-8")
-    b = reference.index("### BEGIN SOLUTION", reference.index("def match_prefix")) + 18
-    answer = reference[b:reference.index("### END SOLUTION", b)]
+    lines = reference.splitlines()
+    answers = []
+    for t in layout_stage().todos:
+        if not t.id.endswith(".quiz"):
+            b, e = solution_region(reference, t.target)
+            answers.append("\n".join(lines[b + 1:e]))
+    total = sum(len(a.encode()) for a in answers)
+    assert total > disclosure.BUDGET_BYTES
     for name in ("exfiltrate_in_an_unknown_encoding", "exfiltrate_unknown_encoding_in_an_exception",
                  "exfiltrate_small_pieces_across_every_todo"):
         recovered = attack_corpus.decipher(graded[name][1])
-        assert _carried(recovered, answer, run=12) < len("".join(answer.split())), name
+        assert sum(_carried(recovered, a, run=RUN) for a in answers) <= disclosure.BUDGET_BYTES, name
