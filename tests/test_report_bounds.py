@@ -269,6 +269,7 @@ def test_a_child_is_not_told_the_other_submissions_names(tmp_path):
 
 
 # -- the leak guard sees through look-alike text ------------------------------------------------------
+FULLWIDTH = {c: c + 0xFEE0 for c in range(ord("!"), ord("~") + 1)}
 GUARD_SECRET = "hit_len = max((len(p) for p in self.cached_prefixes if is_prefix(p)), default=0)"
 
 
@@ -283,7 +284,7 @@ def guard():
     lambda s: "".join(c + "\u0301" for c in s),                                       # an accent on every letter
     lambda s: "\u200b".join(s),                                                       # zero-width spaces between
     lambda s: "".join(chr(0x1D41A + ord(c) - 97) if "a" <= c <= "z" else c for c in s),  # mathematical bold
-    lambda s: base64.b64encode(s.encode()).decode().translate({ord(c): ord(c) + 0xFEE0 for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="}),
+    lambda s: base64.b64encode(s.encode()).decode().translate(FULLWIDTH),                # fullwidth base64
 ], ids=["fullwidth", "cyrillic", "accents", "zero_width", "math_bold", "fullwidth_base64"])
 def test_guard_reads_text_as_its_skeleton(guard, disguise):
     text = disguise(GUARD_SECRET[10:60])
