@@ -438,7 +438,7 @@ reveal(my_guess_2, round(saved_total, 3),
 #
 # Time to first token is the prefill time. The baseline is a full prefill with the fastest causal
 # attention torch has (`F.scaled_dot_product_attention(is_causal=True)`), not a slow loop. Both
-# paths run with a fresh question each time, alternating, and we keep the median of 7 rounds. On a
+# paths run with a fresh question each time, alternating, and we keep the median of 5 rounds. On a
 # CPU the clock is this process's CPU time on one torch thread, so that whatever else the machine is
 # doing cannot make the number (run the cell twice: the speedups agree within about 10%). The
 # model here is small, so that the whole measurement takes seconds on a CPU;
@@ -453,7 +453,7 @@ reveal(my_guess_2, round(saved_total, 3),
 #
 # 首 token 延迟就是 prefill 的时间。基线是用 torch 最快的因果 attention
 # （`F.scaled_dot_product_attention(is_causal=True)`）做完整 prefill，而不是一个很慢的循环。两条路径交替运行，
-# 每次都换一个新问题，取 7 轮的中位数。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，机器上同时在跑的
+# 每次都换一个新问题，取 5 轮的中位数。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，机器上同时在跑的
 # 其他程序左右不了这个数（把这个单元运行两次：加速比相差大约在 10% 以内）。这里的模型很小，在 CPU 上整个测量只要几秒；
 # 真实规模的测量见 `benchmarks/bench_prefill.py`。
 #
@@ -471,11 +471,13 @@ import matplotlib.pyplot as plt
 from kernels.device import default_device, describe_device, paged_attention_for
 # measure_ttft() times both paths on a steady clock: on a CPU, this process's CPU seconds on one torch
 # thread (other programs on the machine cannot add to them); on a GPU, the wall clock after the device
-# has finished. It keeps the median of 7 rounds, each with a fresh question.
+# has finished. It keeps the median of 5 rounds, each with a fresh question.
 # zh: measure_ttft() 用稳定的时钟给两条路径计时：CPU 上用本进程在单个 torch 线程上的 CPU 秒数（机器上的其他程序
-# zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。取 7 轮的中位数，每轮换一个新问题。
+# zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。取 5 轮的中位数，每轮换一个新问题。
 from kernels.prefill import TTFT_CONFIG, measure_ttft
 
+rows = []  # one TTFTRow per prefix, filled when the demo runs (read again by the closing cell)
+# zh: 每个前缀一个 TTFTRow，演示运行后才有内容（最后一个单元还会用到）
 
 with demo("s06.prefill"):
     device = default_device()
@@ -485,7 +487,7 @@ with demo("s06.prefill"):
     bench_model = DecoderLM.random(TTFT_CONFIG, seed=0, device=device)
     question, block = 64, 16
     prefixes = [256, 768, 1536]
-    rows = measure_ttft(bench_model, lambda p: PagedPrefiller(
+    rows[:] = measure_ttft(bench_model, lambda p: PagedPrefiller(
         bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
         attention=pool_attention(kernel) if device.type == "cuda" else None), prefixes, question)
     for r in rows:  # the cached path must give the full path's answer, from the whole cached prefix
@@ -626,7 +628,7 @@ with demo("s06.prefill"):
 
 # %%
 if rows:
-    p, _, _, measured, predicted = rows[-1]
+    p, measured, predicted = rows[-1].prefix, rows[-1].speedup, rows[-1].predicted
     print(tr(f"This stage measured: TTFT {measured:.1f}x faster with {p} cached tokens and a {question}-token question "
              f"(FLOP model: {predicted:.1f}x; {saved_total:.1%} of Qwen2.5-0.5B's prefill FLOPs saved at P = 4096, Q = 128).",
              f"本阶段测得：缓存 {p} 个 token、问题 {question} 个 token 时，TTFT 快 {measured:.1f} 倍"
