@@ -44,7 +44,7 @@ def _grade(args: argparse.Namespace) -> int:
                 print(text(messages.LEARNER_NO_SUCH_FILE, lang).format(name=p.name))
     files = expand(args.paths)
     if not files:
-        print(f"no notebooks found in {' '.join(args.paths)}", file=sys.stderr)
+        print(f"no notebooks found in {' '.join(map(reports.shown_path, args.paths))}", file=sys.stderr)
         return 2
     iso = isolation.select(args.isolation)
     require = args.require_isolation
@@ -67,7 +67,7 @@ def _grade(args: argparse.Namespace) -> int:
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
     try:
         results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
-                              lang=args.lang, grading=args.grading, only=only,
+                              lang=args.lang, grading=args.grading, feedback=args.feedback, only=only,
                               log=stderr_log() if args.verbose else None)
     except ValueError as exc:  # --todo names no TODO of a notebook's stage
         print(f"--todo: {exc}", file=sys.stderr)
@@ -95,7 +95,7 @@ def _grade(args: argparse.Namespace) -> int:
         reports.write_summary(results, Path(args.summary_json), iso)
     unreadable = [r for r in results if not r.graded]
     for r in unreadable:
-        print(f"error: {reports.shown_path(r.path)}: {r.error}", file=sys.stderr)
+        print(f"error: {reports.shown_path(r.path)}: {reports.one_line(r.error or '')}", file=sys.stderr)
     if unreadable:
         return 1
     if args.exit_code and not _earned(results, args.min_points):
@@ -127,6 +127,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="language of the report (default: each notebook's own edition)")
     g.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,
                    help="how a TODO's points are given (default: course.toml's [grading] mode)")
+    g.add_argument("--feedback", choices=["values", "titles"], default=None,
+                   help="what a failed hidden check shows: the learner's values within the report's budget, or only "
+                        "its title and hint (default: course.toml's [grading] feedback)")
     g.add_argument("--require-isolation", dest="require_isolation", action="store_true", default=None,
                    help="refuse to grade unless the kernel confines every child (default for folders and batches)")
     g.add_argument("--no-require-isolation", dest="require_isolation", action="store_false",

@@ -20,6 +20,7 @@ DEPENDS_UNSEEN = L("this check passes when the course's code stands in for your 
                    "换成课程自带的其它 TODO 实现后这个检查就通过了，所以问题出在它调用的 {other}（{title}）里，"
                    "而且是那个 TODO 的可见检查没覆盖到的情况：先把它修好")
 HIDDEN_FAILED = L("hidden check '{name}' failed", "隐藏检查 '{name}' 未通过")
+HIDDEN_TITLE_ONLY = L("hidden check '{name}' failed: {title}", "隐藏检查 '{name}' 未通过：{title}")
 QUIZ_WRONG = L("{q}: not correct yet", "{q}：还不对")
 INPUT = L("input:   ", "输入：  ")
 EXPECTED = L("expected:", "期望：  ")
@@ -54,8 +55,10 @@ WHY_XCPU = L("more than {s} s of CPU time: an endless loop, or far too slow?", "
 WHY_KILL = L("killed: memory or time limit", "被杀掉了：超出内存或时间限制")
 WHY_XFSZ = L("output file limit", "超出输出文件大小限制")
 WHY_SEGV = L("crashed (a very deep recursion?)", "崩溃了（递归太深？）")
-STOP_EXIT = L("your code ended the grading process (exit code {rc}: sys.exit, os._exit or a crash)",
-              "你的代码结束了评分进程（退出码 {rc}：sys.exit、os._exit 或崩溃）")
+# no exit code and no signal number: learner code chooses them, and a report is not a channel
+STOP_EXIT = L("your code ended the grading process (sys.exit, os._exit or a crash)",
+              "你的代码结束了评分进程（sys.exit、os._exit 或崩溃）")
+STOP_SIGNAL_OTHER = L("the grading process was ended by a signal", "评分进程被信号终止")
 STOP_WHERE = L("{what} during {where}", "{what}，发生在{where}")
 WHERE_CHECK = L("check '{name}'", "检查 '{name}'")
 WHERE_HIDDEN_CHECK = L("hidden check '{name}'", "隐藏检查 '{name}'")

@@ -21,20 +21,22 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, Overw
 from traitlets import Bool, Unicode
 
 from autograder import layout
+from autograder.safetext import one_line
 from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
 
 
 def _error_output(message: str) -> nbformat.NotebookNode:
+    message = one_line(message)
     return nbformat.v4.new_output("error", ename="TODO failed", evalue=message, traceback=[f"❌ {message}"])
 
 
 def _ok_output(message: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {message}\n")
+    return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {one_line(message)}\n")
 
 
 def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]:
     """Partial credit the way nbgrader reads it: an execute_result holding the points earned."""
-    return [nbformat.v4.new_output("stream", name="stdout", text=f"◐ {message}\n"),
+    return [nbformat.v4.new_output("stream", name="stdout", text=f"◐ {one_line(message)}\n"),
             nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1)]
 
 
@@ -44,10 +46,12 @@ class IsolatedGrade(NbGraderPreprocessor):
     With ``require_isolation`` (the default) it refuses to grade, for every submission, unless the
     kernel confines the children (the error in nbgrader's log says how to get what is missing); the
     level it graded under goes into the log, the notebook's metadata and every verdict's output.
-    ``grading`` overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``.
+    ``grading`` overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``; ``feedback``
+    its feedback level: ``c.IsolatedGrade.feedback = "titles"``.
     """
 
     grading = Unicode(None, allow_none=True, help="all-or-nothing or partial (default: course.toml)").tag(config=True)
+    feedback = Unicode(None, allow_none=True, help="values or titles (default: course.toml)").tag(config=True)
     require_isolation = Bool(True, help="refuse to grade unless the kernel confines learner code").tag(config=True)
     isolation = Unicode("best", help="best, no-namespaces or in-process").tag(config=True)
 
@@ -64,14 +68,15 @@ class IsolatedGrade(NbGraderPreprocessor):
             path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
             nbformat.write(nb, path)
             result = grade_paths([path], iso=iso, hidden=_course_paths(Path.cwd()),
-                                 grading=self.grading)[0]  # its TODOs in parallel
-        self.log.info("graded %s/%s under isolation %s", info.get("student", "?"), name, iso.describe())
+                                 grading=self.grading, feedback=self.feedback)[0]  # its TODOs in parallel
+        who = one_line(str(info.get("student", "?")))
+        self.log.info("graded %s/%s under isolation %s", who, one_line(str(name)), iso.describe())
         assignment = info.get("assignment")
         editions = {layout.stage_files(result.stage).assignment(lang) for lang in ("en", "zh")} if result.stage else set()
         if assignment and editions and assignment not in editions:
             result.warnings.append(f"this notebook is stage {result.stage}, not assignment {assignment}")
         for w in result.warnings + ([result.error] if result.error else []):
-            self.log.warning("%s/%s: %s", info.get("student", "?"), name, w)
+            self.log.warning("%s/%s: %s", who, one_line(str(name)), one_line(w))
         shown = f"{info.get('student', '?')}/{assignment or '?'}/{Path(str(name)).name}.ipynb"
         nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings,
                                      "result": {**result.to_json(), "path": shown}}  # for `autograder report`

@@ -13,8 +13,10 @@ each child ran (its isolation, exit status and kept output).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -29,7 +31,7 @@ from autograder.i18n import L, text
 from autograder.confine import EXIT_NOT_CONFINED
 from autograder.launch import ChildSpec, LaunchPlan, plan_child
 from autograder.protocol import Channel, ChildSummary, Event, summarize
-from autograder.staging import GradingRun
+from autograder.staging import GradingRun, always_hidden
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024
@@ -108,6 +110,27 @@ def child_env(workdir: str) -> dict[str, str]:
     return env
 
 
+def child_payload(payload: dict, limits: ChildLimits, hidden: Iterable[str], staging: Path, scratch: str,
+                  result_fd: int) -> dict:
+    """What the child reads on stdin: ``payload`` plus its limits, places and result pipe.
+
+    What the child must not open goes in for its audit hook's message (the kernel is what refuses):
+    the grader's own places by name, every other path (the batch's submissions, a class roster; an
+    nbgrader course's folders) only as a salted digest, so that no child learns another submission's name.
+    """
+    salt = secrets.token_hex(16)
+    own = set(always_hidden())
+    return {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
+            "workdir": scratch, "result_fd": result_fd, "root": str(staging),
+            "denied_dirs": [h for h in hidden if h in own], "salt": salt,
+            "denied_digests": [path_digest(salt, h) for h in hidden if h not in own]}
+
+
+def path_digest(salt: str, path: str) -> str:
+    """What a child is told of a path it must not open: a salted digest of its real path."""
+    return hashlib.sha256((salt + os.path.realpath(path)).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
               on_event: Callable[[Event], None] | None = None, staging: Path | None = None) -> ChildReport:
     """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
@@ -125,8 +148,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
          channel: Channel, on_event: Callable[[Event], None] | None) -> ChildReport:
     read_fd, write_fd = os.pipe()
     out_r, out_w = os.pipe()
-    payload = {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
-               "workdir": scratch, "result_fd": write_fd, "root": str(staging), "denied_dirs": list(run.hidden)}
+    payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
     plan: LaunchPlan | None = None
     applied = f"{run.isolation.level} (audit hook only)" if not run.isolation.layers else run.isolation.level
     if uid is not None:
@@ -251,10 +273,11 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         sig = _signal_name(-rc)
         why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
                "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
+        # a signal is named only when it explains something: learner code can send itself any other
         report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=why) if why is not None else \
-            messages.STOP_SIGNAL.format(sig=sig)
+            messages.STOP_SIGNAL_OTHER
     else:
-        report.stopped = messages.STOP_EXIT.format(rc=rc)
+        report.stopped = messages.STOP_EXIT  # without the code: learner code chooses it
     return report
 
 

@@ -5,6 +5,7 @@ the notebook, in a CLI report and in nbgrader feedback, in the notebook's langua
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autograder import data, messages
@@ -39,7 +40,15 @@ def check_label(check: Check, lang: str | None = None) -> str:
     return text(messages.CHECK_NAMED, lang).format(title=title, name=check.name)
 
 
-def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None) -> CheckVerdict:
+def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None,
+          take: Callable[[str], str] | None = None) -> CheckVerdict:
+    """The verdict on one check. ``take``: the grader's report is being written, and every line
+    rendered from ``got`` passes it (:meth:`autograder.disclosure.Disclosure.take`); values are then
+    rendered compact (:func:`autograder.display.compact_value`). Without it (the notebook's own
+    check), the learner's value is shown as it is."""
+    compact = take is not None
+    take = take or (lambda piece: piece)
+
     def say(entry, **kw) -> str:
         return text(entry, lang).format(**kw)
 
@@ -68,9 +77,14 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | Non
     lines = []
     if check.call:
         lines.append(f"{say(messages.INPUT)} {text(check.call, lang)}")
-    lines += [f"{say(messages.EXPECTED)} {show(expected, lang)}", f"{say(messages.GOT)} {show(got, lang)}"]
-    if expected["kind"] == got["kind"] == "ok":
-        where = first_difference(data.decode(expected["value"]), data.decode(got["value"]), check.atol, lang=lang)
+    lines.append(f"{say(messages.EXPECTED)} {show(expected, lang)}")
+    shown = take(show(got, lang, compact))
+    if shown:  # "" when the report shows nothing of this value
+        lines.append(f"{say(messages.GOT)} {shown}")
+    if shown and expected["kind"] == got["kind"] == "ok":
+        where = first_difference(data.decode(expected["value"]), data.decode(got["value"]), check.atol, lang=lang,
+                                 compact=compact)
+        where = take(where) if where else ""
         if where:
             lines.append(f"{say(messages.WHERE)} {where}")
     return CheckVerdict(check, False, title, detail=[*lines, hint, *note])

@@ -61,6 +61,8 @@ MECHANISMS = {
     "verdict channel: lines after done, keys twice": ["forge_done_on_own_channel_at_cell_level", "report_a_check_twice"],
     "cell-level hangs": ["cpu_hang_at_cell_level", "sleep_forever_at_cell_level"],
     "output floods": ["output_flood_and_warnings"],
+    "report channels: numbers, keys, shapes, forged fields, exit statuses, own encodings, spread pieces":
+        sorted(attack_corpus.EXFILTRATORS),
 }
 # Under nbgrader, what differs from the CLI is around the child: nbgrader's process above it, the
 # course folder (source/, submitted/, gradebook.db) and the run's reports. The attacks on those run
