@@ -119,7 +119,7 @@ def _public_text() -> str:
     parts = [S01.learner(lang).read_text(encoding="utf-8") for lang in layout.LANGUAGES if S01.learner(lang).exists()]
     parts += [S01.spec.read_text(encoding="utf-8"), (layout.ROOT / "autograder" / "messages.py").read_text(encoding="utf-8")]
     for c in stage.checks:
-        parts += [c.key, c.call or "", *(in_lang(x, lang) or "" for x in (c.title, c.hint) for lang in ("en", "zh"))]
+        parts += [c.key, *(in_lang(x, lang) or "" for x in (c.call, c.title, c.hint) for lang in ("en", "zh"))]
     for t in stage.todos:
         parts += [t.id, t.target, *(in_lang(x, lang) or "" for x in (t.title, t.contract, *t.hints) for lang in ("en", "zh"))]
     return "\n".join(parts)
