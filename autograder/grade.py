@@ -28,7 +28,7 @@ from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, run_child
 from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
-from autograder.verdict import CheckVerdict, judge
+from autograder.verdict import CheckVerdict, check_title, judge, lead_first
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -100,23 +100,31 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     in_cell = next((e["index"] for e in reversed(events) if e.get("phase") == "cell"), None)
     course_versions = next((e["course_versions"] for e in events if "course_versions" in e), [])
 
-    verdicts, first_fail = [], None
+    verdicts, failed = [], []
     for c in checks:
         if c.key in outcomes:
             raw = outcomes[c.key]
             v = _judge(stage, c, expected[c.key], raw, lang)
             if not v.passed:
                 display = guard.outcome(raw, withhold_all=withhold)
-                shown += guard.texts_of(display)
+                if not (c.hidden or c.secret):
+                    # Only what a message shows counts as shown: a hidden or quiz check's values never
+                    # reach the learner, and its field names (from the hidden checks' source) would
+                    # otherwise join with ordinary values of other TODOs into the grader's code.
+                    shown += guard.texts_of(display)
                 d = _judge(stage, c, expected[c.key], display, lang)
                 v = v if d.passed else replace(d, not_implemented=v.not_implemented)
             line = v.summary if v.passed else _one_line(v.summary, v.detail)
             verdicts.append({"name": c.name, "hidden": c.hidden, "passed": v.passed, "message": line})
-            if not v.passed and first_fail is None:
-                first_fail = v
+            if not v.passed:
+                failed.append(v)
         else:
             verdicts.append({"name": c.name, "hidden": c.hidden, "passed": False, "message": text(messages.NOT_RUN, lang)})
 
+    # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
+    # about the mistake made) and the others are named after it.
+    ordered = [v for v in failed if v.not_implemented] or lead_first(failed)
+    first_fail = ordered[0] if ordered else None
     n_hidden = sum(c.hidden for c in checks)
     if report.grader_error is not None:
         status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
@@ -135,6 +143,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
             text(messages.CHECK_FAILED, lang).format(name=first_fail.check.name)
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
+        others = [v for v in ordered[1:] if not v.not_implemented]
+        if others:
+            message += " | " + text(messages.ALSO_FAILING, lang).format(titles="; ".join(
+                _failed_name(v.check, lang) for v in others))
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and cell_errors:
@@ -166,6 +178,13 @@ def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | No
             raise  # the reference failed its own check: that is a grader bug, reported as such
         return CheckVerdict(check, False, check.name if not check.hidden else f"hidden check '{check.name}' failed",
                             ["the result your code produced could not be read"])
+
+
+def _failed_name(check: Check, lang: str | None) -> str:
+    """How a report names a failed check: a public check by its title, a hidden one by its name only."""
+    if check.hidden:
+        return text(messages.HIDDEN_FAILED, lang).format(name=check.name)
+    return check_title(check, lang)
 
 
 def _shown(text: str, shown: list[str]) -> str:

@@ -20,6 +20,7 @@ DEPENDS_UNSEEN = L("this check passes when the course's code stands in for your 
                    "换成课程自带的其它 TODO 实现后这个检查就通过了，所以问题出在它调用的 {other}（{title}）里，"
                    "而且是那个 TODO 的可见检查没覆盖到的情况：先把它修好")
 HIDDEN_FAILED = L("hidden check '{name}' failed", "隐藏检查 '{name}' 未通过")
+ALSO_FAILING = L("also failing: {titles}", "同时未通过：{titles}")
 QUIZ_WRONG = L("{q}: not correct yet", "{q}：还不对")
 INPUT = L("input:   ", "输入：  ")
 EXPECTED = L("expected:", "期望：  ")
