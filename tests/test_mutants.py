@@ -29,10 +29,11 @@ DATA = {sid: importlib.import_module(layout.stage_files(sid).mutants_module) for
 
 def _alternatives(sid: str) -> dict:
     """``tests/alternatives_sNN.py``'s ``ALTERNATIVES`` ({todo id: {name: edits}}), {} where not written yet."""
+    name = layout.stage_files(sid).alternatives_module
     try:
-        return importlib.import_module(f"tests.alternatives_{sid}").ALTERNATIVES
+        return importlib.import_module(name).ALTERNATIVES
     except ModuleNotFoundError as exc:
-        if exc.name != f"tests.alternatives_{sid}":
+        if exc.name != name:
             raise
         return {}
 
