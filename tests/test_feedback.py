@@ -64,3 +64,32 @@ def test_ordinary_values_are_not_withheld_when_two_todos_are_wrong():
     messages = {t.id: t.message for t in result.todos}
     assert not any(WITHHELD in msg for msg in messages.values()), messages
     assert "expected:" in messages["s08.birthday_search"] and "got:" in messages["s08.birthday_search"]
+
+
+def test_hidden_check_values_never_count_as_shown():
+    """Unit: what a hidden check returned is not part of what the message shows (so it cannot join the
+    texts of other TODOs into a false leak), while a failing public check's values are."""
+    from pathlib import Path
+
+    from autograder import data
+    from autograder.grade import compose
+    from autograder.submission import Submission
+    from autograder.supervise import ChildReport
+    from autograder.trusted import expected_outcomes, leak_guard
+
+    stage = load_stage("s08")
+    todo = stage.todo("s08.tenant_extra_keys")
+    expected = expected_outcomes(stage)
+    events = []
+    for c in stage.checks_for(todo.id):
+        outcome = expected[c.key]
+        if c.name == "results_are_independent":  # hidden: its own field names, wrong values
+            outcome = data.ok({"second": [["lora", "x"]], "same_object": True})
+        elif c.name == "request_cannot_choose_its_tenant":  # public: an ordinary wrong value
+            outcome = data.ok([("tenant", "alice"), ("tenant", "mallory")])
+        events.append({"key": c.key, "outcome": outcome})
+    sub = Submission(Path("x.ipynb"), stage, [], "0")
+    graded = compose(sub, todo, ChildReport(events=events, stopped=None), leak_guard(stage))
+    assert "same_object" not in graded.shown and "mallory" in graded.shown, graded.shown
+    assert "hidden check 'results_are_independent' failed" in graded.result.message
+    assert "also failing:" in graded.result.message
