@@ -193,7 +193,7 @@ def test_partial_credit_gives_the_share_of_checks_passed():
     from autograder.grade import todo_points
 
     share = todo_points(load_stage("s01").todo("s01.match_prefix"), t.status, t.checks, "partial")
-    passed = sum(c["passed"] for c in t.checks)
+    passed = sum(c.passed for c in t.checks)
     assert 0 < passed < len(t.checks)
     assert share == round(t.max_points * passed / len(t.checks), 2)
 

@@ -115,7 +115,7 @@ def test_todo_mutant_leads_with_its_declared_check(stage_id, name):
     message = _lead_line(result, todo_id)
     assert message.startswith(head), f"{name}: expected the lead {check.key}, got: {message[:300]}"
     failing = next(c for c in result.todos if c.id == todo_id).checks
-    if sum(not v["passed"] for v in failing) > 1:
+    if sum(not v.passed for v in failing) > 1:
         assert "also failing:" in message, message
 
 
