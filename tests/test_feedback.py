@@ -73,6 +73,7 @@ def test_hidden_check_values_never_count_as_shown():
 
     from autograder import data
     from autograder.grade import compose
+    from autograder.protocol import CheckOutcome
     from autograder.submission import Submission
     from autograder.supervise import ChildReport
     from autograder.trusted import expected_outcomes, leak_guard
@@ -87,7 +88,7 @@ def test_hidden_check_values_never_count_as_shown():
             outcome = data.ok({"second": [["lora", "x"]], "same_object": True})
         elif c.name == "request_cannot_choose_its_tenant":  # public: an ordinary wrong value
             outcome = data.ok([("tenant", "alice"), ("tenant", "mallory")])
-        events.append({"key": c.key, "outcome": outcome})
+        events.append(CheckOutcome(c.key, outcome))
     sub = Submission(Path("x.ipynb"), stage, [], "0")
     graded = compose(sub, todo, ChildReport(events=events, stopped=None), leak_guard(stage))
     assert "same_object" not in graded.shown and "mallory" in graded.shown, graded.shown
