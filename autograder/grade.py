@@ -30,7 +30,7 @@ from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, describe, run_child
 from autograder.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
-from autograder.verdict import CheckVerdict, check_title, judge, lead_first
+from autograder.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -119,11 +119,11 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
                 d = _judge(stage, c, expected[c.key], display, lang)
                 v = v if d.passed else replace(d, not_implemented=v.not_implemented)
             line = v.summary if v.passed else _one_line(v.summary, v.detail)
-            verdicts.append(CheckResult(c.name, c.hidden, v.passed, line))
+            verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
             if not v.passed:
                 failed.append(v)
         else:
-            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang)))
+            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
 
     # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
     # about the mistake made) and the others are named after it.
@@ -145,7 +145,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
     elif first_fail is not None:
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
-            text(messages.CHECK_FAILED, lang).format(name=first_fail.check.name)
+            text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
         others = [v for v in ordered[1:] if not v.not_implemented]
         if others:
@@ -225,7 +225,7 @@ def _same_as_first(first: Graded, sub: Submission, todo: Todo, how: Reporting) -
     """A TODO not run because the submission's first child already stopped in the learner's cells."""
     r = first.result
     lang = how.lang or sub.lang
-    checks = [CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang)) for c in sub.stage.checks_for(todo.id)]
+    checks = [CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)) for c in sub.stage.checks_for(todo.id)]
     res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), r.status,
                      text(messages.SAME_FOR_EVERY, lang).format(message=r.message), checks)
     return Graded(res, None, list(first.shown))
@@ -282,7 +282,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
             results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
             continue
-        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings)))
+        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level

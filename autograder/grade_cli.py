@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from autograder import isolation, reports
+from autograder import isolation, messages, reports
 from autograder.grade import VERBOSE_ENV, grade_paths, stderr_log
+from autograder.i18n import text
 from autograder.submission import expand
 
 EXIT_NO_ISOLATION = 3
@@ -33,7 +34,8 @@ def _grade(args: argparse.Namespace) -> int:
         except isolation.IsolationError as exc:
             print(str(exc), file=sys.stderr)
             return EXIT_NO_ISOLATION
-    print(f"grading under isolation: {iso.describe()}", file=sys.stderr)
+    banner = args.lang or "en"  # the notebooks' own languages are known only once they are read
+    print(text(messages.REPORT_GRADING_UNDER, banner).format(level=iso.describe(banner)), file=sys.stderr)
     bar = None
     if not args.no_progress and len(files) > 1:
         from tqdm import tqdm
@@ -46,7 +48,7 @@ def _grade(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(reports.full_json(results, iso))
     else:
-        print(reports.table(results, iso))
+        print(reports.table(results, iso, args.lang))
     if args.gradescope:
         if len(results) != 1:
             print("--gradescope needs exactly one submission", file=sys.stderr)

@@ -41,9 +41,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import landlock
+from autograder import landlock, messages
 from autograder.childfs import (NOBODY, ROOT_WITHOUT_CAPS, IsolationError, canonical_python,  # noqa: F401 (API)
                                 child_user, confinement_files, make_scratch, stage_tree)
+from autograder.i18n import text
 from autograder.launch import ChildSpec, LaunchPlan, plan_child, seccomp_program, signal_name  # noqa: F401 (API)
 
 LAYERS = ("namespaces", "landlock", "seccomp")
@@ -120,8 +121,8 @@ class Isolation:
             out.append(f"- {HOW_TO[layer]}" + (f" (here: {why})" if why else ""))
         return "\n".join(out)
 
-    def describe(self) -> str:
-        """One line for logs and reports."""
+    def describe(self, lang: str = "en") -> str:
+        """One line for logs and reports (``lang``: the report's language; the level's name stays)."""
         parts = []
         if "namespaces" in self.layers:
             parts.append(f"bwrap {self.offer.bwrap_version or '?'}")
@@ -129,10 +130,12 @@ class Isolation:
             parts.append(f"Landlock ABI {self.offer.landlock_abi}")
         user = child_user(self)
         if user == ROOT_WITHOUT_CAPS:
-            parts.append("child as uid 0 without capabilities")
+            parts.append(text(messages.ISO_ROOT_CHILD, lang))
         elif user is not None:
-            parts.append("each child as an unprivileged user of its own")
-        return self.level + (f" ({', '.join(parts)})" if parts else "")
+            parts.append(text(messages.ISO_OWN_USER, lang))
+        if not parts:
+            return self.level
+        return self.level + (f"（{'，'.join(parts)}）" if lang == "zh" else f" ({', '.join(parts)})")
 
     def to_json(self) -> dict:
         return {"level": self.level, "layers": list(self.layers), "kernel_enforced": self.kernel_enforced,

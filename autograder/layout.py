@@ -25,6 +25,7 @@ NOTEBOOKS = ROOT / "notebooks"
 TESTS = ROOT / "tests"
 KERNELS = ROOT / "kernels"
 DATA = ROOT / "data" if (ROOT / "data").is_dir() else ROOT / "pcw_data"  # a checkout, or pip-installed
+GLOSSARY = ROOT / "docs" / "glossary.md"
 README = ROOT / "README.md"
 README_ZH = ROOT / "README.zh.md"
 COURSE_TOML = ROOT / "course.toml"

@@ -70,3 +70,15 @@ TAMPERING = L("tampering: the grading process's result channel received {what} (
 NO_RESULTS = L("no check results arrived (did your code write to the grader's result channel?)",
                "没有收到任何检查结果（你的代码是不是往评分器的结果通道里写了东西？）")
 GRADER_ERROR = L("grader error: {error}", "评分器错误：{error}")
+
+# -- the grader's report (autograder.reports, autograder.gradescope, autograder.isolation) ----------
+REPORT_ISOLATION = L("isolation: {level}", "隔离级别：{level}")
+REPORT_GRADING_UNDER = L("grading under isolation: {level}", "评分使用的隔离级别：{level}")
+REPORT_GRADED_UNDER = L("Graded under isolation: {level}", "评分时的隔离级别：{level}")
+REPORT_ROW = L("{name}  (stage {stage})  score {score}/{total}", "{name}  （阶段 {stage}）  得分 {score}/{total}")
+REPORT_NOT_GRADED = L("{name}: NOT GRADED — {error}", "{name}：未评分 — {error}")
+REPORT_WARNING = L("warning: {w}", "警告：{w}")
+REPORT_HIDDEN_CHECKS = L("hidden checks", "隐藏检查")
+ISO_ROOT_CHILD = L("child as uid 0 without capabilities", "子进程以无特权能力的 uid 0 运行")
+ISO_OWN_USER = L("each child as an unprivileged user of its own", "每个子进程各用一个独立的非特权用户")
+CHECK_NAMED = L("{title} ({name})", "{title}（{name}）")

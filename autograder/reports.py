@@ -10,8 +10,11 @@ import json
 import os
 from pathlib import Path
 
+from autograder import messages
+from autograder.i18n import text
 from autograder.isolation import Isolation
 from autograder.results import SubmissionResult
+from autograder.textwidth import display_width, pad
 
 _CONTROL = {i: f"\\x{i:02x}" for i in [*range(32), 127]} | {10: "\\n", 13: "\\r", 9: "\\t"}
 
@@ -36,20 +39,35 @@ def full_json(results: list[SubmissionResult], iso: Isolation) -> str:
                       indent=1, ensure_ascii=False)
 
 
-def table(results: list[SubmissionResult], iso: Isolation) -> str:
-    lines = [f"isolation: {iso.describe()}"]
+def report_language(results: list[SubmissionResult], lang: str | None = None) -> str:
+    """The language of a report's shared lines: ``lang`` when given, else the one all its submissions
+    share, else English."""
+    if lang is not None:
+        return lang
+    langs = {r.lang for r in results}
+    return langs.pop() if len(langs) == 1 else "en"
+
+
+def table(results: list[SubmissionResult], iso: Isolation, lang: str | None = None) -> str:
+    """The report for people: a first line naming the isolation, then one block per submission in its
+    own language, columns padded by display width (a Chinese character takes two columns)."""
+    head = report_language(results, lang)
+    lines = [text(messages.REPORT_ISOLATION, head).format(level=iso.describe(head))]
     for r in results:
         name = shown_path(r.path)
         if not r.graded:
-            lines.append(f"{name}: NOT GRADED — {r.error}")
+            lines.append(text(messages.REPORT_NOT_GRADED, r.lang).format(name=name, error=r.error))
             continue
-        lines.append(f"{name}  (stage {r.stage})  score {r.score:g}/{r.max_score:g}")
-        width = max((len(t.id) for t in r.todos), default=0)
-        for t in r.todos:
+        lines.append(text(messages.REPORT_ROW, r.lang).format(name=name, stage=r.stage, score=f"{r.score:g}",
+                                                               total=f"{r.max_score:g}"))
+        width = max((display_width(t.id) for t in r.todos), default=0)
+        points = [f"{t.points:g}/{t.max_points:g}" for t in r.todos]
+        pwidth = max((display_width(p) for p in points), default=0)
+        for t, p in zip(r.todos, points):
             mark = "✅" if t.passed else "❌"
-            lines.append(f"  TODO {t.number}  {t.id:<{width}}  {t.points:g}/{t.max_points:g}  {mark} {t.message}")
+            lines.append(f"  TODO {t.number}  {pad(t.id, width)}  {pad(p, pwidth, '>')}  {mark} {t.message}")
         for w in r.warnings:
-            lines.append(f"  warning: {w}")
+            lines.append("  " + text(messages.REPORT_WARNING, r.lang).format(w=w))
     return "\n".join(lines)
 
 

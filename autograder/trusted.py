@@ -103,7 +103,7 @@ def leak_guard(stage: Stage) -> LeakGuard:
                 if files.learner(lang).exists():
                     nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
                     public += [cell_source(c) for c in nb["cells"]]
-            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {c.call}" for c in stage.checks]
+            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {_both(c.call)}" for c in stage.checks]
             public += [" ".join([t.id, t.target, *map(_both, (t.title, t.contract, *t.hints))]) for t in stage.todos]
             public += [_both(stage.title), _both(stage.summary), stage.subtitle]
             _guards[stage.id] = LeakGuard(secrets, public)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from autograder import data, messages
 from autograder.display import first_difference, show
-from autograder.i18n import text
+from autograder.i18n import language, text
 from autograder.probe import todo_of_function
 from autograder.spec import Check, Stage
 
@@ -28,6 +28,15 @@ class CheckVerdict:
 
 def check_title(check: Check, lang: str | None = None) -> str:
     return text(check.title, lang) or check.name
+
+
+def check_label(check: Check, lang: str | None = None) -> str:
+    """How a report names a check: its identifier in English; in Chinese its title with the identifier
+    after it (the identifier alone is English words run together)."""
+    title = text(check.title, lang)
+    if (lang or language()) != "zh" or not title or title == check.name:
+        return check.name
+    return text(messages.CHECK_NAMED, lang).format(title=title, name=check.name)
 
 
 def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None) -> CheckVerdict:
@@ -55,10 +64,10 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | Non
     if check.secret:
         return CheckVerdict(check, False, say(messages.QUIZ_WRONG, q=title), detail=[hint])
     if check.hidden:
-        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check.name), detail=[hint, *note])
+        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check_label(check, lang)), detail=[hint, *note])
     lines = []
     if check.call:
-        lines.append(f"{say(messages.INPUT)} {check.call}")
+        lines.append(f"{say(messages.INPUT)} {text(check.call, lang)}")
     lines += [f"{say(messages.EXPECTED)} {show(expected, lang)}", f"{say(messages.GOT)} {show(got, lang)}"]
     if expected["kind"] == got["kind"] == "ok":
         where = first_difference(data.decode(expected["value"]), data.decode(got["value"]), check.atol, lang=lang)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from autograder.i18n import tr
+
 
 class RadixServer:
     """A radix cache and the KV slots it shares, driven one request at a time.
@@ -23,7 +25,7 @@ class RadixServer:
 
     def __init__(self, cache: Any, capacity: int, *, batch: int = 0) -> None:
         if capacity <= 0 or batch < 0:
-            raise ValueError("capacity must be positive and batch non-negative")
+            raise ValueError(tr("capacity must be positive and batch non-negative", "capacity 必须是正数，batch 不能为负"))
         self.cache, self.capacity, self.batch = cache, capacity, batch
         self.free = list(range(capacity))  # a stack of free slot ids
         self.requests = self.hit_tokens = self.evicted_tokens = self.evict_calls = 0
@@ -41,7 +43,8 @@ class RadixServer:
                 free.extend(freed)
                 if need > len(free):
                     cache.dec_lock_ref(match.last_node)
-                    raise RuntimeError(f"a request needs {need} slots; only {len(free)} can be freed")
+                    raise RuntimeError(tr(f"a request needs {need} slots; only {len(free)} can be freed",
+                                          f"一个请求需要 {need} 个槽位，最多只能腾出 {len(free)} 个"))
             new_slots = free[len(free) - need:]
             del free[len(free) - need:]
             already = cache.insert(tokens, match.slots + new_slots)
@@ -63,10 +66,10 @@ class RadixServer:
             self.serve([tokens])
             if self.evict_calls:
                 return self.requests - start
-        raise ValueError("the stream ended before the cache filled up")
+        raise ValueError(tr("the stream ended before the cache filled up", "缓存还没填满，请求流就结束了"))
 
     def check(self) -> None:
         """The cache's own invariants, and no slot lost or duplicated."""
         self.cache.check_invariants()
         if self.cache.total_size + len(self.free) != self.capacity:
-            raise AssertionError("slots leaked: tree + free list != capacity")
+            raise AssertionError(tr("slots leaked: tree + free list != capacity", "槽位泄漏：树中槽位 + 空闲列表 != 容量"))

@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autograder.i18n import tr
 from kernels.cost_model import Calibration
 from kernels.flops import prefill_flops
 from kernels.model import ModelConfig
@@ -50,11 +51,11 @@ def latency_summary(values: Sequence[float], percentiles: Sequence[float] = PERC
     """
     xs = [float(v) for v in values]
     if not xs:
-        raise ValueError("no values to summarize")
+        raise ValueError(tr("no values to summarize", "没有可以汇总的数值"))
     if not all(math.isfinite(v) for v in xs):
-        raise ValueError("latencies must be finite numbers")
+        raise ValueError(tr("latencies must be finite numbers", "延迟必须是有限的数"))
     if any(not 0 <= p <= 100 for p in percentiles):
-        raise ValueError("percentiles must lie in [0, 100]")
+        raise ValueError(tr("percentiles must lie in [0, 100]", "分位数必须在 [0, 100] 之间"))
     summary: dict[str, float] = {"count": len(xs), "mean": sum(xs) / len(xs), "max": max(xs)}
     # TODO 1 (s07.latency_summary)
     ### BEGIN SOLUTION
@@ -94,7 +95,7 @@ def cache_accounting(ledger: Sequence[Mapping[str, int]], cfg: ModelConfig) -> d
     for i, entry in enumerate(ledger):
         n, hit, computed = entry["prompt_tokens"], entry["hit_tokens"], entry["computed_tokens"]
         if hit < 0 or computed < 1 or hit + computed != n:
-            raise ValueError(f"ledger entry {i} is inconsistent: {dict(entry)}")
+            raise ValueError(tr(f"ledger entry {i} is inconsistent: {dict(entry)}", f"账目第 {i} 条前后矛盾：{dict(entry)}"))
     # TODO 2 (s07.cache_accounting)
     ### BEGIN SOLUTION
     prompt = sum(e["prompt_tokens"] for e in ledger)
@@ -138,7 +139,8 @@ def predict_ttft(cfg: ModelConfig, computed: int, cached: int, cal: Calibration)
     除非 ``computed >= 1`` 且 ``cached >= 0``，否则抛出 ``ValueError``。
     """
     if computed < 1 or cached < 0:
-        raise ValueError(f"need computed >= 1 and cached >= 0, got {computed} and {cached}")
+        raise ValueError(tr(f"need computed >= 1 and cached >= 0, got {computed} and {cached}",
+                            f"要求 computed >= 1 且 cached >= 0，实际是 {computed} 和 {cached}"))
     # TODO 3 (s07.predict_ttft)
     ### BEGIN SOLUTION
     flops = prefill_flops(cfg, computed, cached)
@@ -182,11 +184,11 @@ def choose_setting(measurements: Sequence[Mapping[str, Any]], slo: Mapping[str, 
     返回被选中字典的副本。SLO 为空、或某个测量结果缺少 SLO 的指标时抛出 ``ValueError``。
     """
     if not slo:
-        raise ValueError("an SLO names at least one metric")
+        raise ValueError(tr("an SLO names at least one metric", "SLO 至少要指定一个指标"))
     for m in measurements:
         missing = [k for k in ("cache", "num_blocks", *slo) if k not in m]
         if missing:
-            raise ValueError(f"measurement {dict(m)} lacks {missing}")
+            raise ValueError(tr(f"measurement {dict(m)} lacks {missing}", f"测量结果 {dict(m)} 缺少 {missing}"))
     # TODO 4 (s07.choose_setting)
     ### BEGIN SOLUTION
     meeting = [m for m in measurements if _meets(m, slo)]

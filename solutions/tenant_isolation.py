@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from autograder.i18n import tr
 from solutions.s03_block_pool import Admission, BlockPool, PoolFullError
 
 ExtraKeys = Sequence[tuple[str, str]] | None
@@ -45,7 +46,7 @@ class TenantPool(BlockPool):
     def acting_for(self, tenant: str) -> Iterator[None]:
         """Admissions inside the ``with`` block are on behalf of ``tenant``."""
         if not isinstance(tenant, str):
-            raise TypeError("tenant must be a str")
+            raise TypeError(tr("tenant must be a str", "tenant 必须是 str"))
         previous, self.tenant = self.tenant, tenant
         try:
             yield
@@ -55,7 +56,8 @@ class TenantPool(BlockPool):
     def admit(self, request_id: str, tokens: Sequence[int], extra_keys: ExtraKeys = None) -> Admission:
         if self.extra_keys_for is not None:
             if self.tenant is None:
-                raise RuntimeError("a salted pool admits only inside acting_for(tenant)")
+                raise RuntimeError(tr("a salted pool admits only inside acting_for(tenant)",
+                                      "加盐的块池只在 acting_for(tenant) 内接纳请求"))
             extra_keys = self.extra_keys_for(self.tenant, extra_keys)
         return super().admit(request_id, tokens, extra_keys)
 
@@ -80,10 +82,11 @@ def make_tenant_workload(seed: int = 0, *, num_tenants: int = 8, shared_prompts:
     than a block: a short question, which is never cached, so only prompts compete for memory).
     """
     if num_tenants < 1 or shared_prompts < 0 or private_prompts < 0 or num_requests < 0:
-        raise ValueError("counts must be non-negative (and at least one tenant)")
+        raise ValueError(tr("counts must be non-negative (and at least one tenant)", "数量不能为负（且至少要有一个租户）"))
     if not 0.0 <= shared_fraction <= 1.0 or (shared_prompts == 0 and shared_fraction > 0) or \
             (private_prompts == 0 and shared_fraction < 1):
-        raise ValueError("shared_fraction must lie in [0, 1] and have prompts to pick from")
+        raise ValueError(tr("shared_fraction must lie in [0, 1] and have prompts to pick from",
+                            "shared_fraction 必须在 [0, 1] 之间，并且要有可选的提示词"))
     rng = random.Random(f"tenants/{seed}")
 
     def prompt() -> list[int]:
@@ -129,7 +132,8 @@ def replay(workload: Sequence[TenantRequest], *, extra_keys_for: ExtraKeysFor | 
             try:
                 admission = pool.admit(rid, req.tokens)
             except PoolFullError as exc:
-                raise ValueError(f"num_blocks={num_blocks} cannot hold one request") from exc
+                raise ValueError(tr(f"num_blocks={num_blocks} cannot hold one request",
+                                    f"num_blocks={num_blocks} 连一个请求都装不下")) from exc
         keys.update(pool.requests[rid].keys)
         pool.commit(rid)
         pool.release(rid)

@@ -243,7 +243,7 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
     expected = expected_outcomes(stage)
     trusted = [in_lang(x, lang) for lang in ("en", "zh") for x in [*(c.hint for c in stage.checks), *(c.title for c in stage.checks),
                                                                *(t.title for t in stage.todos)] if in_lang(x, lang)]
-    trusted += [c.call for c in stage.checks]
+    trusted += [in_lang(c.call, lang) for lang in ("en", "zh") for c in stage.checks if c.call]
     trusted += [display.show(expected[c.key]) for c in stage.checks if not c.hidden]
     public = [json.dumps(nbformat.read(S01.learner(), as_version=4)), S01.spec.read_text(encoding="utf-8")]
     public += [f"hidden check '{c.name}' failed | hint: check '{c.name}' failed | {c.name} | input: " for c in stage.checks]

@@ -53,10 +53,22 @@ STAGE = Stage(
                    "用一个字典记录每个 key 对应的第一个块。对每个候选块：先计数，再算一次它的 key，然后查字典。"
                    "key 没见过：记下这个块；key 见过且对应的是另一个块：这就是碰撞；key 见过且是同一个块："
                    "继续往下找。"),
-                 L("for block in candidates: tries += 1; key = key_of(block); earlier = seen.get(key); "
-                   "if earlier is None: seen[key] = block; elif earlier != block: return earlier, block, tries",
-                   "for block in candidates: tries += 1; key = key_of(block); earlier = seen.get(key); "
-                   "if earlier is None: seen[key] = block; elif earlier != block: return earlier, block, tries"),
+                 L("for block in candidates:\n"
+                   "    tries += 1\n"
+                   "    key = key_of(block)\n"
+                   "    earlier = seen.get(key)\n"
+                   "    if earlier is None:\n"
+                   "        ___\n"
+                   "    elif ___:\n"
+                   "        return earlier, block, tries",
+                   "for block in candidates:\n"
+                   "    tries += 1\n"
+                   "    key = key_of(block)\n"
+                   "    earlier = seen.get(key)\n"
+                   "    if earlier is None:\n"
+                   "        ___\n"
+                   "    elif ___:\n"
+                   "        return earlier, block, tries"),
              )),
         Todo("s08.fit_threshold", 2, target="fit_threshold", points=3,
              title=L("a hit/miss threshold from calibration samples", "用校准样本定出命中/未命中的阈值"),
@@ -83,12 +95,20 @@ STAGE = Stage(
                    "遍历排好序的不同取值里每一对相邻的 a < b；对 t = (a + b) / 2，数出大于等于 t 的命中样本和"
                    "小于 t 的未命中样本，只有当这个数严格小于目前最好的结果时才换成 t（严格小于：这样判错一样"
                    "多时留下的是最小的 t）。"),
-                 L("best_errors = len(hit) + len(miss) + 1; for a, b in zip(values, values[1:]): t = (a + b) / 2; "
-                   "errors = sum(x >= t for x in hit) + sum(x < t for x in miss); "
-                   "if errors < best_errors: best, best_errors = t, errors",
-                   "best_errors = len(hit) + len(miss) + 1; for a, b in zip(values, values[1:]): t = (a + b) / 2; "
-                   "errors = sum(x >= t for x in hit) + sum(x < t for x in miss); "
-                   "if errors < best_errors: best, best_errors = t, errors"),
+                 L("best, best_errors = values[0], len(hit) + len(miss) + 1\n"
+                   "for a, b in zip(values, values[1:]):\n"
+                   "    t = ___\n"
+                   "    # an error: a hit at or above t, or a miss below t\n"
+                   "    errors = ___\n"
+                   "    if ___:\n"
+                   "        best, best_errors = t, errors",
+                   "best, best_errors = values[0], len(hit) + len(miss) + 1\n"
+                   "for a, b in zip(values, values[1:]):\n"
+                   "    t = ___\n"
+                   "    # 判错：命中样本 >= t，或者未命中样本 < t\n"
+                   "    errors = ___\n"
+                   "    if ___:\n"
+                   "        best, best_errors = t, errors"),
              )),
         Todo("s08.detect_sharing", 3, target="detect_sharing", points=2,
              title=L("the one-sided KS audit of Gu et al.", "Gu 等人的单侧 KS 审计"),
@@ -99,8 +119,8 @@ STAGE = Stage(
                  "faster), by SciPy's default method. Set detected to whether that p-value is below alpha.\n"
                  "Invariant: hits that are slower than misses are never reported as sharing.",
                  "把 statistic 和 p_value 设为 SciPy\n"
-                 "两样本 Kolmogorov-Smirnov 检验（命中样本对未命中样本）的结果：单侧检验，备择假设是 hit\n"
-                 "的经验 CDF 位于 miss 的上方（命中更快），用 SciPy 的默认方法计算。detected 设为这个\n"
+                 "两样本 Kolmogorov-Smirnov 检验（命中样本对未命中样本）的结果：单侧检验，备择假设是命中样本\n"
+                 "的经验 CDF 位于未命中样本的上方（命中更快），用 SciPy 的默认方法计算。detected 设为这个\n"
                  "p 值是否小于 alpha。\n"
                  "不变量：命中比未命中慢时，绝不报告为共享。"),
              hints=(
@@ -113,10 +133,12 @@ STAGE = Stage(
                    "compare the p-value (not the statistic) with alpha.",
                    "调用 SciPy 的 ks_2samp，命中样本放在前面，备择假设选“第一个 CDF 更大”；method 用默认值。"
                    "结果里有统计量和 p 值；拿 p 值（不是统计量）和 alpha 比较。"),
-                 L("result = stats.ks_2samp(hit, miss, alternative=\"greater\"); "
-                   "statistic, p_value = result.statistic, result.pvalue; detected = p_value < alpha",
-                   "result = stats.ks_2samp(hit, miss, alternative=\"greater\"); "
-                   "statistic, p_value = result.statistic, result.pvalue; detected = p_value < alpha"),
+                 L("result = stats.ks_2samp(hit, miss, alternative=___)\n"
+                   "statistic, p_value = result.statistic, result.pvalue\n"
+                   "detected = ___",
+                   "result = stats.ks_2samp(hit, miss, alternative=___)\n"
+                   "statistic, p_value = result.statistic, result.pvalue\n"
+                   "detected = ___"),
              )),
         Todo("s08.tenant_extra_keys", 4, target="tenant_extra_keys", points=3,
              title=L("per-tenant salts in the block keys", "在块 key 里按租户加盐"),
@@ -136,19 +158,25 @@ STAGE = Stage(
              hints=(
                  L("Stage 2's chained keys already mix the extra keys (a LoRA adapter, a cache salt) into every "
                    "block key. A per-tenant salt is one more extra key: the hash then keeps tenants apart for you.",
-                   "第 2 阶段的链式 key 已经把附加 key（LoRA 适配器、cache salt）混进了每个块 key。按租户加盐"
+                   "第 2 阶段的链式 key 已经把附加 key（LoRA 适配器、缓存盐值）混进了每个块 key。按租户加盐"
                    "就是再多加一个附加 key：哈希会替你把不同租户分开。"),
                  L("Validate first (an empty tenant; a request that already names a tenant), then copy the "
                    "request's extra keys into a new list and append the tenant's own pair, with TENANT_KIND as "
                    "its kind (not 'salt': a tenant called x must not look like a salt x).",
                    "先做校验（租户为空；请求自己写了租户），再把请求的附加 key 复制到一个新列表里，并追加租户"
                    "自己的一对 key，种类用 TENANT_KIND（不要用 'salt'：名叫 x 的租户不能和值为 x 的盐值混淆）。"),
-                 L("if not tenant: raise ValueError(...); keys = list(extra_keys or ()); "
-                   "if any(kind == TENANT_KIND for kind, _ in keys): raise ValueError(...); "
-                   "keys.append((TENANT_KIND, tenant))",
-                   "if not tenant: raise ValueError(...); keys = list(extra_keys or ()); "
-                   "if any(kind == TENANT_KIND for kind, _ in keys): raise ValueError(...); "
-                   "keys.append((TENANT_KIND, tenant))"),
+                 L("if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys = list(extra_keys or ())\n"
+                   "if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys.append(___)",
+                   "if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys = list(extra_keys or ())\n"
+                   "if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys.append(___)"),
              )),
     ],
     quiz=Quiz(number=5, points=2, questions=(
@@ -415,7 +443,7 @@ def calibrate_then_hold_out(impl):
              title=L("faster hits are detected", "命中更快时能检测出来"),
              hint=L("Return SciPy's two-sample KS statistic and p-value for hits against misses, one-sided in the "
                     "direction 'hit's CDF lies above miss's', and detected = p-value below alpha.",
-                    "返回 SciPy 两样本 KS 检验（命中对未命中）的统计量和 p 值，单侧方向是“hit 的 CDF 位于 miss "
+                    "返回 SciPy 两样本 KS 检验（命中对未命中）的统计量和 p 值，单侧方向是“命中样本的 CDF 位于未命中样本"
                     "之上”；detected 表示 p 值小于 alpha。"))
 def hits_faster_is_detected(impl):
     hit, miss = ttft_samples(2, 30, 30)

@@ -148,7 +148,7 @@ def small_samples(impl):
 @STAGE.check("s08.detect_sharing", hidden=True, sibling="hits_slower_is_not_sharing", atol=ATOL,
              hint=L("The statistic is the largest amount by which hit's CDF exceeds miss's, not the largest gap in "
                     "either direction.",
-                    "统计量是 hit 的 CDF 超出 miss 的 CDF 的最大量，而不是两个方向上的最大差距。"))
+                    "统计量是命中样本的 CDF 超出未命中样本的 CDF 的最大量，而不是两个方向上的最大差距。"))
 def crossing_cdfs(impl):
     # hits are faster at the bottom and slower at the top: the two one-sided statistics differ
     return ks(impl.detect_sharing([1.0, 1.1, 1.2, 5.0, 5.1, 5.2, 5.3, 5.4], [2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7]))

@@ -98,11 +98,11 @@
 # | 5 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
+from solutions.predictions import why
 import json
 import random
 import statistics
 import time
-import unicodedata
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -110,6 +110,8 @@ import torch
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
+from autograder.plots import log_axis
+from autograder.textwidth import pad as pad_columns
 from kernels import cost_model
 from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM
@@ -294,7 +296,7 @@ print(tr(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg
 # `solutions/serving_workloads.py` 生成四种流量，规模调到在 2 核 CPU 上每次运行一两秒（token id 是随机的；
 # 共享前缀就是*同一串* id）：
 # - **共享前缀**：4 个 512 token 的 system prompt，每个配 12 个 16–48 token 的问题，打乱顺序，按每秒 12 个请求的
-#   泊松过程到达。它仿照 SGLang 的 *generated shared prefix* 基准测试，正是前缀缓存要解决的典型场景。
+#   泊松过程到达。它仿照 SGLang 的 `generated shared prefix` 基准测试，正是前缀缓存要解决的典型场景。
 # - **多轮对话**：来自 Mooncake conversation trace（Kimi 线上流量）的完整对话，每一轮都把历史重新发一遍；
 #   trace 里 512 token 的块缩成 16 个 token，时间戳也按比例缩短。这里的复用是真实的，但每个对话的第一轮一定未命中。
 # - **各不相同的提示词**：40 个 256–768 token 的提示词，彼此什么都不共享，连第一个 token 都不同。在这里缓存只会
@@ -323,8 +325,7 @@ def pad(text, width):
     [zh]
     把 ``text`` 在表格里右对齐到 ``width`` 列（一个汉字占两列）。
     """
-    columns = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in str(text))
-    return " " * max(0, width - columns) + str(text)
+    return pad_columns(text, width, ">")
 
 
 
@@ -451,13 +452,7 @@ with demo("s07.cache_accounting"):
         print(f"{pad(LABELS[name], 16)} {acct['hit_rate']:>9.1%} {acct['requests_with_hit']:>6}/{acct['requests']:<6} "
               f"{acct['saved_fraction']:>12.1%}")
     shared = accounts["shared_prefix"]
-    reveal(my_guess, round(shared["hit_rate"], 2),
-           tr(f"Each group's first request misses; the other 11 hit all 512 prefix tokens and none of their question: "
-              f"44 × 512 hit tokens over about 48 × 544 prompt tokens. The FLOPs saved ({shared['saved_fraction']:.0%}) "
-              f"are a little lower: the questions still attend to the cached prefix.",
-              f"每组的第一个请求未命中；其余 11 个命中全部 512 个前缀 token，问题部分一个也不命中：44 × 512 个命中 token，"
-              f"除以大约 48 × 544 个提示词 token。省下的 FLOPs（{shared['saved_fraction']:.0%}）略低一些：问题部分仍要"
-              f"对缓存的前缀做 attention。"))
+    reveal(my_guess, round(shared["hit_rate"], 2), why("s07.my_guess", saved=shared["saved_fraction"]), within=0.03)
 
 # %% [markdown] lang="en"
 # ## Cache on vs off, side by side
@@ -582,8 +577,7 @@ with demo("s07.latency_summary"):
             ax.step(ttft, [(i + 1) / len(ttft) for i in range(len(ttft))], where="post", color=colour,
                     label=tr("cache on", "开缓存") if cache else tr("cache off", "关缓存"))
             ax.axvline(latency_summary(ttft)["p90"], color=colour, ls=":", lw=1)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        log_axis(ax, "x")
         ax.set_title(LABELS[name], fontsize=10)
         ax.set_xlabel(tr("TTFT (ms)", "TTFT（毫秒）"))
         ax.grid(alpha=0.3)
@@ -646,13 +640,7 @@ with demo("s07.latency_summary"):
     plt.show()
     on, off = row("shared_prefix", True), row("shared_prefix", False)
     change = on["tpot_p50"] / off["tpot_p50"] - 1
-    reveal(my_guess_2, "A" if change < -0.1 else "C" if change > 0.1 else "B",
-           tr(f"TPOT p50 changed by {change:+.0%}. A decode step at the same batch size costs about the same either way "
-              f"(right). What changes is what happens *between* a request's decode steps: prefills run first, so "
-              f"every newcomer's prefill stalls all running requests, and cached prefills are much shorter.",
-              f"TPOT p50 变化了 {change:+.0%}。批大小相同时，一个 decode 步骤无论开不开缓存耗时都差不多（右图）。变的是"
-              f"一个请求两次 decode 步骤*之间*发生的事：prefill 优先，所以每个新请求的 prefill 都会让所有正在运行的请求"
-              f"停下来等，而带缓存的 prefill 短得多。"))
+    reveal(my_guess_2, "A" if change < -0.1 else "C" if change > 0.1 else "B", why("s07.my_guess_2", change=change))
 
 # %% [markdown] lang="en"
 # ### Why TPOT moved, honestly
@@ -842,8 +830,8 @@ with demo("s07.predict_ttft"):
     ax.plot(span, span, "k-", lw=0.8)
     ax.fill_between(span, [s * 0.8 for s in span], [s * 1.2 for s in span], color="grey", alpha=0.15,
                     label=tr("±20 %", "±20%"))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axis(ax, "x")
+    log_axis(ax, "y")
     ax.set_xlabel(tr("measured prefill (ms)", "实测 prefill（毫秒）"))
     ax.set_ylabel(tr("predicted prefill (ms)", "预测 prefill（毫秒）"))
     ax.legend(fontsize=7, ncol=2)
@@ -1001,13 +989,7 @@ with demo("s07.choose_setting"):
     ax2.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
-    reveal(my_guess_3, chosen["num_blocks"] if chosen else 0,
-           tr("Below the cliff the cache is on but nothing hits, so p90 stays where it is without the cache. Once the "
-              "pool holds the 12 prefixes next to the running requests, most tokens hit and the burst drains fast. The "
-              "rule takes the first size past the cliff: more memory would buy nothing the SLO asks for.",
-              "在悬崖之前，缓存虽然开着却什么也命中不了，所以 p90 和不开缓存时一样。一旦块池在正在运行的请求之外还能留住"
-              "这 12 个前缀，大部分 token 都会命中，这阵突发流量很快就被消化掉。规则选的是越过悬崖后的第一个大小："
-              "再多的显存也换不来 SLO 要求的任何东西。"))
+    reveal(my_guess_3, chosen["num_blocks"] if chosen else 0, why("s07.my_guess_3"))
 
 # %% [markdown] lang="en"
 # ## When prefix caching does not help
@@ -1177,7 +1159,7 @@ with demo("s07.choose_setting"):
 #
 # ## 延伸阅读
 # - Zheng 等，*SGLang: Efficient Execution of Structured Language Model Programs*，NeurIPS 2024：RadixAttention，以及
-#   它的服务基准测试；我们的第一种负载仿照的就是其中的 *generated shared prefix* 数据集
+#   它的服务基准测试；我们的第一种负载仿照的就是其中的 `generated shared prefix` 数据集
 #   （`python -m sglang.bench_serving --dataset-name generated-shared-prefix`）。
 # - Qin 等，*Mooncake: Trading More Storage for Less Computation — A KVCache-centric Architecture for Serving LLM
 #   Chatbot*，USENIX FAST 2025：多轮对话 trace 的出处；也讲了当工作集比 GPU 显存还大时，服务商怎么做（增加 KV 存储

@@ -95,6 +95,8 @@
 # **用时：** 约 75 分钟。
 
 # %% setup="course"
+from solutions.predictions import why
+from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
 # The experiments use stage 6's engine on a tiny model with seeded random weights (enough to tell whether
@@ -206,13 +208,11 @@ with demo("s08.birthday_search"):
         assert all(a != b and key_of(a) == key_of(b) for a, b, _ in runs)
         mean_tries[bits] = statistics.mean(tries for _, _, tries in runs)
     print(tr(f"{'bits':>4} {'keys':>10} {'mean tries':>10} {'sqrt(pi/2 * 2^bits)':>20}",
-             f"{'位数':>4} {'key 总数':>10} {'平均尝试次数':>10} {'sqrt(pi/2 * 2^bits)':>20}"))
+             f"{pad('位数', 4, '>')} {pad('key 总数', 10, '>')} {pad('平均尝试次数', 10, '>')} {'sqrt(pi/2 * 2^bits)':>20}"))
     for bits in widths:
         print(f"{bits:>4} {2 ** bits:>10,} {mean_tries[bits]:>10.0f} {expected_birthday_tries(bits):>20.0f}")
     measured["birthday_tries_16"] = mean_tries[16]
-    reveal(my_guess, mean_tries[16],
-           tr("Any two blocks may collide: about sqrt(pi/2 * 65,536) = 321 tries, not 65,536.",
-              "任意两个块都可能碰撞：大约 sqrt(pi/2 * 65,536) = 321 次，而不是 65,536 次。"))
+    reveal(my_guess, mean_tries[16], why("s08.my_guess"), within=100)
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(widths, [mean_tries[b] for b in widths], "o-", label=tr("measured (mean of 20)", "实测（20 次平均）"))
     ax.plot(widths, [expected_birthday_tries(b) for b in widths], "--", label="sqrt(pi/2 * 2^k)")
@@ -266,16 +266,12 @@ with demo("s08.birthday_search"):
              TokenCheckedPool(64, 16, key_bits=16)]
     outcomes = [collision_demo(model, prompts, pool) for pool in pools]
     print(tr(f"{'pool':<26} {'hit tokens':>10} {'max |dlogits|':>13} {'same 1st token':>14} {'wrong KV':>8}",
-             f"{'块池':<26} {'命中 token':>10} {'最大 |dlogits|':>13} {'首 token 相同':>14} {'KV 错误':>8}"))
+             f"{pad('块池', 26, '<')} {pad('命中 token', 10, '>')} {pad('最大 |dlogits|', 13, '>')} {pad('首 token 相同', 14, '>')} {pad('KV 错误', 8, '>')}"))
     for o in outcomes:
-        print(f"{o.pool:<26} {o.hit_tokens:>10} {o.max_abs_diff:>13.2e} {str(o.same_argmax):>14} {str(o.wrong_kv):>8}")
+        print(f"{pad(o.pool, 26)} {o.hit_tokens:>10} {o.max_abs_diff:>13.2e} {str(o.same_argmax):>14} {str(o.wrong_kv):>8}")
     measured["collision_max_dlogits"] = outcomes[0].max_abs_diff
     measured["sha256_hit_tokens"] = outcomes[1].hit_tokens
-    reveal(my_guess_2, outcomes[0].hit_tokens,
-           tr("A chained key sees its parent only through the parent's key: once block 0 collides, the identical "
-              "later blocks get identical keys too, so all 4 full blocks (64 tokens) hit, with the wrong KV.",
-              "链式 key 只通过父 key 看到前面的内容：第 0 个块一旦碰撞，后面 token 相同的块 key 也完全相同，"
-              "于是 4 个满块（64 个 token）全部命中，拿到的却是错误的 KV。"))
+    reveal(my_guess_2, outcomes[0].hit_tokens, why("s08.my_guess_2"))
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.barh([o.pool for o in outcomes], [max(o.max_abs_diff, 1e-8) for o in outcomes], color=["C3", "C2", "C2", "C2"])
     ax.set_xscale("log")
@@ -414,7 +410,7 @@ lengths = [0, 8, 16, 32, 64, 128]
 shared.warm_up(max(lengths) + 16)
 sweep = prefix_sweep(shared, lengths, n=25)
 print(tr(f"{'shared L':>8} {'served':>6} {'hit ms':>7} {'miss ms':>7} {'AUC':>5} {'robust d':>8}",
-         f"{'共享 L':>8} {'缓存提供':>6} {'命中 ms':>7} {'未命中 ms':>7} {'AUC':>5} {'稳健 d':>8}"))
+         f"{pad('共享 L', 8, '>')} {pad('缓存提供', 6, '>')} {pad('命中 ms', 7, '>')} {pad('未命中 ms', 7, '>')} {'AUC':>5} {pad('稳健 d', 8, '>')}"))
 for p in sweep:
     e = effect_size(p.samples.hit, p.samples.miss)
     print(f"{p.shared_len:>8} {p.served_tokens:>6} {e['median_hit_ms']:>7.3f} {e['median_miss_ms']:>7.3f} "
@@ -534,7 +530,7 @@ with demo("s08.fit_threshold"):
 with demo("s08.detect_sharing"):
     audits = [(p.shared_len, *detect_sharing(p.samples.hit, p.samples.miss)) for p in sweep]
     print(tr(f"{'shared L':>8} {'KS D':>5} {'p-value':>9} {'detected':>8}   (alpha = 0.001, 25 + 25 samples)",
-             f"{'共享 L':>8} {'KS D':>5} {'p 值':>9} {'检测到':>8}   （alpha = 0.001，25 + 25 个样本）"))
+             f"{pad('共享 L', 8, '>')} {'KS D':>5} {pad('p 值', 9, '>')} {pad('检测到', 8, '>')}   （alpha = 0.001，25 + 25 个样本）"))
     for shared_len, d, p_value, detected in audits:
         print(f"{shared_len:>8} {d:>5.2f} {p_value:>9.1e} {str(detected):>8}")
     at64 = next(p for p in sweep if p.shared_len == 64).samples
@@ -597,7 +593,7 @@ print(tr(f"one shared cache: {r.correct}/{r.trials} secrets recovered = {r.accur
 # %% [markdown] lang="zh"
 # ## 第三部分 · 修复：每个租户一个盐值
 #
-# 解药放在第 2 阶段早就放 LoRA 适配器和 cache salt 的地方：混进每个块 key 的**附加 key**。把租户作为
+# 解药放在第 2 阶段早就放 LoRA 适配器和缓存盐值（cache salt）的地方：混进每个块 key 的**附加 key**。把租户作为
 # 又一个附加 key，同一个提示词由两个租户发出，就会得到两条不同的 key 链：它们永远不共享块，谁也没法给
 # 对方计时。同一个租户仍然能命中自己的块。vLLM 对 CVE-2025-46570 的修复正是这个思路：每个请求可以带一个
 # 可选的 `cache_salt`，混进第一个块的 key（链式 key 会把它传给后面的每个块）；只有盐值相同的请求才共享块。
@@ -645,7 +641,7 @@ with demo("s08.tenant_extra_keys"):
     recovery["salted"] = recover_secret(salted, num_candidates=8, secret_len=128, trials=40)
     measured["auc_by_length_salted"] = {p.shared_len: round(p.auc, 2) for p in salted_sweep}
     auc_shared = {p.shared_len: p.auc for p in sweep}
-    print(tr(f"\n{'shared L':>8} {'AUC one cache':>13} {'AUC salted':>10}", f"\n{'共享 L':>8} {'AUC 共用缓存':>13} {'AUC 加盐':>10}"))
+    print(tr(f"\n{'shared L':>8} {'AUC one cache':>13} {'AUC salted':>10}", f"\n{pad('共享 L', 8, '>')} {pad('AUC 共用缓存', 13, '>')} {pad('AUC 加盐', 10, '>')}"))
     for p in salted_sweep:
         print(f"{p.shared_len:>8} {auc_shared[p.shared_len]:>13.2f} {p.auc:>10.2f}")
     print()
@@ -658,16 +654,7 @@ with demo("s08.tenant_extra_keys"):
     s = recovery["salted"]
     measured["recovery_salted"] = f"{s.correct}/{s.trials}"
     chance_inside = s.ci95[0] <= s.chance <= s.ci95[1]
-    reveal(my_guess_3, s.accuracy,
-           tr("With salts the attacker's probes never hit the victim's blocks, so its guess is a roll of an "
-              "8-sided die: right about 1/8 of the time. ", "加盐之后，攻击者的探测永远命中不了受害者的块，"
-              "它的猜测就像掷一个 8 面骰子：大约 1/8 的时候猜对。")
-           + (tr("This run's 95% interval contains 1/8: chance, within the noise of 40 trials.",
-                 "这次运行的 95% 置信区间包含 1/8：就是瞎猜，落在 40 次试验的噪声范围内。") if chance_inside else
-              tr("This run's 95% interval misses 1/8: the attacker still got 0 cached tokens (see above), so the "
-                 "gap is timing noise of this busy machine; run the cell again.",
-                 "这次运行的 95% 置信区间没有包含 1/8：攻击者拿到的缓存 token 仍然是 0（见上面），所以这点差距"
-                 "是这台繁忙机器的计时噪声；可以再运行一次这个单元。")))
+    reveal(my_guess_3, s.accuracy, why("s08.my_guess_3", chance_inside=chance_inside), within=0.06)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
     left.plot(lengths, [p.auc for p in sweep], "o-", label=tr("one shared cache", "共用一个缓存"))
     left.plot(salted_lengths, [p.auc for p in salted_sweep], "s-", label=tr("salted per tenant", "按租户加盐"))
