@@ -32,7 +32,7 @@ from autograder.staging import GradingRun
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, describe, run_child
 from autograder.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
-from autograder.verdict import CheckVerdict, check_label, check_title, judge
+from autograder.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -116,22 +116,31 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     n_setup = len(setup_cells(stage))
     n_cells = n_setup + len(sub.cells)  # what the child was sent: a cell number outside it is not believed
 
-    verdicts, first_fail = [], None
+    judged: list[tuple[Check, CheckVerdict | None, dict | None]] = []
     for c in checks:
-        if c.key in outcomes:
-            raw = dict(outcomes[c.key])
-            v = _judge(stage, c, expected[c.key], raw, lang)
-            if not v.passed:
-                # only a TODO's first failing check shows the learner's value (see autograder.disclosure)
-                shows_value = first_fail is None and not (c.hidden and out.titles_only)
-                v = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang, take if shows_value else None)
-            line = v.summary if v.passed else _one_line(v.summary, v.detail)
-            verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
-            if not v.passed and first_fail is None:
-                first_fail = v
-        else:
-            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
+        raw = dict(outcomes[c.key]) if c.key in outcomes else None
+        judged.append((c, None if raw is None else _judge(stage, c, expected[c.key], raw, lang), raw))
+    # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
+    # about the mistake made) and the others are named after it.
+    failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
+    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]
 
+    verdicts, shown_of = [], {}
+    for c, v, raw in judged:
+        if v is None:
+            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
+            continue
+        if not v.passed:
+            # only the leading failure shows the learner's value (see autograder.disclosure): the values
+            # of the other failing checks, hidden ones included, never reach the report
+            shows_value = v is lead and not (c.hidden and out.titles_only)
+            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,
+                                             take if shows_value else None)
+            v = shown_of[id(v)]
+        line = v.summary if v.passed else _one_line(v.summary, v.detail)
+        verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
+    ordered = [shown_of[id(v)] for v in ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw))]
+    first_fail = ordered[0] if ordered else None
     n_hidden = sum(c.hidden for c in checks)
     stopped_in = _check(stage, said.check)
     hidden_fail = (first_fail is not None and first_fail.check.hidden) or (stopped_in is not None and stopped_in.hidden)
@@ -158,6 +167,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
             text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
+        others = [v for v in ordered[1:] if not v.not_implemented]
+        if others:
+            message += " | " + text(messages.ALSO_FAILING, lang).format(titles="; ".join(
+                _failed_name(v.check, lang) for v in others))
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:
@@ -221,6 +234,13 @@ def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | No
             raise  # the reference failed its own check: that is a grader bug, reported as such
         return CheckVerdict(check, False, check.name if not check.hidden else f"hidden check '{check.name}' failed",
                             ["the result your code produced could not be read"])
+
+
+def _failed_name(check: Check, lang: str | None) -> str:
+    """How a report names a failed check: a public check by its title, a hidden one by its name only."""
+    if check.hidden:
+        return text(messages.HIDDEN_FAILED, lang).format(name=check.name)
+    return check_title(check, lang)
 
 
 def _cell_error(err: CellError, guard: LeakGuard, take: Callable[[str], str], n_cells: int) -> str:

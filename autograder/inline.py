@@ -21,7 +21,7 @@ from autograder.blame import calls_recorded, find_blame, names_outside_graded_ce
 from autograder.i18n import text
 from autograder.probe import innermost_function, reference_outcome, run_probe, todo_of_function
 from autograder.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
-from autograder.verdict import CheckVerdict, judge
+from autograder.verdict import CheckVerdict, judge, lead_first
 
 INLINE_TIME_LIMIT_S = 10
 
@@ -153,7 +153,9 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
     kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
     print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
                                                   total=len(report.verdicts), kind=kind))
-    for v in report.verdicts:
+    # the failure to fix first leads: the most specific failing check, then the other failures, then the passes
+    shown = lead_first([v for v in report.verdicts if not v.passed]) + [v for v in report.verdicts if v.passed]
+    for v in shown:
         print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
         for line in v.detail:
             print(f"       {line}")

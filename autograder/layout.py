@@ -113,6 +113,11 @@ class StageFiles:
         return f"tests.mutants_{self.id}"
 
     @property
+    def alternatives_module(self) -> str:
+        """Correct answers written other ways than the reference (optional file)."""
+        return f"tests.alternatives_{self.id}"
+
+    @property
     def reference_tests(self) -> Path:
         return TESTS / f"test_{self.id}_reference.py"
 

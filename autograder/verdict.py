@@ -88,3 +88,9 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | Non
         if where:
             lines.append(f"{say(messages.WHERE)} {where}")
     return CheckVerdict(check, False, title, detail=[*lines, hint, *note])
+
+
+def lead_first(failed: list[CheckVerdict]) -> list[CheckVerdict]:
+    """Failed verdicts of one TODO, the one to lead with first: the most specific check (the narrowest
+    mistake, whose hint is about the mistake made), then the stage's order."""
+    return sorted(failed, key=lambda v: -v.check.specificity)
