@@ -1,4 +1,4 @@
-"""``check()`` and ``demo()``: instant feedback inside a learner's notebook.
+"""``check()``: instant feedback inside a learner's notebook (``demo()`` lives in :mod:`autograder.demos`).
 
 Plain Python (no Jupyter extension), so it works the same on Colab, ModelScope and a laptop.
 Public expected values come from ``autograder/expected/sNN.json``, generated from the reference;
@@ -19,7 +19,7 @@ from typing import Iterator
 from autograder import layout, messages, twins
 from autograder.blame import as_graded, calls_recorded, find_blame, names_outside_graded_cells
 from autograder.i18n import text
-from autograder.probe import innermost_function, reference_outcome, run_probe, todo_of_function
+from autograder.probe import reference_outcome, run_probe
 from autograder.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
 from autograder.verdict import CheckVerdict, judge
 
@@ -170,14 +170,3 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
         print("  ⚠️ " + text(messages.NAME_OUTSIDE, lang).format(label=own.label, name=name))
     if report.passed and not report.hidden:
         print("  " + text(messages.VISIBLE_ONLY, lang))
-
-
-@contextlib.contextmanager
-def demo(todo_id: str) -> Iterator[None]:
-    """Run a demo that uses learner code; until the TODOs it needs are done, say so instead of failing."""
-    stage = load_stage(stage_of(todo_id), hidden=False)
-    try:
-        yield
-    except NotImplementedError as exc:
-        todo = todo_of_function(stage, innermost_function(exc.__traceback__)) or stage.todo(todo_id)
-        print(text(messages.FINISH_TO_SEE).format(label=todo.label))
