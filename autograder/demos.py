@@ -13,7 +13,7 @@ code. While one of them is unfinished or fails, the cell prints one line naming 
 
 When the body runs, it runs under two bounds, so that no learner bug can hang or kill the kernel: a
 time limit, and a cap on the memory the kernel may add. Whatever stops it (a bound, a
-:class:`~autograder.faults.BadResult` from given code that checked a learner's value, any other
+:class:`~solutions.contract.ResultError` from given code that checked a learner's value, any other
 exception) ends the cell with one line that names the TODO to look at, never a traceback through
 the course's code. ``KeyboardInterrupt`` (the stop button) is left alone.
 
@@ -32,7 +32,6 @@ import types
 from dataclasses import dataclass
 
 from autograder import messages
-from autograder.faults import BadResult
 from autograder.i18n import text
 from autograder.spec import Stage, Todo, load_stage, stage_of
 
@@ -173,6 +172,7 @@ class demo(contextlib.AbstractContextManager):  # noqa: N801 - used like a funct
             raise ValueError("demo() names one or more TODO ids of one stage")
         self.stage = load_stage(stage_of(todo_ids[0]), hidden=False)
         self.needs = sorted({self.stage.todo(t) for t in todo_ids}, key=lambda t: t.number)
+        self._ids = {t.id for t in self.stage.todos}
         self.limit_s = limit_s or DEMO_TIME_LIMIT_S
         self._skipping = False
         self._limits: _Limits | None = None
@@ -215,8 +215,8 @@ class demo(contextlib.AbstractContextManager):  # noqa: N801 - used like a funct
 
     def explain(self, exc: BaseException, tb: types.TracebackType | None, limits: _Limits) -> str:
         """The one line that says which TODO to look at after ``exc`` stopped the body."""
-        if isinstance(exc, BadResult):
-            return "❌ " + exc.line()
+        if getattr(exc, "todo", None) in self._ids and callable(getattr(exc, "line", None)):
+            return "❌ " + exc.line()  # given code checked the value and named its TODO (a ResultError)
         codes = {code: t for t in self.stage.todos if (code := _target_code(t, self._namespace)) is not None}
         error = _error_text(exc, limits)
         culprit = _todo_in_traceback(tb, codes)

@@ -337,7 +337,7 @@ my_guess = None  # your prediction: "A", "B" or "C"
 # zh: 你的预测："A"、"B" 或 "C"
 
 # %%
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     engine = PagedPrefiller(model, num_blocks=64, block_size=4)
     rng = random.Random(0)
     system = [rng.randrange(cfg.vocab_size) for _ in range(64)]
@@ -504,7 +504,7 @@ def measure_ttft(engine, model, system, question_len, reps, rng):
     return min(full_t), min(cached_t)
 
 
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     device = default_device()
     kernel_name, kernel = paged_attention_for(device)
     rows.clear()
@@ -628,7 +628,7 @@ my_guess_4 = None  # your prediction: hit tokens per request in the second round
 # zh: 你的预测：第二轮每个请求命中的 token 数
 
 # %%
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     rng = random.Random(3)
     systems = [[rng.randrange(cfg.vocab_size) for _ in range(32)] for _ in "ABC"]
 
