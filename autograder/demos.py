@@ -140,7 +140,7 @@ class _Limits:
                 avail_kb = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
         except (ImportError, OSError, StopIteration, ValueError):
             return  # not Linux: no cap
-        add = min(DEMO_MEMORY_GB << 20, int(avail_kb * 0.8)) << 10
+        add = int(min(DEMO_MEMORY_GB * 2**20, avail_kb * 0.8)) << 10
         self.memory_gb = round(add / 2**30, 1)
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         cap = size_kb * 1024 + add

@@ -88,6 +88,30 @@ def snapshot(cache: Any, after: str | None = None) -> tuple[NodeSnapshot, ...]:
     return tuple(out)
 
 
+def cached_length(nodes: Sequence[NodeSnapshot], tokens: Sequence[int], page_size: int = 1) -> int:
+    """How many leading ``tokens`` the snapshot's tree holds (whole pages), read from the snapshot alone."""
+    children: dict[int | None, list[NodeSnapshot]] = {}
+    for n in nodes:
+        children.setdefault(n.parent, []).append(n)
+    node, pos = nodes[0] if nodes else None, 0
+    while node is not None and pos < len(tokens):
+        step = None
+        for child in children.get(node.id, []):
+            common = 0
+            while common < len(child.key) and pos + common < len(tokens) and child.key[common] == tokens[pos + common]:
+                common += 1
+            common -= common % page_size
+            if common:
+                step = (child, common)
+                break
+        if step is None:
+            break
+        child, common = step
+        pos += common
+        node = child if common == len(child.key) else None
+    return pos
+
+
 def token_text(tokens: Sequence[int], decode: Decode | None = None, limit: int = 14) -> str:
     """A short label for a run of tokens: decoded text if ``decode`` is given, else the ids."""
     if decode is not None:
@@ -206,10 +230,12 @@ class RadixView:
         """``cache.insert``; without ``slots``, fresh slot ids are made up for the picture."""
         tokens = list(tokens)
         slots = [next(self._slots) for _ in tokens] if slots is None else list(slots)
+        cached = cached_length(self.steps[-1].nodes, tokens, getattr(self.cache, "page_size", 1))
         already = self.cache.insert(tokens, slots)
-        expect(isinstance(already, int) and not isinstance(already, bool) and 0 <= already <= len(tokens),
-               "s05.insert", f"{already!r} for {len(tokens)} tokens (how many of them were cached already)",
-               f"{already!r}，而一共只插入了 {len(tokens)} 个 token（应返回其中原本已缓存的个数）")
+        expect(isinstance(already, int) and not isinstance(already, bool) and already == cached,
+               "s05.insert", f"{already!r} for {len(tokens)} tokens of which {cached} were cached before "
+               "(it returns how many were cached already)",
+               f"{already!r}，而这 {len(tokens)} 个 token 里插入前已缓存的是 {cached} 个（它应返回插入前已缓存的个数）")
         self._record("s05.insert", f"{tr('insert', '插入')} {self._text(tokens)}",
                      tr(f"{already} tokens were cached already", f"其中 {already} 个 token 原本已缓存"))
         return already
