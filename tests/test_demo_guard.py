@@ -384,3 +384,62 @@ def test_s04_notebook_with_a_slip_in_popleft_announces_no_answer(lang):
         assert out.startswith("⏸") and "TODO 2 (s04.popleft)" in out and out.count("\n") == 1, out
         assert not any(f in out for f in FORBIDDEN), out
         assert not any(o.output_type == "display_data" for o in c.outputs)  # no plot from wrong code
+
+
+# -- nothing outside a guard runs a TODO ---------------------------------------------------------------
+def _calls(node: ast.AST) -> set[str]:
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            out.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "")
+    return out
+
+
+def _is_guard(node: ast.AST) -> bool:
+    return isinstance(node, ast.With) and getattr(getattr(node.items[0].context_expr, "func", None), "id", None) == "demo"
+
+
+def _mentions(node: ast.AST) -> set[str]:
+    """Names and attributes used in ``node``, leaving out what sits inside a demo guard."""
+    if _is_guard(node):
+        return set()
+    own = {node.id} if isinstance(node, ast.Name) else {node.attr} if isinstance(node, ast.Attribute) else set()
+    return own.union(*(_mentions(c) for c in ast.iter_child_nodes(node)))
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_no_cell_runs_todo_code_outside_a_demo_guard(stage_id):
+    """Outside ``with demo(...)``, no statement of a learner notebook calls a TODO (or a class holding
+    one, or a notebook function that mentions one): so every number, reveal and plot from TODO code
+    is behind the guard."""
+    stage = load_stage(stage_id, hidden=False)
+    todo_names = {t.function_name for t in stage.todos if t.target != "quiz"} | \
+        {t.owner for t in stage.todos if t.target != "quiz"}
+    nb = nbformat.read(layout.stage_files(stage_id).learner(), as_version=4)
+    statements = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("solution") \
+                or cell.metadata.get("nbgrader", {}).get("grade") or "from autograder.runtime import start" in cell.source:
+            continue  # TODO cells, check cells and the setup cell
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        statements += ast.parse(source).body
+    defined = {s.name: s for s in statements if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    runs_todo = set(todo_names)
+    changed = True
+    while changed:  # a notebook function that mentions TODO code runs it when called
+        changed = False
+        for name, d in defined.items():
+            if name not in runs_todo and isinstance(d, ast.FunctionDef) and _mentions(d) & runs_todo:
+                runs_todo.add(name)
+                changed = True
+    bad = []
+    for s in statements:
+        if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if _is_guard(s):
+            continue
+        used = _calls(s) & runs_todo
+        if used:
+            bad.append(f"line {s.lineno}: {sorted(used)} in {ast.unparse(s)[:80]!r}")
+    assert not bad, f"{stage_id}: TODO code runs outside a demo guard:\n" + "\n".join(bad)
