@@ -42,6 +42,26 @@ VISIBLE_ONLY = L("(visible checks only: grading also runs hidden checks)", "（�
 NO_HIDDEN_HERE = L("ℹ️  {label}: hidden checks are not part of this copy of the course; they run when your notebook is graded.",
                    "ℹ️  {label}：这份课程副本不含隐藏检查；提交评分时才会运行。")
 FINISH_TO_SEE = L("⏳ finish {label} to see this", "⏳ 完成 {label} 后才能看到这里的结果")
+
+# -- demos, predictions and plots that run on a learner's code (autograder.demos, autograder.faults) --
+DEMO_FIX_FIRST = L("⏸ this cell runs your {label}, whose checks do not pass yet: fix it (run check(\"{id}\")), "
+                   "then run this cell again",
+                   "⏸ 这个单元要运行你的 {label}，而它的检查还没有全部通过：先把它修好（运行 check(\"{id}\")），"
+                   "再重新运行这个单元")
+DEMO_STOPPED_IN = L("❌ this cell stopped inside your {label} ({error}); its visible checks pass, so this is a case "
+                    "they do not cover: fix {label}, then run this cell again",
+                    "❌ 这个单元停在了你的 {label} 里面（{error}）；它的可见检查都通过了，说明这是检查没覆盖到的情况："
+                    "修好 {label}，再重新运行这个单元")
+DEMO_STOPPED = L("❌ this cell stopped in the course's code ({error}) on a value from your {labels}; their visible "
+                 "checks pass, so this is a case they do not cover: look at what they return here",
+                 "❌ 这个单元停在了课程给定的代码里（{error}），起因是你的 {labels} 返回的值；它们的可见检查都通过了，"
+                 "说明这是检查没覆盖到的情况：看看它们在这里返回了什么")
+DEMO_OUT_OF_MEMORY = L("more than {gb} GB of memory", "内存超过 {gb} GB")
+DEMO_TOO_LONG = L("more than {s} s", "运行超过 {s} 秒")
+BAD_RESULT = L("your {label} returned {problem}: fix it (check(\"{id}\") and hint(\"{id}\") help), then run "
+               "this cell again",
+               "你的 {label} 返回了{problem}：先把它修好（check(\"{id}\") 和 hint(\"{id}\") 能帮上忙），"
+               "再重新运行这个单元")
 TIMEOUT = L("took longer than {s} s (an endless loop?)", "运行超过 {s} 秒（死循环？）")
 ALL_PASSED = L("all {n} checks passed ({h} hidden)", "全部 {n} 个检查通过（其中 {h} 个隐藏）")
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from autograder.i18n import tr
+from solutions.contract import ResultError
 from solutions.s03_block_pool import Admission, BlockPool, PoolFullError
 
 ExtraKeys = Sequence[tuple[str, str]] | None
@@ -59,7 +60,18 @@ class TenantPool(BlockPool):
                 raise RuntimeError(tr("a salted pool admits only inside acting_for(tenant)",
                                       "加盐的块池只在 acting_for(tenant) 内接纳请求"))
             extra_keys = self.extra_keys_for(self.tenant, extra_keys)
+            _check_extra_keys(extra_keys)
         return super().admit(request_id, tokens, extra_keys)
+
+
+def _check_extra_keys(keys: object) -> None:
+    """What ``extra_keys_for`` returned, checked before it keys a block: ``(kind, value)`` string pairs
+    (anything else would fail deep inside stage 2's hashing, far from the TODO that made it)."""
+    pairs = isinstance(keys, (list, tuple)) and all(
+        isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in keys)
+    if not pairs:
+        raise ResultError("s08.tenant_extra_keys", f"{keys!r:.80}, not a list of (kind, value) string pairs",
+                          f"{keys!r:.80}，而不是由 (kind, value) 字符串对组成的列表")
 
 
 # -- a multi-tenant workload -----------------------------------------------------------------------

@@ -155,7 +155,7 @@ from solutions.predictions import why
 my_guess = None
 
 # %%
-with demo("s01.match_prefix"):
+with demo("s01.normalize", "s01.add_prefix", "s01.match_prefix"):
     boundary = PrefixCacheManager()
     boundary.add_prefix([1, 2])
     text_says = " ".join(map(str, [1, 23, 4])).startswith(" ".join(map(str, [1, 2])))
@@ -227,7 +227,7 @@ prompts = {
     tr("no system prompt", "没有 system prompt"): [9, 9, 9, 9, 9, 9, 9, 9],
 }
 
-with demo("s01.cache_stats"):
+with demo("s01.normalize", "s01.add_prefix", "s01.match_prefix", "s01.split_prompt", "s01.cache_stats"):
     manager = PrefixCacheManager()
     manager.add_prefix(SYSTEM_A)
     manager.add_prefix(SYSTEM_B)

@@ -291,7 +291,7 @@ def byte_tokens(text: str) -> list[int]:
 
 france = byte_tokens("The capital of France is Paris. What is 2+2?")
 spain = byte_tokens("The capital of Spain is Paris. What is 2+2?")
-with demo("s02.chain_keys"):
+with demo("s02.split_blocks", "s02.hash_block", "s02.chain_keys"):
     kf, ks = chain_keys(france, 1), chain_keys(spain, 1)
     print(f"{pad(tr('block', '块'), 6, '>')} {'token':>6} {pad(tr('France key', 'France 的 key'), 12, '>')} "
           f"{pad(tr('Spain key', 'Spain 的 key'), 12, '>')} {pad(tr('block alone (no parent)', '单独哈希（无父 key）'), 24, '>')}")
@@ -317,7 +317,7 @@ with demo("s02.chain_keys"):
 # %%
 import matplotlib.pyplot as plt
 
-with demo("s02.chain_keys"):
+with demo("s02.split_blocks", "s02.hash_block", "s02.chain_keys"):
     # 32 tokens = 8 blocks of 4
     # zh: 32 个 token = 8 个块，每块 4 个
     base = list(range(100, 132))
@@ -396,7 +396,7 @@ with demo("s02.chain_keys"):
 my_guess_3 = None
 
 # %%
-with demo("s02.longest_cached_run"):
+with demo("s02.split_blocks", "s02.hash_block", "s02.chain_keys", "s02.longest_cached_run"):
     # 45 bytes
     # zh: 45 个字节
     system = byte_tokens("You are a helpful assistant. Answer briefly. ")

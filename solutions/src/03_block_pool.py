@@ -342,7 +342,7 @@ def draw_pool(pool, ax, title: str = "") -> None:
 SYSTEM = list(range(100, 108))
 QUESTION_1, QUESTION_2 = [1, 2, 3], [4, 5, 6, 7, 8]
 
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit"):
     pool = BlockPool(10, 4)
     pool.admit("A", SYSTEM + QUESTION_1)
     pool.commit("A")
@@ -453,7 +453,7 @@ screen = widgets.Output()
 def render(_=None) -> None:
     with screen:
         clear_output(wait=True)
-        with demo("s03.release"):
+        with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
             pool, message = replay(slider.value)
             fig, ax = plt.subplots(figsize=(9, 5))
             draw_pool(pool, ax, tr(f"step {slider.value}: {message}", f"第 {slider.value} 步：{message}"))
@@ -466,7 +466,7 @@ slider.observe(render, names="value")
 display(widgets.VBox([widgets.HBox([back, forward, slider]), screen]))
 render()
 
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     after_9, _ = replay(9)
     reveal(my_guess_2, sum(b.key is not None for b in after_9.blocks), why("s03.my_guess_2"))
 
@@ -486,7 +486,7 @@ my_guess_3 = None  # your prediction: "A" or "B"
 # zh: 你的预测："A" 或 "B"
 
 # %%
-with demo("s03.admit"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     before_11, _ = replay(10)
     state_before = [(b.ref_count, b.key) for b in before_11.blocks]
     try:
@@ -506,7 +506,7 @@ with demo("s03.admit"):
 # 运行环境不支持交互控件（比如普通脚本）？下面是其中几步的同样的图：
 
 # %%
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     steps = (6, 9, 11, 15)
     replays = [replay(step) for step in steps]
     fig, axes = plt.subplots(2, 2, figsize=(14, 8.5))
@@ -580,7 +580,7 @@ def random_workload(num_blocks: int, steps: int = 400, seed: int = 0):
     return history, refused, hit_tokens / prompt_tokens
 
 
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     history, refused, hit_share = random_workload(24)
     fig, ax = plt.subplots(figsize=(9, 3))
     ax.stackplot(range(len(history)), *zip(*history), labels=list(state_labels().values()),
@@ -612,7 +612,7 @@ with demo("s03.release"):
 # 能跳过 prefill 的提示词 token 比例也随之下降（先放弃哪些块，是第 4 阶段的问题）。
 
 # %%
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     sizes = [8, 12, 16, 24, 32, 48]
     shares = [random_workload(n)[2] for n in sizes]
     fig, ax = plt.subplots(figsize=(7, 3))

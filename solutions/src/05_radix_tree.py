@@ -243,7 +243,7 @@ def text(tokens) -> str:
     return "".join(map(chr, tokens))
 
 
-with demo("s05.match_prefix"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert"):
     cache = RadixCache()
     cache.insert(toks("the cat sat"), list(range(11)))
     before = snapshot(cache)
@@ -290,7 +290,7 @@ my_guess = None  # your prediction: a number of nodes
 # zh: 你的预测：节点个数
 
 # %%
-with demo("s05.insert"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert"):
     cache = RadixCache()
     cache.insert(toks("the cat sat"), list(range(11)))
     cache.insert(toks("the cow ran"), list(range(100, 111)))
@@ -358,7 +358,7 @@ my_guess_2 = None  # your prediction: "A", "B" or "C"
 # zh: 你的预测："A"、"B" 或 "C"
 
 # %%
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.evict"):
     prompts = {"A": "Be brief. Hi!", "B": "Be brief. What is KV?", "C": "Translate: cat"}
     cache = RadixCache()
     # Request number i computes its KV into slots 100*i, 100*i + 1, ...
@@ -413,7 +413,7 @@ from IPython.display import display
 from solutions.radix_view import RadixView
 
 SYSTEM = "Be brief. "
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
     view = RadixView(RadixCache(), decode=text, title=tr("a chat server's prefix cache", "聊天服务的前缀缓存"))
     # Request A ran on an empty cache.
     # zh: 请求 A 在空缓存上运行。
@@ -513,7 +513,7 @@ def run_tree(requests, page_size):
     return hits, cache.total_size, lookup_us
 
 
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
     # Two requests with the same prompt: the second one's hit in a fresh pool.
     # zh: 两个提示词相同的请求：在一个新块池里，第二个请求命中多少。
     first = requests[0]
@@ -652,7 +652,7 @@ def full_server(cache, capacity: int):
     return server, stream
 
 
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
     class IncrementalRadixCache(IncrementalEviction, RadixCache):
         """Your RadixCache, with the given eviction that keeps its candidates between calls.
 

@@ -340,7 +340,7 @@ my_guess = None  # your prediction: "A", "B" or "C"
 # zh: 你的预测："A"、"B" 或 "C"
 
 # %%
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     engine = PagedPrefiller(model, num_blocks=64, block_size=4)
     rng = random.Random(0)
     system = [rng.randrange(cfg.vocab_size) for _ in range(64)]
@@ -474,7 +474,7 @@ from kernels.prefill import TTFT_CONFIG, measure_ttft
 rows = []  # one TTFTRow per prefix, filled when the demo runs (read again by the closing cell)
 # zh: 每个前缀一个 TTFTRow，演示运行后才有内容（最后一个单元还会用到）
 
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     device = default_device()
     kernel_name, kernel = paged_attention_for(device)
     print(tr("device:", "设备："), describe_device(device), tr("| paged attention:", "| paged attention："),
@@ -586,7 +586,7 @@ my_guess_4 = None  # your prediction: hit tokens per request in the second round
 # zh: 你的预测：第二轮每个请求命中的 token 数
 
 # %%
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     rng = random.Random(3)
     systems = [[rng.randrange(cfg.vocab_size) for _ in range(32)] for _ in "ABC"]
 

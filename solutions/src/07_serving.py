@@ -473,7 +473,7 @@ with demo("s07.cache_accounting"):
 # （取比值的中位数）：它单独反映缓存对计算本身做了什么；而 TTFT 还包含排队，排队会把很小的时间差放大。KV 显存峰值
 # 统计的是最紧张时刻正在使用的块（空闲的缓存块不算“使用中”：那是块池为以后的命中留着的）。
 
-# %% given="summarize_run"
+# %% given="_is_number,_checked_summary,_checked_accounting,summarize_run"
 
 # %%
 def row(name, cache, num_blocks=None):
@@ -496,7 +496,7 @@ def paired_prefill_ratios(name):
     return [r.prefill_s / off[r.request_id] for r in RUNS[(name, True, blocks)].requests]
 
 
-with demo("s07.latency_summary"):
+with demo("s07.latency_summary", "s07.cache_accounting"):
     table = {name: (row(name, True), row(name, False)) for name in WORKLOADS}
     print(pad("", 16), pad(tr("hit", "命中率"), 6), pad("prefill", 8), pad(tr("TTFT p50 ms", "TTFT p50 毫秒"), 14),
           pad(tr("TTFT p90 ms", "TTFT p90 毫秒"), 14), pad(tr("TPOT p50 ms", "TPOT p50 毫秒"), 13),
@@ -618,7 +618,7 @@ def decode_step_ms(records):
     return {b: statistics.median(v) for b, v in sorted(by_batch.items())}
 
 
-with demo("s07.latency_summary"):
+with demo("s07.latency_summary", "s07.cache_accounting"):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.8))
     names = list(WORKLOADS)
     for i, cache in enumerate((True, False)):
@@ -965,7 +965,7 @@ def sweep_rows():
     return rows, {"ttft_p90": round(today["ttft_p90"] * SLO_SHARE, 4)}
 
 
-with demo("s07.choose_setting"):
+with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
     rows, slo = sweep_rows()
     chosen = choose_setting(rows, slo)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.8), sharex=True)
@@ -1042,7 +1042,7 @@ with demo("s07.choose_setting"):
 # `07_serving_decision_record.json`。对只测了一个块池大小的三种负载来说，“扫描”就是它们开、关缓存的两次运行；
 # 对抖动负载，记录对比的是在选中的块池上开缓存的结果和现状。
 
-# %% given="_model_size,evidence_level,RECORD_METRICS,decision_record,_WORDS,decision_markdown"
+# %% given="_model_size,evidence_level,RECORD_METRICS,_same_row,decision_record,_WORDS,decision_markdown"
 
 # %%
 DESCRIPTIONS = {
@@ -1057,7 +1057,7 @@ DESCRIPTIONS = {
 }
 LANG = tr("en", "zh")
 
-with demo("s07.choose_setting"):
+with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
     records = []
     for name, (_, blocks) in WORKLOADS.items():
         on, off = row(name, True), row(name, False)

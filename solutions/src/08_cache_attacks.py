@@ -693,7 +693,7 @@ with demo("s08.tenant_extra_keys"):
 # 一阵一阵来的，偶尔会有 p 值在什么都没有的情况下低于 alpha（这也是审计者要重复检验的原因）。
 
 # %%
-with demo("s08.tenant_extra_keys"):
+with demo("s08.fit_threshold", "s08.detect_sharing", "s08.tenant_extra_keys"):
     n = 60
     rows = ((tr("salted, 64 of 80 tokens shared", "加盐，80 个 token 共享 64 个"), 64),
             (tr("salted, nothing shared (control)", "加盐，什么都不共享（对照组）"), 0))
