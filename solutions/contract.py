@@ -7,6 +7,8 @@ language that names the TODO to fix (``autograder.faults.result_line``), never a
 """
 from __future__ import annotations
 
+from autograder.i18n import tr
+
 
 class ResultError(ValueError):
     """Given code received from TODO ``todo`` a value that breaks its contract.
@@ -17,7 +19,7 @@ class ResultError(ValueError):
 
     def __init__(self, todo: str, en: str, zh: str) -> None:
         if not (en.strip() and zh.strip()):
-            raise ValueError("a ResultError says what was wrong in both languages")
+            raise ValueError(tr("a ResultError says what was wrong in both languages", "ResultError 必须用两种语言说明错在哪里"))
         self.todo, self.problem = todo, (en, zh)
         super().__init__(todo, en)
 

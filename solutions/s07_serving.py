@@ -209,7 +209,11 @@ def _is_number(x: Any) -> bool:
 
 
 def _same_row(a: Any, b: Mapping[str, Any]) -> bool:
-    """Equal mappings, where NaN equals NaN (a metric nobody measured)."""
+    """Equal mappings, where NaN equals NaN (a metric nobody measured).
+
+    [zh]
+    两个映射相等，其中 NaN 与 NaN 视为相等（表示没人测过的指标）。
+    """
     def same(x: Any, y: Any) -> bool:
         return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
     return isinstance(a, Mapping) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in b)

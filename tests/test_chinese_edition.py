@@ -59,7 +59,8 @@ def message_sites(path: Path) -> list[tuple[int, ast.expr]]:
     for node in ast.walk(ast.parse(text)):
         msg = None
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            msg = node.exc.args[0]
+            # ResultError(todo, English, 中文) says both itself (solutions/contract.py)
+            msg = node.exc if _called(node.exc, "ResultError") else node.exc.args[0]
         elif isinstance(node, ast.Assert) and node.msg is not None:
             msg = node.msg
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append"
@@ -68,6 +69,21 @@ def message_sites(path: Path) -> list[tuple[int, ast.expr]]:
         if msg is not None and node.lineno not in skip:
             out.append((node.lineno, msg))
     return out
+
+
+def _called(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+def _bilingual(msg: ast.expr) -> bool:
+    """``tr(English, 中文)`` or ``ResultError(todo, English, 中文)``."""
+    if _called(msg, "tr") and len(msg.args) == 2:
+        zh = msg.args[1]
+    elif _called(msg, "ResultError") and len(msg.args) == 3:
+        zh = msg.args[2]
+    else:
+        return False
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and HAN.search(n.value) for n in ast.walk(zh))
 
 
 def _has_words(node: ast.expr) -> bool:
@@ -82,10 +98,7 @@ def test_every_message_of_given_code_is_bilingual():
         for line, msg in message_sites(path):
             if not _has_words(msg):
                 continue
-            ok = (isinstance(msg, ast.Call) and isinstance(msg.func, ast.Name) and msg.func.id == "tr"
-                  and len(msg.args) == 2 and any(isinstance(n, ast.Constant) and isinstance(n.value, str)
-                                                 and HAN.search(n.value) for n in ast.walk(msg.args[1])))
-            if not ok:
+            if not _bilingual(msg):
                 wrong.append(f"{layout.rel(path)}:{line}")
     assert not wrong, "write these messages as tr(English, 中文):\n" + "\n".join(wrong)
 
