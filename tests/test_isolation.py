@@ -337,3 +337,95 @@ def test_fallback_child_becomes_nobody_where_it_can_reach_the_interpreter(tmp_pa
         assert proc.stdout.split() == ["65534", "65534", "[]"], proc.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- what two children share ------------------------------------------------------------------------
+def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
+    """A receiver and then a sender child, both reading one staged file (as every child of a run, and
+    every submission of a batch, reads the run's staging dir); returns what each reported."""
+    world = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    procs = []
+    try:
+        os.chmod(world, 0o755)
+        shared = Path(world, "answer.txt")
+        shared.write_text("x" * 8192)
+        staging = isolation.stage_tree(Path(world) / "staging", {
+            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py",
+            "shared/answer.txt": shared})
+        target = str(staging / "shared" / "answer.txt")
+
+        def start(entry: str, uid: int | None) -> tuple[subprocess.Popen, int]:
+            read_fd, write_fd = os.pipe()
+            if iso is None:
+                scratch = tempfile.mkdtemp(dir=world)
+                argv = [sys.executable, "-I", "-c", f"import sys; sys.path[0:0] = [{str(staging)!r}]; "
+                        f"import isolation_attacks as a; a.{entry}()"]
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, pass_fds=(write_fd,), cwd=scratch,
+                                        start_new_session=True)
+            else:
+                own = uid if isinstance(isolation.child_user(iso, uid), tuple) else None
+                scratch = isolation.make_scratch(iso, world, uid=own)
+                plan = isolation.plan_child(isolation.ChildSpec(
+                    sys.executable, f"isolation_attacks:{entry}", str(staging), scratch, pass_fds=(write_fd,),
+                    hidden=HIDDEN, uid=own, env={"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch}), iso)
+                proc = subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE)
+            os.close(write_fd)
+            procs.append(proc)
+            proc.stdin.write(json.dumps({"shared": target, "result_fd": write_fd}).encode() + b"\n")
+            proc.stdin.flush()
+            return proc, read_fd
+
+        def line(fd: int) -> dict:
+            data = b""
+            deadline = time.monotonic() + 60
+            while not data.endswith(b"\n") and time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.1)[0]:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            assert data, "a child of the pair reported nothing"
+            return json.loads(data)
+
+        receiver, r_fd = start("covert_receive", 0x4F000001)
+        armed = line(r_fd)
+        sender, s_fd = start("covert_send", 0x4F000002)
+        sent = line(s_fd)
+        receiver.stdin.write(b"go\n")
+        receiver.stdin.flush()
+        seen = line(r_fd)
+        sender.stdin.close()
+        for fd in (r_fd, s_fd):
+            os.close(fd)
+        return sent, {**armed, **seen}
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                isolation.LaunchPlan.kill(proc)
+        shutil.rmtree(world, ignore_errors=True)
+
+
+def test_unconfined_pair_can_pass_a_bit_through_a_shared_file():
+    """The control: without the filter each of these marks reaches the other child."""
+    sent, got = _covert_pair(None)
+    assert {k: sent[k] for k in ("flock", "posix_lock", "ofd_lock", "lease", "open_and_read")} == \
+        dict.fromkeys(("flock", "posix_lock", "ofd_lock", "lease", "open_and_read"), "ok")
+    assert got["seen"]["flock"] is True and got["seen"]["posix_lock"] is True and got["seen"]["ofd_lock"] is True
+    assert got["seen"]["inotify"] is True and got["seen"]["dnotify"] is True
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
+    """Locks (flock, POSIX, open-file-description), leases, dnotify, inotify, fanotify and the page
+    cache of a read-only staged file: each refused to the sender or the receiver, and nothing seen."""
+    iso = _select(level)
+    if "seccomp" not in iso.layers:
+        pytest.skip("these kernel objects are refused by the seccomp layer, missing here")
+    sent, got = _covert_pair(iso)
+    assert sent["open_and_read"] == "ok"  # reading the staged file is what children are there for
+    refused = {k: v for k, v in sent.items() if k != "open_and_read"}
+    assert all(v == "EPERM" for v in refused.values()), refused
+    assert {k: got[k] for k in ("arm:dnotify", "arm:inotify", "arm:fanotify")} == \
+        dict.fromkeys(("arm:dnotify", "arm:inotify", "arm:fanotify"), "EPERM")
+    assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "dnotify": False,
+                           "page_cache": "EPERM"}, got["seen"]
