@@ -47,6 +47,8 @@ import json, site, sys, sysconfig
 paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sys.executable]
 paths += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
 paths += site.getsitepackages()
+# another environment's packages that a .pth file put on the path (a venv layered over a shared one)
+paths += [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
 print(json.dumps(paths))
 """
 

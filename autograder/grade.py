@@ -24,7 +24,7 @@ from autograder.i18n import L, text
 from autograder.leaks import WITHHELD, LeakGuard
 from autograder.results import SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import Check, Stage, Todo
-from autograder.staging import GradingRun
+from autograder.staging import GradingRun, private_library_caches
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, run_child
 from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
@@ -228,6 +228,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     what :func:`~autograder.isolation.select` takes); ``hidden``: further paths no child may see
     (every submission is hidden from every child anyway).
     """
+    private_library_caches()  # before any reference code imports torch here
     how = Reporting(lang, grading or grading_mode())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)

@@ -79,9 +79,17 @@ def _binding():
         raise SeccompUnavailable(f"no libseccomp binding: {exc}") from None
 
 
-@functools.lru_cache(maxsize=1)
-def compile_filter() -> bytes:
-    """The filter as a classic BPF program (struct sock_filter array), for this machine's ABI."""
+CLONE_THREAD = 0x00010000
+
+
+@functools.lru_cache(maxsize=2)
+def compile_filter(single_process: bool = False) -> bytes:
+    """The filter as a classic BPF program (struct sock_filter array), for this machine's ABI.
+
+    ``single_process``: also refuse every new process (``fork``, ``vfork``, a ``clone`` that is not a
+    thread): where no cgroup bounds a child's process tree, this keeps the tree to the one address
+    space ``RLIMIT_AS`` bounds (grading children start no program: the audit hook refuses it too).
+    """
     sc = _binding()
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
@@ -97,6 +105,10 @@ def compile_filter() -> bytes:
     for flag in CLONE_NAMESPACE_FLAGS:
         _add(sc, f, deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     _add(sc, f, sc.ERRNO(errno.ENOSYS), "clone3")
+    if single_process:
+        _add(sc, f, deny, "fork")
+        _add(sc, f, deny, "vfork")
+        _add(sc, f, deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     with tempfile.TemporaryFile() as out:
         f.export_bpf(out)
         out.seek(0)

@@ -283,3 +283,86 @@ def covert_receive() -> None:
     out["seen"] = seen
     os.write(t["result_fd"], (json.dumps(out) + "\n").encode())
     os._exit(0)
+
+
+# -- what one child may hold: memory over its whole process tree, and its scratch dir ----------------
+def _report(t: dict, out: dict) -> None:
+    data = json.dumps(out).encode()
+    while data:
+        data = data[os.write(t["result_fd"], data):]
+
+
+def fork_hogs() -> None:
+    """Start ``forks`` processes that each fill ``mb`` MB and hold it until a common moment; report how
+    many could start, how many filled their share, and how many were still alive holding it then."""
+    t = json.loads(sys.stdin.read())
+    release = time.monotonic() + t["hold_s"]
+    r, w = os.pipe()
+    pids, refused = [], None
+    for _ in range(t["forks"]):
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            refused = errno.errorcode.get(exc.errno, "?")
+            break
+        if pid == 0:
+            try:
+                block = bytearray(t["mb"] * 2**20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1  # really held, page by page
+                os.write(w, b"+")
+                time.sleep(max(0.0, release - time.monotonic()))
+                os._exit(0 if block[-4096] == 1 else 3)
+            except MemoryError:
+                os._exit(2)
+        pids.append(pid)
+    os.close(w)
+    survivors = sum(1 for pid in pids if os.waitpid(pid, 0)[1] == 0)
+    filled = len(os.read(r, 1024))
+    _report(t, {"started": len(pids), "refused": refused, "filled": filled, "survivors": survivors})
+    os._exit(0)
+
+
+def fill_scratch() -> None:
+    """Write 10 MB files into the scratch dir until something stops it (or ``mb`` MB are written)."""
+    t = json.loads(sys.stdin.read())
+    written, error, chunk = 0, None, b"x" * 2**20
+    try:
+        while written < t["mb"] * 2**20:
+            with open(os.path.join(os.getcwd(), f"fill-{written // 2**20}"), "wb") as f:
+                for _ in range(10):
+                    f.write(chunk)
+                    f.flush()
+                    written += len(chunk)
+    except OSError as exc:
+        error = errno.errorcode.get(exc.errno, type(exc).__name__)
+    _report(t, {"written_mb": written // 2**20, "error": error})
+    os._exit(0)
+
+
+def deep_tree() -> None:
+    """Leave a tree up to ``depth`` folders deep (some locked with mode 000) with a file and a link at
+    each level, building for at most ``seconds`` (Landlock checks every access up the whole path, so
+    each level costs more than the last)."""
+    t = json.loads(sys.stdin.read())
+    stop = time.monotonic() + t["seconds"]
+    fd = os.open(os.getcwd(), os.O_RDONLY | os.O_DIRECTORY)
+    made = 0
+    try:
+        for i in range(t["depth"]):
+            if time.monotonic() > stop:
+                break
+            os.mkdir("d", dir_fd=fd)
+            os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+            os.symlink("/", "up", dir_fd=fd)
+            sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            if i % 997 == 1:
+                os.fchmod(fd, 0)  # this level: no access for anyone but root
+            os.close(fd)
+            fd = sub
+            made += 1
+    except OSError as exc:
+        _report(t, {"depth": made, "error": errno.errorcode.get(exc.errno, "?")})
+        os._exit(0)
+    _report(t, {"depth": made, "error": None})
+    os._exit(0)

@@ -358,8 +358,8 @@ def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
             read_fd, write_fd = os.pipe()
             if iso is None:
                 scratch = tempfile.mkdtemp(dir=world)
-                argv = [sys.executable, "-I", "-c", f"import sys; sys.path[0:0] = [{str(staging)!r}]; "
-                        f"import isolation_attacks as a; a.{entry}()"]
+                argv = [sys.executable, "-I", "-c", (f"import sys; sys.path[0:0] = [{str(staging)!r}]; "
+                                                     f"import isolation_attacks as a; a.{entry}()")]
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, pass_fds=(write_fd,), cwd=scratch,
                                         start_new_session=True)
             else:
@@ -429,3 +429,105 @@ def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
         dict.fromkeys(("arm:dnotify", "arm:inotify", "arm:fanotify"), "EPERM")
     assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "dnotify": False,
                            "page_cache": "EPERM"}, got["seen"]
+
+
+# -- what one child may hold ------------------------------------------------------------------------
+def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_mb: int = 512) -> tuple[dict, dict]:
+    """Run ``entry`` as the supervisor runs a grading child: in a run's scratch dir, with a memory
+    budget for its whole process tree (its own cgroup where the kernel offers one) and a bounded
+    scratch dir. Returns its report and facts (the cgroup's peak, what was left on disk)."""
+    from autograder import cgroup
+    from autograder.staging import SCRATCH_MB, GradingRun
+
+    run = GradingRun.open(iso, HIDDEN)
+    try:
+        isolation.stage_tree(run.staging, {"isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+        scratch, uid = run.scratch()
+        hierarchy = cgroup.available()[0]
+        group = cgroup.ChildCgroup.create(hierarchy, memory_mb * 2**20) if hierarchy else None
+        read_fd, write_fd = os.pipe()
+        plan = isolation.plan_child(isolation.ChildSpec(
+            sys.executable, f"isolation_attacks:{entry}", str(run.staging), scratch, pass_fds=(write_fd,),
+            hidden=run.hidden, uid=uid, memory_mb=memory_mb, cgroup_fd=group.procs_fd if group else None,
+            scratch_mb=SCRATCH_MB, env={"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch}), iso)
+        proc = subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE)
+        os.close(write_fd)
+        if group is not None:
+            group.close_fd()
+        proc.stdin.write(json.dumps({**payload, "result_fd": write_fd}).encode())
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=120)
+        finally:
+            plan.kill(proc)
+        raw = _read_until_closed(read_fd, seconds=5)
+        facts = {"cgroup": group is not None, "peak": group.peak_bytes() if group else None, "rc": proc.returncode}
+        if group is not None:
+            group.remove()
+            facts["cgroup_left"] = os.path.exists(group.path)
+        run.discard(scratch)
+        facts["scratch_left"] = os.path.lexists(scratch)
+        assert raw, f"the child reported nothing (exit {proc.returncode})"
+        return json.loads(raw), facts
+    finally:
+        run.close()
+        assert not os.path.exists(run.base)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_forks_cannot_hold_more_than_the_childs_memory_together(level):
+    """Six forks of a child with 512 MB each fill 300 MB and hold it to the same moment: at most one
+    can (its own cgroup kills the others, or, without one, no fork starts at all)."""
+    iso = _select(level)
+    out, facts = _bounded_child(iso, "fork_hogs", {"forks": 6, "mb": 300, "hold_s": 4})
+    assert out["survivors"] * 300 <= 512, (out, facts)
+    if facts["cgroup"]:
+        assert out["started"] == 6 and facts["peak"] <= 512 * 2**20 and not facts["cgroup_left"], (out, facts)
+    else:
+        assert out["started"] == 0 and out["refused"] == "EPERM", out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_scratch_dir_is_bounded_and_removed(level):
+    """A child that writes 320 MB into its scratch dir stops at the bound, and nothing is left after it."""
+    from autograder.staging import SCRATCH_MB
+
+    iso = _select(level)
+    if "namespaces" not in iso.layers and os.geteuid() != 0:
+        pytest.skip("without namespaces only a root grader can mount a bounded scratch dir")
+    out, facts = _bounded_child(iso, "fill_scratch", {"mb": 320}, memory_mb=1024)
+    assert out["error"] in ("ENOSPC", "EDQUOT") and out["written_mb"] <= SCRATCH_MB, out
+    assert not facts["scratch_left"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_deep_tree_left_in_scratch_is_removed(level):
+    """Nested folders far deeper than the recursion limit (some mode 000, a link to / at each level),
+    as deep as a child gets in 20 s: removed, no RecursionError."""
+    iso = _select(level)
+    out, facts = _bounded_child(iso, "deep_tree", {"depth": 10_000, "seconds": 20}, memory_mb=1024)
+    assert out["error"] is None and out["depth"] > 2000 and not facts["scratch_left"], (out, facts)
+
+
+def test_remove_tree_survives_what_a_child_leaves(tmp_path):
+    """Directly, without a child: deeper than the recursion limit and PATH_MAX, locked folders,
+    links (never followed), a FIFO."""
+    from autograder.staging import remove_tree
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    top = tmp_path / "scratch"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for i in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        os.symlink(str(outside), "link", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        if i % 500 == 3:
+            os.fchmod(fd, 0)
+        os.close(fd)
+        fd = sub
+    os.mkfifo("fifo", dir_fd=fd)
+    os.close(fd)
+    remove_tree(str(top))
+    assert not top.exists() and outside.read_text() == "keep"
