@@ -531,3 +531,50 @@ def test_remove_tree_survives_what_a_child_leaves(tmp_path):
     os.close(fd)
     remove_tree(str(top))
     assert not top.exists() and outside.read_text() == "keep"
+
+
+HOSTILE_CELL = '''
+import os, time
+_fd, _depth, _stop = os.open(os.getcwd(), os.O_RDONLY), 0, time.monotonic() + 4
+while _depth < 10_000 and time.monotonic() < _stop:  # as deep as it gets in 4 s
+    os.mkdir("d", dir_fd=_fd)
+    _sub = os.open("d", os.O_RDONLY, dir_fd=_fd)
+    os.close(_fd)
+    _fd, _depth = _sub, _depth + 1
+_written = 0
+try:
+    for _i in range(32):  # 320 MB in 10 MB files, each under the per-file limit
+        with open(os.path.join(os.environ["TMPDIR"], f"fill-{_i}"), "wb") as _f:
+            for _ in range(10):
+                _f.write(b"x" * 2**20)
+                _written += 1
+except OSError:
+    pass
+'''
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_after_grading_nothing_the_run_made_is_left(level, tmp_path):
+    """The CLI, with its own empty TMPDIR, grades an honest notebook and one whose cell builds a deep
+    tree and fills its scratch dir: a report for both, and TMPDIR is empty again afterwards."""
+    import nbformat
+
+    _select(level)
+    s01 = layout.stage_files("s01")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(nbformat.read(s01.instructor(), as_version=4), subs / "honest.ipynb")
+    hostile = nbformat.read(s01.instructor(), as_version=4)
+    cell = next(c for c in hostile.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    cell.source = HOSTILE_CELL + "\n" + cell.source
+    nbformat.write(hostile, subs / "hostile.ipynb")
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--no-progress", "--isolation",
+                        "best" if level == "namespaces" else "no-namespaces", "--format", "json"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    graded = {s["path"].rsplit("/", 1)[-1]: s for s in json.loads(p.stdout)["submissions"]}
+    assert set(graded) == {"honest.ipynb", "hostile.ipynb"} and graded["honest.ipynb"]["score"] == 12
+    assert sorted(os.listdir(tmpdir)) == []
