@@ -56,7 +56,7 @@ class ChildSpec:
     the child's whole process tree: with ``cgroup_fd`` (the ``cgroup.procs`` of a cgroup limited to it,
     see :mod:`autograder.cgroup`) the child joins that cgroup first; without one it may start no
     process (seccomp) and ``RLIMIT_AS`` bounds its one address space; ``scratch_mb``: under namespaces,
-    the scratch dir is a tmpfs of that size private to the child (gone with its mount namespace)
+    the scratch dir is a tmpfs of that size private to the child (gone with its mount namespace; bwrap 0.9+)
     instead of the host dir ``scratch``.
     """
 
@@ -215,7 +215,7 @@ def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, mas
         argv += ["--ro-bind", p, p]
     for p in masked:  # after the binds that hold them
         argv += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
-    if scratch_mb:
+    if scratch_mb and _version(iso.offer.bwrap_version) >= (0, 9):  # --size came with bubblewrap 0.9
         # the child's own tmpfs, size-bounded by the kernel and gone with its mount namespace: nothing it
         # writes there reaches the grader's disk or needs cleaning up (only the child's tree lives here)
         argv += ["--size", str(scratch_mb * 2**20), "--perms", "0777", "--tmpfs", scratch]
@@ -223,6 +223,13 @@ def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, mas
         argv += ["--bind", scratch, scratch]
     argv += ["--proc", "/proc", "--dev", "/dev", "--"]
     return argv
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in (text or "").split(".")[:2])
+    except ValueError:
+        return ()
 
 
 def signal_name(rc: int | None) -> str | None:
