@@ -63,7 +63,10 @@ def capabilities() -> tuple[int, int, int]:
     """(effective, permitted, inheritable) capability sets of this process, as bit masks."""
     header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
     _check(_libc().capget(ctypes.byref(header), data), "capget")
-    join = lambda f: getattr(data[0], f) | (getattr(data[1], f) << 32)
+
+    def join(field: str) -> int:  # the two 32-bit halves of one capability set
+        return getattr(data[0], field) | (getattr(data[1], field) << 32)
+
     return join("effective"), join("permitted"), join("inheritable")
 
 

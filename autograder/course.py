@@ -33,6 +33,7 @@ class Course:
     links: dict[str, str] = field(default_factory=dict)
     torch_index: str = ""            # [binder] torch_index: where Binder gets a CPU torch
     gradescope_torch_index: str = ""  # [gradescope] torch_index, else [binder]'s
+    torch_version: str = ""          # [torch] version: installed where a machine has no torch
 
     def __post_init__(self) -> None:
         if self.grading not in GRADING_MODES:
@@ -71,7 +72,8 @@ def load_course(path: Path | None = None) -> Course:
                   raw.get("grading", {}).get("mode", "all-or-nothing"),
                   tuple(install.get("sources", [f"git+{repo}.git@{branch}"])), int(install.get("timeout_s", 180)),
                   install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""),
-                  raw.get("gradescope", {}).get("torch_index", raw.get("binder", {}).get("torch_index", "")))
+                  raw.get("gradescope", {}).get("torch_index", raw.get("binder", {}).get("torch_index", "")),
+                  raw.get("torch", {}).get("version", ""))
 
 
 def grading_mode() -> str:

@@ -22,18 +22,19 @@ set -euo pipefail
 cd /autograder/source
 index={index}
 if [ -n "$index" ]; then
-  python3 -m pip install -q torch==2.13.0 --index-url "$index"
+  python3 -m pip install -q "torch=={torch}" --index-url "$index"
 else
-  python3 -m pip install -q torch==2.13.0
+  python3 -m pip install -q "torch=={torch}"
 fi
 python3 -m pip install -q -r requirements.txt
 """
 
 
-def setup_sh(torch_index: str) -> str:
+def setup_sh(torch_index: str, torch_version: str | None = None) -> str:
     """setup.sh with the instructor's torch index (course.toml's ``[gradescope]``, else ``[binder]``,
-    ``torch_index``); empty: pip's configured index."""
-    return SETUP_SH.replace("{index}", shlex.quote(torch_index))
+    ``torch_index``; empty: pip's configured index) and the course's torch release (``[torch] version``)."""
+    version = torch_version or load_course().torch_version
+    return SETUP_SH.replace("{index}", shlex.quote(torch_index)).replace("{torch}", version)
 
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -51,7 +52,8 @@ fi
   --require-isolation
 status=$?
 if [ "$status" -eq 3 ]; then  # refused: this image cannot confine learner code (the log says how to fix it)
-  echo '{"score": 0, "output": "Not graded: the autograder cannot isolate submissions on this machine; your instructor has to fix its set-up.", "tests": []}' > "$ROOT/results/results.json"
+  echo '{"score": 0, "output": "Not graded: the autograder cannot isolate submissions on this machine; \
+your instructor has to fix its set-up.", "tests": []}' > "$ROOT/results/results.json"
   exit 3
 fi
 if [ ! -s "$ROOT/results/results.json" ]; then

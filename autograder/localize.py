@@ -101,5 +101,6 @@ def english_left(text: str) -> list[str]:
     """Lines of a Chinese edition's code that still carry English prose in a comment, whole-line or at
     the end of a code line (for tests)."""
     return [line for line in text.splitlines()
-            if (_COMMENT.match(line) or "  # " in line) and line.strip() not in STUB_LINES and "# noqa" not in line and re.search(r"[A-Za-z]{4,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", line)
+            if (_COMMENT.match(line) or "  # " in line) and line.strip() not in STUB_LINES and "# noqa" not in line
+            and re.search(r"[A-Za-z]{4,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", line)
             and not re.search(r"[\u4e00-\u9fff]", line)]

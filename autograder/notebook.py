@@ -169,7 +169,9 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
-    nb.metadata["pcw"] = {"stage": stage.id, "lang": lang, "build": build}
+    nb.metadata["pcw"] = {"stage": stage.id, "lang": lang, "build": build,
+                          # a generated file: edit these sources and run `python -m autograder build`
+                          "generated_from": [layout.rel(p) for p in (files.source, files.reference, files.spec)]}
     for i, c in enumerate(nb.cells):  # stable ids keep regenerated files byte-identical
         c["id"] = f"{stage.id}-{lang}-{i:03d}" if lang != "en" else f"{stage.id}-{i:03d}"
     return nb

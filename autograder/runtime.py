@@ -17,28 +17,41 @@ from pathlib import Path
 from autograder import layout
 from autograder.i18n import L, set_language, text
 
-MIN_PYTHON = (3, 10)
+MIN_PYTHON = (3, 11)  # pyproject's requires-python (tomllib)
 GPU_STAGES = {"s06", "s07", "s08"}  # stages whose demos run a model: a GPU makes them faster
 
 
 def stage_build_id(stage_id: str, checks: dict | None = None) -> str:
     """A fingerprint of what ``check()`` needs for a stage: its spec and its public expected values
-    (``checks``, or the generated file's). Floats are rounded so that two machines agree."""
+    (``checks``, or the generated file's), in a form that no machine can change (:func:`_canonical`)."""
     files = layout.stage_files(stage_id)
     h = hashlib.sha256(files.spec.read_bytes().replace(b"\r\n", b"\n"))
     if checks is None and files.expected.exists():
         checks = json.loads(files.expected.read_text(encoding="utf-8"))["checks"]
-    h.update(json.dumps(_rounded(checks or {}), sort_keys=True).encode())
+    h.update(json.dumps(_canonical(checks or {}), sort_keys=True).encode())
     return h.hexdigest()[:12]
 
 
-def _rounded(x: object) -> object:
+def _canonical(x: object) -> object:
+    """``x`` without what may differ between two correct builds of the same sources.
+
+    Finite floats become a marker: they come from the machine's floating-point arithmetic (thread
+    count, vector width), and any rounding of them flips somewhere; every float a check compares is
+    compared within a tolerance anyway, and the probes that produce them are part of the hashed spec.
+    Tagged dicts and sets (see :mod:`autograder.data`) are put in one order, since their order carries
+    no meaning for a check.
+    """
     if isinstance(x, float):
-        return round(x, 4)
-    if isinstance(x, dict):
-        return {k: _rounded(v) for k, v in x.items()}
+        return "<float>"
     if isinstance(x, list):
-        return [_rounded(v) for v in x]
+        return [_canonical(v) for v in x]
+    if isinstance(x, dict):
+        if set(x) == {"__dict__"} and isinstance(x["__dict__"], list):
+            pairs = [_canonical(p) for p in x["__dict__"]]
+            return {"__dict__": sorted(pairs, key=lambda p: json.dumps(p, sort_keys=True))}
+        if set(x) == {"__set__"} and isinstance(x["__set__"], list):
+            return {"__set__": sorted((_canonical(v) for v in x["__set__"]), key=lambda v: json.dumps(v, sort_keys=True))}
+        return {k: _canonical(v) for k, v in x.items()}
     return x
 
 
@@ -70,7 +83,7 @@ HOW_TO_GPU = {
 }
 
 
-def start(stage: str, build: str, lang: str, update: str) -> dict:
+def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     """Called by a notebook's first cell: language, Python version, runtime match, where, GPU.
 
     Returns what it found (for tests); prints a few lines for the learner.
@@ -86,11 +99,14 @@ def start(stage: str, build: str, lang: str, update: str) -> dict:
     mine = stage_build_id(stage) if layout.stage_files(stage).spec.exists() else None
     if mine != build:
         found["stale"] = True
+        lines = [update] if isinstance(update, str) else list(update)
         print(text(L("⚠️ The course runtime here ({mine}) does not match this notebook ({build}): checks may "
                      "compare against other expected values. Update it with one line, then restart the kernel:\n"
                      "    {update}",
                      "⚠️ 这里的课程运行时（{mine}）与本笔记本（{build}）不一致：检查可能对照的是别的期望值。"
-                     "用下面这一行更新，然后重启内核：\n    {update}")).format(mine=mine or "?", build=build, update=update))
+                     "用下面这一行更新，然后重启内核：\n    {update}")).format(mine=mine or "?", build=build, update=lines[0]))
+        for mirror in lines[1:]:  # e.g. a mirror reachable from mainland China, where the main host may be slow
+            print(text(L("    or, from a mirror: {line}", "    或者从镜像更新：{line}")).format(line=mirror))
     if stage in GPU_STAGES:
         found["gpu"] = gpu_name()
     gpu = found["gpu"] or text(L("no GPU", "没有 GPU"))

@@ -70,7 +70,8 @@ def setup_cell(course: Course, lang: str, stage: str, build: str) -> str:
     """The first cell of ``stage``'s notebook in ``lang``, pinned to the stage's ``build`` id."""
     archive = course.archive or course.sources[0]
     manual = text(_MANUAL, lang).format(archive=archive, file=archive.rsplit("/", 1)[-1] or "course.zip")
-    update = f"%pip install --force-reinstall --no-deps {course.sources[0]}"
+    # one update line per source: the main one first, then the mirrors (e.g. one reachable from mainland China)
+    update = [f"%pip install --force-reinstall --no-deps {src}" for src in course.sources]
 
     def lit(x: object) -> str:
         return json.dumps(x, ensure_ascii=False)

@@ -3,17 +3,28 @@
 - :func:`full_prefill` / :func:`generate_full`: the no-cache ground truth (SDPA ``is_causal=True``).
 - :data:`PagedAttention` and :func:`pool_attention`: the signature a cached prefill calls per layer,
   and an adapter that turns a :mod:`kernels` paged attention (torch reference or Triton kernel) into it.
+- :func:`measure_ttft`: the stage-6 notebook's TTFT measurement, full prefill against a cached prefix.
 """
 
 from __future__ import annotations
 
+import random
+import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from kernels.flops import predicted_speedup
 from kernels.kv_pool import KVPool
-from kernels.model import DecoderLM
+from kernels.model import DecoderLM, ModelConfig
+from kernels.timing import steady_timing, timed
+
+#: The stage-6 notebook's TTFT model: wide enough that a 64-token question keeps a CPU busy with
+#: matmuls rather than Python overhead, small enough that the whole measurement takes seconds.
+TTFT_CONFIG = ModelConfig(vocab_size=4096, hidden_size=512, intermediate_size=2048, num_hidden_layers=2,
+                          num_attention_heads=8, num_key_value_heads=2)
 
 #: ``attention(q [T, Hq, D], pool, layer, block_table, offset) -> [T, Hq, D]``: new queries at
 #: positions ``offset..offset+T-1`` over the keys of positions ``0..offset+T-1`` stored in ``pool``.
@@ -46,3 +57,55 @@ def pool_attention(kernel: Callable[..., Tensor]) -> PagedAttention:
         return kernel(q, pool.k[layer], pool.v[layer], table, offset)
 
     return attention
+
+
+@dataclass(frozen=True)
+class TTFTRow:
+    """One cached-prefix length of :func:`measure_ttft`.
+
+    Invariants: ``speedup == full_s / cached_s``; ``full_s`` and ``cached_s`` are medians over the same
+    prompts; ``max_diff`` is the largest |logit difference| between the two paths over those prompts, and
+    ``hit_tokens`` the fewest prefix tokens the cached path reported as hits (``prefix`` when it reused all).
+    """
+
+    prefix: int
+    full_s: float
+    cached_s: float
+    speedup: float
+    predicted: float
+    max_diff: float
+    hit_tokens: int
+
+
+def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixes: Sequence[int],
+                 question_len: int = 64, reps: int = 7, seed: int = 1) -> list[TTFTRow]:
+    """TTFT of a full prefill and of a prefill after a cached system prompt, for each prefix length.
+
+    ``make_engine(prefix)`` returns a fresh engine whose ``prefill(prompt)`` returns ``(logits, ledger)``
+    (the notebook's ``PagedPrefiller``). Each prefix gets a system prompt that one first request caches;
+    then every round asks a fresh question both ways, one after the other, on the clock of
+    :func:`kernels.timing.steady_timing`, and the medians are kept.
+    """
+    device = next(model.parameters()).device
+    vocab = model.config.vocab_size
+    rng = random.Random(seed)
+    rows = []
+    with steady_timing(device) as clock:
+        full_prefill(model, list(range(question_len)))  # one-time set-up costs are not timed
+        for prefix in prefixes:
+            system = [rng.randrange(vocab) for _ in range(prefix)]
+            engine = make_engine(prefix)
+            engine.prefill(system + [rng.randrange(vocab) for _ in range(question_len)])
+            full_t, cached_t, diff, hits = [], [], 0.0, prefix
+            for _ in range(reps):
+                prompt = system + [rng.randrange(vocab) for _ in range(question_len)]
+                t_full, full_logits = timed(lambda: full_prefill(model, prompt), device, clock)
+                t_cached, (cached_logits, ledger) = timed(lambda: engine.prefill(prompt), device, clock)
+                full_t.append(t_full)
+                cached_t.append(t_cached)
+                diff = max(diff, float((cached_logits.float() - full_logits.float()).abs().max()))
+                hits = min(hits, int(ledger["hit_tokens"]))
+            full_s, cached_s = statistics.median(full_t), statistics.median(cached_t)
+            rows.append(TTFTRow(prefix, full_s, cached_s, full_s / cached_s,
+                                predicted_speedup(model.config, prefix, question_len), diff, hits))
+    return rows

@@ -1,13 +1,20 @@
-"""Wall-clock timing that counts the work an accelerator does, for notebooks and benchmarks alike.
+"""Timing that counts the work an accelerator does, for notebooks and benchmarks alike.
 
 CUDA kernels run asynchronously: a timer read right after a call would measure only the launch.
 :func:`timed` waits for the device before starting and before stopping the clock, so the time is
 the call's own, on CPU and GPU.
+
+:func:`steady_timing` is for a number a notebook states: on a CPU it times this process's CPU seconds
+on one torch thread (other programs on the machine then neither add waiting time nor make torch's
+threads spin on each other), and it keeps the median of alternating runs, so that identical runs
+agree; on a GPU it times the wall clock, with the device synchronized.
 """
 from __future__ import annotations
 
+import contextlib
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 import torch
@@ -21,13 +28,39 @@ def synchronize(device: torch.device | str | None) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed(fn: Callable[[], T], device: torch.device | str | None) -> tuple[float, T]:
+def timed(fn: Callable[[], T], device: torch.device | str | None,
+          clock: Callable[[], float] = time.perf_counter) -> tuple[float, T]:
     """``(seconds, result)`` of one call of ``fn``, with the device's queued work included."""
     synchronize(device)
-    start = time.perf_counter()
+    start = clock()
     out = fn()
     synchronize(device)
-    return time.perf_counter() - start, out
+    return clock() - start, out
+
+
+@contextlib.contextmanager
+def steady_timing(device: torch.device | str | None) -> Iterator[Callable[[], float]]:
+    """The clock to time with on ``device`` (see the module docstring); torch's thread count is restored after."""
+    if device is not None and torch.device(device).type == "cuda":
+        yield time.perf_counter
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield time.process_time
+    finally:
+        torch.set_num_threads(before)
+
+
+def median_times(calls: Sequence[Callable[[int], object]], device: torch.device | str | None, reps: int,
+                 clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Median seconds of each of ``calls`` over ``reps`` rounds; in each round every call runs once, in
+    turn (``call(round)``), so that a disturbance hits all of them alike."""
+    seconds: list[list[float]] = [[] for _ in calls]
+    for r in range(reps):
+        for i, call in enumerate(calls):
+            seconds[i].append(timed(lambda: call(r), device, clock)[0])
+    return [statistics.median(s) for s in seconds]
 
 
 def add_torch_arguments(parser) -> None:

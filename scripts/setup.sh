@@ -4,7 +4,8 @@
 #
 # torch: a machine that already has torch (Colab, ModelScope, a CUDA box) keeps it: the environment is
 # created with --system-site-packages, torch and triton are never installed over it, and triton's pin
-# is left out. Elsewhere a CPU build is installed (TORCH_SPEC overrides, e.g. "torch==2.13.0").
+# is left out. Elsewhere the release course.toml's [torch] version names is installed (TORCH_SPEC
+# overrides, e.g. a CUDA build's spec).
 # Variables: PYTHON (interpreter, default python3), VENV (default .venv), REQUIREMENTS (default
 # requirements.txt).
 set -euo pipefail
@@ -24,7 +25,8 @@ if "$VENV/bin/python" -c "import torch" 2>/dev/null; then
   KEEP_TORCH=1
 else
   KEEP_TORCH=0
-  "$VENV/bin/python" -m pip install -q ${TORCH_SPEC:-torch==2.13.0}
+  TORCH_VERSION=$("$VENV/bin/python" -c 'import tomllib; print(tomllib.load(open("course.toml", "rb"))["torch"]["version"])')
+  "$VENV/bin/python" -m pip install -q ${TORCH_SPEC:-torch==$TORCH_VERSION}
 fi
 reqs=$(mktemp)
 trap 'rm -f "$reqs"' EXIT

@@ -43,7 +43,7 @@ def is_class_cell(cell) -> bool:
 def inject(method: str, code: str, cls: str = REF_CLASS) -> str:
     """Put ``code`` at the start of ``method``'s body, right after its one-line docstring."""
     lines = cls.splitlines()
-    i = next(k for k, l in enumerate(lines) if l.strip().startswith(f"def {method}("))
+    i = next(k for k, line in enumerate(lines) if line.strip().startswith(f"def {method}("))
     j = i + 1
     while not lines[j].strip().startswith('"""'):
         j += 1

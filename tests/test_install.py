@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from autograder import layout
+from autograder.course import load_course
 from tests.conftest import ROOT
 
 S01 = layout.stage_files("s01")
@@ -74,7 +75,7 @@ def test_setup_script_keeps_the_machines_torch(tmp_path):
     (user_site / "torch" / "__init__.py").write_text("__version__ = '2.0.0+machine'\n")
     before = (user_site / "torch" / "__init__.py").stat().st_mtime_ns
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text("triton==3.7.1\ntorch==2.13.0\n")  # what a careless install would pull
+    requirements.write_text(f"triton==3.7.1\ntorch=={load_course().torch_version}\n")  # what a careless install would pull
     env = _clean_env()
     env.update(PYTHON=str(base), VENV=str(tmp_path / "venv"), REQUIREMENTS=str(requirements), PYTHONUSERBASE=str(userbase),
                PYTHONPATH=str(ROOT))  # the course itself from this checkout (the tiny requirements omit it)

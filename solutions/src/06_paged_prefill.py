@@ -438,8 +438,10 @@ reveal(my_guess_2, round(saved_total, 3),
 #
 # Time to first token is the prefill time. The baseline is a full prefill with the fastest causal
 # attention torch has (`F.scaled_dot_product_attention(is_causal=True)`), not a slow loop. Both
-# paths run with a fresh question each time, alternating, and we keep the fastest of a few runs (the
-# least disturbed one). The model here is small, so that the whole measurement takes seconds on a CPU;
+# paths run with a fresh question each time, alternating, and we keep the median of 7 rounds. On a
+# CPU the clock is this process's CPU time on one torch thread, so that whatever else the machine is
+# doing cannot make the number (run the cell twice: the speedups agree within about 10%). The
+# model here is small, so that the whole measurement takes seconds on a CPU;
 # `benchmarks/bench_prefill.py` measures at real sizes.
 #
 # ### Predict, then run
@@ -451,7 +453,8 @@ reveal(my_guess_2, round(saved_total, 3),
 #
 # 首 token 延迟就是 prefill 的时间。基线是用 torch 最快的因果 attention
 # （`F.scaled_dot_product_attention(is_causal=True)`）做完整 prefill，而不是一个很慢的循环。两条路径交替运行，
-# 每次都换一个新问题，取几次里最快的一次（受干扰最少的那次）。这里的模型很小，在 CPU 上整个测量只要几秒；
+# 每次都换一个新问题，取 7 轮的中位数。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，机器上同时在跑的
+# 其他程序左右不了这个数（把这个单元运行两次：加速比相差大约在 10% 以内）。这里的模型很小，在 CPU 上整个测量只要几秒；
 # 真实规模的测量见 `benchmarks/bench_prefill.py`。
 #
 # ### 先预测，再运行
@@ -466,75 +469,39 @@ my_guess_3 = None  # your prediction: the measured speedup at the largest prefix
 import matplotlib.pyplot as plt
 
 from kernels.device import default_device, describe_device, paged_attention_for
-from kernels.flops import predicted_speedup
-# timed() waits for the GPU, so that its work is counted.
-# zh: timed() 会等 GPU 算完，这样 GPU 上的工作也计入时间。
-from kernels.timing import timed
-
-
-# One row per prefix: (prefix, full seconds, cached seconds, measured speedup, predicted speedup).
-# zh: 每个前缀一行：(前缀长度, 完整 prefill 秒数, 带缓存秒数, 实测加速比, 预测加速比)。
-rows = []
-
-
-def measure_ttft(engine, model, system, question_len, reps, rng):
-    """Fastest full and cached TTFT (seconds) of system + fresh questions; checks that the logits agree.
-
-    The runs alternate, so a burst of other work on the machine hits both paths alike.
-
-    [zh]
-    对“system prompt + 新问题”分别测完整 prefill 和带缓存 prefill 的最快 TTFT（秒），并检查两者的 logits 一致。
-
-    两条路径交替运行，机器上突然来的其他负载会同样影响两边。
-    """
-    device = next(model.parameters()).device
-    vocab = model.config.vocab_size
-    # The first request caches the system prompt.
-    # zh: 第一个请求把 system prompt 缓存起来。
-    engine.prefill(system + [rng.randrange(vocab) for _ in range(question_len)])
-    full_t, cached_t = [], []
-    for _ in range(reps):
-        prompt = system + [rng.randrange(vocab) for _ in range(question_len)]
-        t_full, full_logits = timed(lambda: full_prefill(model, prompt), device)
-        t_cached, (cached_logits, ledger) = timed(lambda: engine.prefill(prompt), device)
-        assert ledger["hit_tokens"] == len(system), ledger
-        assert (cached_logits.float() - full_logits.float()).abs().max() <= 1e-3
-        full_t.append(t_full)
-        cached_t.append(t_cached)
-    return min(full_t), min(cached_t)
+# measure_ttft() times both paths on a steady clock: on a CPU, this process's CPU seconds on one torch
+# thread (other programs on the machine cannot add to them); on a GPU, the wall clock after the device
+# has finished. It keeps the median of 7 rounds, each with a fresh question.
+# zh: measure_ttft() 用稳定的时钟给两条路径计时：CPU 上用本进程在单个 torch 线程上的 CPU 秒数（机器上的其他程序
+# zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。取 7 轮的中位数，每轮换一个新问题。
+from kernels.prefill import TTFT_CONFIG, measure_ttft
 
 
 with demo("s06.prefill"):
     device = default_device()
     kernel_name, kernel = paged_attention_for(device)
-    rows.clear()
     print(tr("device:", "设备："), describe_device(device), tr("| paged attention:", "| paged attention："),
           kernel_name if device.type == "cuda" else tr("yours (TODO 4)", "你写的（TODO 4）"))
-    # Wide enough that a 64-token question keeps the CPU busy with matmuls rather than Python overhead,
-    # small enough that the whole measurement takes a few seconds on 2 cores.
-    # zh: 足够宽，64 个 token 的问题主要花在矩阵乘上而不是 Python 开销上；又足够小，2 核 CPU 上整个测量只要几秒。
-    bench_cfg = ModelConfig(vocab_size=4096, hidden_size=512, intermediate_size=2048, num_hidden_layers=2,
-                            num_attention_heads=8, num_key_value_heads=2)
-    bench_model = DecoderLM.random(bench_cfg, seed=0, device=device)
+    bench_model = DecoderLM.random(TTFT_CONFIG, seed=0, device=device)
     question, block = 64, 16
     prefixes = [256, 768, 1536]
-    rng = random.Random(1)
-    # One warm-up run, so that one-time set-up costs are not timed.
-    # zh: 先热身一次，免得把一次性的初始化开销算进去。
-    full_prefill(bench_model, list(range(64)))
-    for p in prefixes:
-        system = [rng.randrange(bench_cfg.vocab_size) for _ in range(p)]
-        engine = PagedPrefiller(bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
-                                attention=pool_attention(kernel) if device.type == "cuda" else None)
-        t_full, t_cached = measure_ttft(engine, bench_model, system, question, reps=2, rng=rng)
-        rows.append((p, t_full, t_cached, t_full / t_cached, predicted_speedup(bench_cfg, p, question)))
+    rows = measure_ttft(bench_model, lambda p: PagedPrefiller(
+        bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
+        attention=pool_attention(kernel) if device.type == "cuda" else None), prefixes, question)
+    for r in rows:  # the cached path must give the full path's answer, from the whole cached prefix
+        assert r.hit_tokens == r.prefix and r.max_diff <= 1e-3, r
     print(f"{tr('prefix', '前缀'):>7} {tr('full ms', '完整 ms'):>9} {tr('cached ms', '缓存 ms'):>10} "
           f"{tr('measured', '实测'):>9} {tr('predicted', '预测'):>10}")
-    for p, tf, tc, meas, pred in rows:
-        print(f"{p:>7} {tf * 1e3:>9.1f} {tc * 1e3:>10.2f} {meas:>8.1f}x {pred:>9.1f}x")
+    for r in rows:
+        print(f"{r.prefix:>7} {r.full_s * 1e3:>9.1f} {r.cached_s * 1e3:>10.2f} {r.speedup:>8.1f}x {r.predicted:>9.1f}x")
+    last = rows[-1]
+    verdict = tr("below", "低于") if last.speedup < 0.9 * last.predicted else \
+        tr("above", "高于") if last.speedup > 1.1 * last.predicted else tr("close to", "接近")
+    print(tr(f"at P = {last.prefix}: measured {last.speedup:.1f}x, {verdict} the FLOP model's {last.predicted:.1f}x",
+             f"P = {last.prefix} 时：实测 {last.speedup:.1f} 倍，{verdict} FLOP 模型预测的 {last.predicted:.1f} 倍"))
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(prefixes, [r[3] for r in rows], "o-", label=tr("measured", "实测"))
-    ax.plot(prefixes, [r[4] for r in rows], "s--", label=tr("FLOP model", "FLOP 模型"))
+    ax.plot(prefixes, [r.speedup for r in rows], "o-", label=tr("measured", "实测"))
+    ax.plot(prefixes, [r.predicted for r in rows], "s--", label=tr("FLOP model", "FLOP 模型"))
     ax.plot(prefixes, [(p + question) / question for p in prefixes], ":", color="grey",
             label=tr("token ratio (P+Q)/Q: attention ignored", "token 比例 (P+Q)/Q：忽略 attention"))
     ax.set_xscale("log", base=2)
@@ -544,12 +511,7 @@ with demo("s06.prefill"):
     ax.set_title(tr(f"Prefix cache TTFT speedup on {device.type}", f"前缀缓存的 TTFT 加速比（{device.type}）"))
     ax.legend()
     plt.show()
-    p, _, _, measured, predicted = rows[-1]
-    verdict = tr("below", "低于") if measured < 0.9 * predicted else tr("above", "高于") if measured > 1.1 * predicted \
-        else tr("close to", "接近")
-    print(tr(f"at P = {p}: measured {measured:.1f}x, {verdict} the FLOP model's {predicted:.1f}x",
-             f"P = {p} 时：实测 {measured:.1f} 倍，{verdict} FLOP 模型预测的 {predicted:.1f} 倍"))
-    reveal(my_guess_3, round(measured, 1),
+    reveal(my_guess_3, round(last.speedup, 1),
            tr("The FLOP model runs every kind of work at one rate; real hardware does not, and the gap can go "
               "either way (the next cell explains why).",
               "FLOP 模型假设各类工作都以同一速率运行；真实硬件并非如此，偏差可能朝任一方向（下一个单元解释原因）。"))
