@@ -15,6 +15,7 @@ processes; after :meth:`ChildCgroup.remove` it is gone (its processes killed fir
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import secrets
@@ -147,10 +148,12 @@ class ChildCgroup:
                 continue
         return None
 
-    def remove(self) -> None:
-        """Kill whatever is still in it, then remove it (the kernel refuses while a process remains)."""
+    def remove(self, wait_s: float = 30.0) -> None:
+        """Kill whatever is still in it, then remove it (the kernel refuses while a process remains:
+        a large tree on a busy machine takes seconds to die). Still busy after ``wait_s``: tried again
+        when the grader exits."""
         self.close_fd()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + wait_s
         while True:
             for pid in self.pids():
                 try:
@@ -164,8 +167,25 @@ class ChildCgroup:
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    return  # a process stuck in the kernel: left for the system, named nowhere else
+                    _at_exit(self)
+                    return
                 time.sleep(0.02)
+
+
+_leftover: list = []  # cgroups still busy when removed, retried at exit
+
+
+def _at_exit(group: ChildCgroup) -> None:
+    if not _leftover:
+        atexit.register(_remove_leftover)
+    _leftover.append(group)
+
+
+def _remove_leftover() -> None:
+    groups, _leftover[:] = list(_leftover), [object()]  # a placeholder: a second failure registers nothing
+    for g in groups:
+        if os.path.isdir(g.path):
+            g.remove(wait_s=10.0)
 
 
 def _write(path: str, name: str, value: str, missing_ok: bool = False) -> None:
