@@ -3,8 +3,8 @@
 This process never executes learner code. It reads each submission as data
 (:mod:`autograder.submission`), sends the learner's solution cells to a child
 (:mod:`autograder.supervise`, :mod:`autograder.sandbox`) together with the reference stubbed at the
-TODO under test (:mod:`autograder.trusted`), reads back raw outcomes under the channel's rules
-(:mod:`autograder.channel`), and compares them with the reference's outcomes, which it computes
+TODO under test (:mod:`autograder.trusted`), reads back raw outcomes under the child's protocol
+(:mod:`autograder.protocol`), and compares them with the reference's outcomes, which it computes
 itself (:mod:`autograder.verdict`). Every message is composed here; the only text in it that came
 from the child passed :mod:`autograder.leaks` first. All children of a run share one isolation
 level (:mod:`autograder.isolation`), which every result states.
@@ -12,6 +12,7 @@ level (:mod:`autograder.isolation`), which every result states.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -22,15 +23,18 @@ from autograder import batch, isolation, messages
 from autograder.course import grading_mode
 from autograder.i18n import L, text
 from autograder.leaks import WITHHELD, LeakGuard
-from autograder.results import SubmissionResult, TodoResult, TodoStatus
+from autograder.protocol import CellError, CellsDone, Event
+from autograder.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import Check, Stage, Todo
 from autograder.staging import GradingRun, private_library_caches
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
-from autograder.supervise import ChildLimits, ChildReport, run_child
-from autograder.trusted import child_modules, expected_outcomes, leak_guard, setup_cells
+from autograder.supervise import ChildLimits, ChildReport, describe, run_child
+from autograder.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
 from autograder.verdict import CheckVerdict, judge
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
+
+VERBOSE_ENV = "PCW_GRADE_VERBOSE"  # "1": every grading run logs each child to stderr, as --verbose does
 
 
 def limits_for(stage: Stage) -> ChildLimits:
@@ -56,10 +60,13 @@ class Graded:
 @dataclass(frozen=True)
 class Reporting:
     """How results are worded and scored: ``lang`` overrides each submission's own language;
-    ``grading`` is the points rule (see :mod:`autograder.course`)."""
+    ``grading`` is the points rule (see :mod:`autograder.course`); ``log`` receives a description
+    of each child (see :func:`autograder.supervise.describe`)."""
 
     lang: str | None = None
     grading: str = "all-or-nothing"
+    log: Callable[[str], None] | None = None
+    """Where to log, per child, the isolation applied, its exit status and its kept output (None: nowhere)."""
 
 
 def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None = None,
@@ -75,12 +82,14 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
     payload = {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
                "modules": child_modules(stage, todo), "preload": stage.preload}
 
-    def on_event(event: dict) -> None:
-        if on_cells is not None and event.get("phase") == "cells_done":
+    def on_event(event: Event) -> None:
+        if on_cells is not None and isinstance(event, CellsDone):
             on_cells()
 
     report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event,
                        staging=run.staging_for(todo))
+    if how.log is not None:
+        how.log(describe(report, f"{sub.path} · {todo.id}"))
     return compose(sub, todo, report, leak_guard(stage), how=how)
 
 
@@ -92,18 +101,13 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     expected = expected_outcomes(stage)
     checks = stage.checks_for(todo.id)
     shown: list[str] = []
-    events = report.events
-    outcomes = {e["key"]: e["outcome"] for e in events if "outcome" in e}
-    missing = next((e["missing"] for e in events if "missing" in e), None)
-    cell_errors = next((e["cell_errors"] for e in events if "cell_errors" in e), [])
-    in_check = next((e["key"] for e in reversed(events) if e.get("phase") == "check"), None)
-    in_cell = next((e["index"] for e in reversed(events) if e.get("phase") == "cell"), None)
-    course_versions = next((e["course_versions"] for e in events if "course_versions" in e), [])
+    said = report.summary
+    outcomes = said.outcomes
 
     verdicts, first_fail = [], None
     for c in checks:
         if c.key in outcomes:
-            raw = outcomes[c.key]
+            raw = dict(outcomes[c.key])
             v = _judge(stage, c, expected[c.key], raw, lang)
             if not v.passed:
                 display = guard.outcome(raw, withhold_all=withhold)
@@ -111,23 +115,23 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
                 d = _judge(stage, c, expected[c.key], display, lang)
                 v = v if d.passed else replace(d, not_implemented=v.not_implemented)
             line = v.summary if v.passed else _one_line(v.summary, v.detail)
-            verdicts.append({"name": c.name, "hidden": c.hidden, "passed": v.passed, "message": line})
+            verdicts.append(CheckResult(c.name, c.hidden, v.passed, line))
             if not v.passed and first_fail is None:
                 first_fail = v
         else:
-            verdicts.append({"name": c.name, "hidden": c.hidden, "passed": False, "message": text(messages.NOT_RUN, lang)})
+            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang)))
 
     n_hidden = sum(c.hidden for c in checks)
     if report.grader_error is not None:
         status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
     elif report.tampering:
         status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what="; ".join(report.tampering))
-    elif checks and all(v["passed"] for v in verdicts) and report.stopped is None:
+    elif checks and all(v.passed for v in verdicts) and report.stopped is None:
         status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
-    elif missing:
-        status, message = TodoStatus.MISSING, _shown(guard.fragment(missing) if not withhold else WITHHELD, shown)
+    elif said.missing:
+        status, message = TodoStatus.MISSING, _shown(guard.fragment(said.missing) if not withhold else WITHHELD, shown)
     elif report.stopped is not None:
-        where = _check_name(in_check) or _cell_name(in_cell, len(setup_cells(stage))) or messages.WHERE_BEFORE
+        where = _check_name(said.check) or _cell_name(said.cell, len(setup_cells(stage))) or messages.WHERE_BEFORE
         status, message = TodoStatus.STOPPED, text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
     elif first_fail is not None and first_fail.not_implemented:
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
@@ -137,23 +141,24 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
-    if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and cell_errors:
-        message += f" (note: {_cell_error(cell_errors[0], guard, withhold, shown)})"
-    for name in course_versions if type(course_versions) is list else []:
-        if type(name) is str and name.strip("`").replace(".", "").isidentifier():  # names only: nothing else passes
-            message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name.strip("`"))
+    if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
+        message += f" (note: {_cell_error(said.cell_errors[0], guard, withhold, shown)})"
+    if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR):
+        given = given_members(stage, todo.owner)
+        for name in (n for n in said.course_versions if n in given):  # only names the course has: no child text
+            message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
     return Graded(result, report, shown)
 
 
-def todo_points(todo: Todo, status: TodoStatus, verdicts: list[dict], grading: str) -> float:
+def todo_points(todo: Todo, status: TodoStatus, verdicts: list[CheckResult], grading: str) -> float:
     """All the points when every check passed; under partial credit, the share of checks passed
     (hidden ones included) when the TODO ran to the end; else none."""
     if status is TodoStatus.PASSED:
         return float(todo.points)
     if grading == "partial" and status is TodoStatus.FAILED and verdicts:
-        return round(todo.points * sum(v["passed"] for v in verdicts) / len(verdicts), 2)
+        return round(todo.points * sum(v.passed for v in verdicts) / len(verdicts), 2)
     return 0.0
 
 
@@ -173,13 +178,11 @@ def _shown(text: str, shown: list[str]) -> str:
     return text
 
 
-def _cell_error(err: dict, guard: LeakGuard, withhold: bool, shown: list[str]) -> str:
-    kind = "setup" if err.get("kind") == "setup" else "your"
-    cell = err.get("cell") if type(err.get("cell")) is int else "?"
-    name = guard.name(err.get("type"))
-    text = WITHHELD if withhold else guard.fragment(err.get("message"), 100)
+def _cell_error(err: CellError, guard: LeakGuard, withhold: bool, shown: list[str]) -> str:
+    name = guard.name(err.type)
+    text = WITHHELD if withhold else guard.fragment(err.message, 100)
     shown += [name, text]
-    return f"{kind} cell {cell} raised {name}: {text}"
+    return f"{err.kind} cell {err.cell} raised {name}: {text}"
 
 
 def _one_line(head: str, detail: list[str]) -> str:
@@ -203,11 +206,21 @@ def _same_as_first(first: Graded, sub: Submission, todo: Todo, how: Reporting) -
     """A TODO not run because the submission's first child already stopped in the learner's cells."""
     r = first.result
     lang = how.lang or sub.lang
-    checks = [{"name": c.name, "hidden": c.hidden, "passed": False, "message": text(messages.NOT_RUN, lang)}
-              for c in sub.stage.checks_for(todo.id)]
+    checks = [CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang)) for c in sub.stage.checks_for(todo.id)]
     res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), r.status,
                      text(messages.SAME_FOR_EVERY, lang).format(message=r.message), checks)
     return Graded(res, None, list(first.shown))
+
+
+def stderr_log() -> Callable[[str], None]:
+    """A log for :class:`Reporting` that writes each entry whole to stderr (children end in parallel)."""
+    lock = threading.Lock()
+
+    def log(entry: str) -> None:
+        with lock:
+            print(entry, file=sys.stderr, flush=True)
+
+    return log
 
 
 # -- many submissions ------------------------------------------------------------------------------
@@ -216,7 +229,8 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 on_todo: Callable[[], None] | None = None,
                 iso: isolation.Isolation | str = "best", hidden: Iterable[str | os.PathLike] = (),
                 lang: str | None = None, grading: str | None = None,
-                only: Mapping[str, Collection[str]] | None = None) -> list[SubmissionResult]:
+                only: Mapping[str, Collection[str]] | None = None,
+                log: Callable[[str], None] | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
 
     ``only`` maps a path (as given) to the TODO ids to grade in it; its report has those TODOs only
@@ -227,9 +241,15 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     ``iso``: the isolation every child runs under (an :class:`~autograder.isolation.Isolation`, or
     what :func:`~autograder.isolation.select` takes); ``hidden``: further paths no child may see
     (every submission is hidden from every child anyway).
+
+    ``log`` receives, per child, the isolation applied, its exit status and its kept output
+    (:func:`autograder.supervise.describe`); by default that goes to stderr when the environment
+    sets ``PCW_GRADE_VERBOSE=1``, and nowhere otherwise.
     """
     private_library_caches()  # before any reference code imports torch here
-    how = Reporting(lang, grading or grading_mode())
+    if log is None and os.environ.get(VERBOSE_ENV) == "1":
+        log = stderr_log()
+    how = Reporting(lang, grading or grading_mode(), log)
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)
     results: list[SubmissionResult] = []

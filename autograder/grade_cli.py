@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from autograder import isolation, reports
-from autograder.grade import grade_paths
+from autograder.grade import VERBOSE_ENV, grade_paths, stderr_log
 from autograder.submission import expand
 
 EXIT_NO_ISOLATION = 3
@@ -40,7 +40,7 @@ def _grade(args: argparse.Namespace) -> int:
 
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
     results = grade_paths(args.paths, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
-                          lang=args.lang, grading=args.grading)
+                          lang=args.lang, grading=args.grading, log=stderr_log() if args.verbose else None)
     if bar is not None:
         bar.close()
     if args.format == "json":
@@ -74,6 +74,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--summary-json", metavar="FILE", help="write a per-TODO summary as JSON")
     g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: all cores)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--verbose", action="store_true",
+                   help=f"log each grading process to stderr: the isolation applied, its exit status and its "
+                        f"output (also: {VERBOSE_ENV}=1)")
     g.add_argument("--lang", choices=["en", "zh"], default=None,
                    help="language of the report (default: each notebook's own edition)")
     g.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,

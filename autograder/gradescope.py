@@ -68,11 +68,11 @@ def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
     for t in r.todos:
         tests.append({"name": f"TODO {t.number} · {t.id} · {t.title}", "score": t.points, "max_score": t.max_points,
                       "status": "passed" if t.passed else "failed", "output": t.message, "visibility": "visible"})
-        hidden = [c for c in t.checks if c["hidden"]]
+        hidden = [c for c in t.checks if c.hidden]
         if hidden:
-            lines = [f"{'✅' if c['passed'] else '❌'} {c['message'] if not c['passed'] else c['name']}" for c in hidden]
+            lines = [f"{'✅' if c.passed else '❌'} {c.message if not c.passed else c.name}" for c in hidden]
             tests.append({"name": f"TODO {t.number} · {t.id} · hidden checks", "score": 0, "max_score": 0,
-                          "status": "passed" if all(c["passed"] for c in hidden) else "failed",
+                          "status": "passed" if all(c.passed for c in hidden) else "failed",
                           "output": "\n".join(lines), "visibility": "after_published"})
     level = iso.describe() if iso is not None else r.isolation
     out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden", "visibility": "visible",

@@ -17,7 +17,7 @@ class TodoStatus(str, Enum):
     NOT_IMPLEMENTED = "not_implemented"   # the TODO (or one it needs) is still the stub
     MISSING = "missing"                   # the notebook does not define what the TODO needs
     STOPPED = "stopped"                   # the child was stopped: time, memory, exit, crash
-    TAMPERED = "tampered"                 # the child broke the result channel's rules (autograder.channel)
+    TAMPERED = "tampered"                 # the child broke the result channel's rules (autograder.protocol)
     GRADER_ERROR = "grader_error"         # a fault of the grader itself, reported on this TODO
 
 
@@ -26,13 +26,27 @@ class SubmissionStatus(str, Enum):
     NOT_GRADED = "not_graded"  # the file could not be graded at all; ``error`` says why
 
 
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on one check of one TODO, as every report shows it."""
+
+    name: str
+    """The check's name (the grader's, from the stage's spec)."""
+    hidden: bool
+    """Whether it is a hidden check (learners see its name and a hint, never its inputs)."""
+    passed: bool
+    """Whether the learner's code passed it."""
+    message: str
+    """One line composed by the grader: the check's summary, or why it failed or did not run."""
+
+
 @dataclass
 class TodoResult:
     """The verdict on one TODO of one submission.
 
     Invariants: ``0 <= points <= max_points``; ``passed`` iff ``status is PASSED``; ``message`` is
-    one line composed by the grader; ``checks`` holds one entry per check (name, hidden, passed,
-    message), in the order the stage lists them.
+    one line composed by the grader; ``checks`` holds one :class:`CheckResult` per check, in the
+    order the stage lists them.
     """
 
     id: str
@@ -42,7 +56,7 @@ class TodoResult:
     max_points: float
     status: TodoStatus
     message: str
-    checks: list[dict] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

@@ -1,16 +1,17 @@
 """The child process that runs untrusted learner code for one TODO and reports raw outcomes.
 
-It never judges: it writes one JSON line per check (what the learner's code returned or raised)
-to a pipe, and the parent compares those outcomes with the reference's (the protocol and its rules:
-:mod:`autograder.channel`). It is launched already confined by the kernel (:mod:`autograder.confine`,
-at the run's isolation level). Before any learner code runs it limits itself (memory, CPU, file
+It never judges: it reports events through a pipe, one per check among them (what the learner's
+code returned or raised), and the parent compares those outcomes with the reference's. Every event
+it sends is one of :mod:`autograder.protocol`'s, written by :func:`autograder.protocol.encode`.
+It is launched already confined by the kernel (:mod:`autograder.confine`, at the run's isolation
+level). Before any learner code runs it limits itself (memory, CPU, file
 size), blocks the given code the TODO must not delegate to (:mod:`autograder.twins`), and installs an
 audit hook. The hook is not a boundary (learner code controls this interpreter and can undo it);
 it only turns the usual forbidden actions (opening the grader's files, writing outside the scratch
 dir, starting processes, networking, signals, native calls) into a clear "not allowed" message
 before the kernel's refusal would give a bare errno.
 
-Input: one JSON payload on stdin. Output: JSON lines on the file descriptor named in the payload.
+Input: one JSON payload on stdin. Output: protocol events on the file descriptor named in the payload.
 """
 from __future__ import annotations
 
@@ -121,10 +122,12 @@ def _strip_magics(source: str) -> str:
 def main() -> None:
     payload = json.loads(sys.stdin.read())
     fd = payload["result_fd"]
-    dumps, write, _exit = json.dumps, os.write, os._exit  # bound before learner code can patch os
+    from autograder import protocol as p
 
-    def emit(obj: dict) -> None:
-        data = (dumps(obj) + "\n").encode()
+    encode, write, _exit = p.encode, os.write, os._exit  # bound before learner code can patch os
+
+    def emit(event: p.Event) -> None:
+        data = encode(event)
         while data:
             data = data[write(fd, data):]
 
@@ -161,43 +164,45 @@ def main() -> None:
 
     denied = [*payload["denied_dirs"], os.path.join(payload["root"], "solutions")]
     _install_audit_hook(denied, payload["workdir"])
-    emit({"phase": "ready"})
+    emit(p.Ready())
 
     learner: dict = {"__name__": "__main__", "__builtins__": builtins}
-    cell_errors = []
+    cell_errors: list[p.CellError] = []
     for i, (kind, src) in enumerate(payload["cells"]):
-        emit({"phase": "cell", "index": i})
+        emit(p.CellStarted(i))
         try:
             exec(compile(_strip_magics(src), f"<{kind} cell {i}>", "exec"), learner)
         except BaseException as exc:  # noqa: BLE001 - keep going, as a notebook would
-            cell_errors.append({"cell": i + 1, "kind": kind, "type": _type_name(exc), "message": _text(exc)})
+            cell_errors.append(p.CellError(i + 1, kind, _type_name(exc), _text(exc)))
         restore_builtins()
     if cell_errors:
-        emit({"cell_errors": cell_errors})
-    emit({"phase": "cells_done"})
+        emit(p.CellErrors(tuple(cell_errors)))
+    emit(p.CellsDone())
 
     try:
         notes: list[str] = []
         impl = build_impl(stage, todo, learner, reference, notes)
         if notes:
-            emit({"course_versions": notes[:10]})
+            names = tuple(n for n in (x.strip("`") for x in notes) if p.is_name(n))[:p.MAX_COURSE_VERSIONS]
+            if names:
+                emit(p.CourseVersions(names))
     except missing_target as exc:
-        emit({"missing": str(exc)})
-        emit({"phase": "done"})
+        emit(p.Missing(str(exc)[:p.MAX_MISSING_CHARS]))
+        emit(p.Done())
         _exit(0)
     for c in checks:
         restore_builtins()
-        emit({"phase": "check", "key": c.key})
+        emit(p.CheckStarted(c.key))
         result = run_probe(c, impl)
         restore_builtins()
-        emit({"key": c.key, "outcome": result})
-    emit({"phase": "done"})
+        emit(p.CheckOutcome(c.key, result))
+    emit(p.Done())
     _exit(0)  # threads the learner left running must not keep the process alive
 
 
 def _type_name(exc: BaseException) -> str:
     try:
-        return str(type(exc).__name__)[:80]
+        return str(type(exc).__name__)[:80]  # protocol.MAX_TYPE_CHARS
     except Exception:  # noqa: BLE001 - a learner's exception class may lie about anything
         return "Exception"
 

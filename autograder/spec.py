@@ -45,7 +45,7 @@ class Todo:
 
     ``contract`` is what the TODO comment says in the notebook (what to set or return and the
     invariant that must hold, never code); ``hints`` are the three tiers :func:`autograder.hint`
-    reveals one at a time: the idea, the approach, near-code.
+    reveals one at a time: the idea, the approach, a code skeleton with blanks (``___``).
 
     Invariants: ``id`` looks like ``sNN.name``; ``target`` is ``name`` or ``Class.name`` and names a
     top-level object (or a method of one) in the stage's reference module; ``points > 0``; ``hints``
@@ -68,7 +68,7 @@ class Todo:
         if self.points <= 0:
             raise ValueError(f"TODO {self.id}: points must be positive")
         if self.hints and len(self.hints) != 3:
-            raise ValueError(f"TODO {self.id}: hints come in exactly three tiers (idea, approach, near-code)")
+            raise ValueError(f"TODO {self.id}: hints come in exactly three tiers (idea, approach, skeleton)")
         if any(":" not in t for t in self.twins):
             raise ValueError(f"TODO {self.id}: twins are named 'module:qualname'")
 

@@ -7,7 +7,9 @@ isolation level (or, at ``in-process``, as a plain child guarded only by its aud
 is the limit that matters (it does not depend on how busy the machine is); the wall clock only ends
 code that waits forever without computing. The child's stdout and stderr go to a pipe that this
 module drains continuously: the first :data:`OUTPUT_KEEP` bytes are kept for diagnosis and the rest
-is dropped, so printing never blocks, fills a disk, or raises inside learner code.
+is dropped, so printing never blocks, fills a disk, or raises inside learner code. The child's
+events are read under :mod:`autograder.protocol`; :func:`describe` says, for a grader's log, how
+each child ran (its isolation, exit status and kept output).
 """
 from __future__ import annotations
 
@@ -23,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import cgroup, messages
-from autograder.channel import Channel
-from autograder.i18n import L
+from autograder.i18n import L, text
 from autograder.confine import EXIT_NOT_CONFINED
 from autograder.launch import ChildSpec, LaunchPlan, plan_child
+from autograder.protocol import Channel, ChildSummary, Event, summarize
 from autograder.staging import SCRATCH_MB, GradingRun
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.sandbox import main; main()"
@@ -55,27 +57,44 @@ class ChildLimits:
 class ChildReport:
     """How one child ended.
 
-    Invariants: ``events`` are the well-formed events its channel accepted, in order (see
-    :mod:`autograder.channel`); ``stopped`` is None iff it reported ``done``, exited cleanly and did
-    not tamper; ``grader_error`` is set (and learner code never ran) when the child could not be
-    launched or confined; ``output`` is at most :data:`OUTPUT_KEEP` bytes.
+    Invariants: ``events`` are the events its channel accepted, in order (a legal sequence of
+    :mod:`autograder.protocol`); ``stopped`` is None iff it reported ``Done``, exited
+    cleanly and did not tamper; ``grader_error`` is set (and learner code never ran) when the child
+    could not be launched or confined; ``output`` is at most :data:`OUTPUT_KEEP` bytes.
     """
 
-    events: list[dict]
-    stopped: L | str | None   # why it stopped early, in both languages ("not started": never ran)
+    events: list[Event]
+    """The protocol events the channel accepted, in order."""
+    stopped: L | str | None
+    """Why it stopped early, in both languages (``"not started"``: it never ran); None: it did not."""
     tampering: list[str] = field(default_factory=list)
+    """Each rule of the protocol the child broke, once, in order (the grader's words)."""
     grader_error: str | None = None
+    """Why the grader could not run the child (its own fault); None when it could."""
     output: bytes = b""
+    """The first :data:`OUTPUT_KEEP` bytes the child wrote to stdout and stderr, together."""
     output_dropped: int = 0
+    """How many more bytes of output it wrote (read and dropped)."""
+    isolation: str = ""
+    """The isolation applied to this child: the run's level, the user it ran as, what it could read."""
+    returncode: int | None = None
+    """Its exit status (negative: the signal that ended it); None when it never started or never ended."""
+    timed_out: bool = False
+    """Whether the wall clock ran out before the child finished."""
+
+    @property
+    def summary(self) -> ChildSummary:
+        """What ``events`` say, typed (:func:`autograder.protocol.summarize`)."""
+        return summarize(self.events)
 
     @property
     def reached(self) -> str:
-        """The last phase the child reported: ``ready``, ``cell``, ``cells_done``, ``check``, ``done`` or ``""``."""
-        return next((e["phase"] for e in reversed(self.events) if "phase" in e), "")
+        """How far the child got: ``ready``, ``cell``, ``cells_done``, ``check``, ``done`` or ``""``."""
+        return self.summary.reached
 
     @property
     def cells_finished(self) -> bool:
-        return any(e.get("phase") == "cells_done" for e in self.events)
+        return self.summary.cells_done
 
 
 def child_env(workdir: str) -> dict[str, str]:
@@ -93,25 +112,29 @@ def child_env(workdir: str) -> dict[str, str]:
 
 
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
-              on_event: Callable[[dict], None] | None = None, staging: Path | None = None) -> ChildReport:
+              on_event: Callable[[Event], None] | None = None, staging: Path | None = None) -> ChildReport:
     """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
     isolation, importing from ``staging`` (default: the run's); ``on_event`` sees each accepted event
     as it arrives (in this thread)."""
     scratch, uid = run.scratch()
     try:
-        return _run(payload, limits, run, staging or run.staging, scratch, uid, Channel(check_keys), on_event)
+        channel = Channel(check_keys, cells=len(payload["cells"]))
+        return _run(payload, limits, run, staging or run.staging, scratch, uid, channel, on_event)
     finally:
         run.discard(scratch)
 
 
 def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scratch: str, uid: int | None,
-         channel: Channel, on_event: Callable[[dict], None] | None) -> ChildReport:
+         channel: Channel, on_event: Callable[[Event], None] | None) -> ChildReport:
     read_fd, write_fd = os.pipe()
     out_r, out_w = os.pipe()
     payload = {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
                "workdir": scratch, "result_fd": write_fd, "root": str(staging), "denied_dirs": list(run.hidden)}
     plan: LaunchPlan | None = None
     group = None
+    applied = f"{run.isolation.level} (audit hook only)" if not run.isolation.layers else run.isolation.level
+    if uid is not None:
+        applied += f", as uid {uid}"
     try:
         env = child_env(scratch)
         if run.isolation.layers:
@@ -122,6 +145,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
                                         memory_mb=limits.memory_limit_mb, cgroup_fd=group.procs_fd if group else None,
                                         scratch_mb=SCRATCH_MB), run.isolation)
             kwargs = plan.popen_kwargs()
+            applied += f", reading only {', '.join(plan.readable)} (and the system's libraries)"
         else:
             kwargs = {"args": [sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(staging))],
                       "pass_fds": (write_fd,), "env": env, "cwd": scratch, "close_fds": True,
@@ -132,7 +156,8 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
             os.close(fd)
         if group is not None:
             group.remove()
-        return ChildReport([], "not started", grader_error=f"could not start a grading process: {exc}")
+        return ChildReport([], "not started", grader_error=f"could not start a grading process: {exc}",
+                           isolation=applied)
     finally:
         os.close(write_fd)
         os.close(out_w)
@@ -153,11 +178,13 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         os.close(read_fd)
         os.close(out_r)
     rc = plan.returncode(proc.returncode) if plan is not None else proc.returncode
-    return _report(channel, rc, output, dropped, timed_out, limits)
+    report = _report(channel, rc, output, dropped, timed_out, limits)
+    report.isolation, report.returncode, report.timed_out = applied, rc, timed_out
+    return report
 
 
 def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, channel: Channel, limits: ChildLimits,
-             on_event: Callable[[dict], None] | None) -> tuple[bytes, int, bool]:
+             on_event: Callable[[Event], None] | None) -> tuple[bytes, int, bool]:
     """Feed the payload and read events and output until the result pipe closes, the child exits
     after ``done``, or the wall clock runs out. Returns (kept output, dropped bytes, timed out)."""
     sel = selectors.DefaultSelector()
@@ -213,10 +240,8 @@ def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, chann
 
 def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed_out: bool,
             limits: ChildLimits) -> ChildReport:
-    events = channel.events
-    ready = any(e.get("phase") == "ready" for e in events)
-    report = ChildReport(events, None, list(channel.tampering), None, output, dropped)
-    if not ready and not channel.tampered:
+    report = ChildReport(list(channel.events), None, list(channel.tampering), None, output, dropped)
+    if not report.summary.ready and not channel.tampered:
         # before "ready" no learner code has run: the child's last line is the grader's own
         why = output.decode("utf-8", "replace").strip().splitlines()
         last = f": {why[-1][:200]}" if why else ""
@@ -252,3 +277,33 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
+
+
+def describe(report: ChildReport, what: str) -> str:
+    """Lines for a grader's log about one child (``what`` names it): the isolation applied, how it
+    ended, and its kept output. Control characters in the output are shown escaped, so that a
+    learner's output cannot rewrite the grader's terminal."""
+    if report.returncode is not None:
+        ended = f"exit status {report.returncode}" + (f" ({_signal_name(-report.returncode)})"
+                                                      if report.returncode < 0 else "")
+    else:
+        ended = "never started" if report.stopped == "not started" else "no exit status"
+    how = [ended, "timed out" if report.timed_out else "",
+           f"reached {report.reached or 'nothing'}", f"stopped: {text(report.stopped, 'en')}" if report.stopped else "",
+           f"tampering: {'; '.join(report.tampering)}" if report.tampering else "",
+           f"the course's {', '.join(report.summary.course_versions)} used" if report.summary.course_versions else "",
+           f"grader error: {report.grader_error}" if report.grader_error else ""]
+    lines = [f"[child] {what}", f"  isolation: {report.isolation or 'unknown'}",
+             f"  ended: {', '.join(h for h in how if h)}"]
+    size = len(report.output) + report.output_dropped
+    if not size:
+        lines.append("  output: none")
+    else:
+        kept = f"{len(report.output)} bytes" + (f", {report.output_dropped} more dropped" if report.output_dropped else "")
+        lines.append(f"  output ({kept}):")
+        lines += ["  | " + _printable(line) for line in report.output.decode("utf-8", "replace").splitlines()]
+    return "\n".join(lines)
+
+
+def _printable(line: str) -> str:
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)

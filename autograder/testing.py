@@ -12,7 +12,7 @@ import nbformat
 
 from autograder import layout
 from autograder.grade import grade_paths
-from autograder.pysource import object_source
+from autograder.pysource import object_source, solution_region
 from autograder.results import SubmissionResult
 
 
@@ -23,6 +23,17 @@ def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
             raise AssertionError(f"edit target must occur exactly once, found {n}: {old!r}")
         text = text.replace(old, new)
     return text
+
+
+def graft(stage_id: str, target: str, code: str) -> str:
+    """The reference module's text with ``target``'s solution region holding ``code`` instead
+    (indented like the region's markers): what a learner gets by pasting ``code`` into that TODO."""
+    text = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    begin, end = solution_region(text, target)
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    body = [indent + ln if ln.strip() else "" for ln in code.splitlines()]
+    return "\n".join(lines[: begin + 1] + body + lines[end:]) + "\n"
 
 
 def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "en") -> nbformat.NotebookNode:

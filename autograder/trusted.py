@@ -6,6 +6,7 @@ the TODO under test (see :func:`autograder.layout.visible_modules` for the rule)
 """
 from __future__ import annotations
 
+import ast
 import json
 import threading
 
@@ -23,6 +24,7 @@ _lock = threading.Lock()
 _expected: dict[str, dict[str, dict]] = {}
 _setup: dict[str, list[str]] = {}
 _modules: dict[tuple[str, str], dict[str, str]] = {}
+_members: dict[tuple[str, str], frozenset[str]] = {}
 
 
 def expected_outcomes(stage: Stage) -> dict[str, dict]:
@@ -54,6 +56,30 @@ def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
                 modules[files.hidden_module] = files.hidden.read_text(encoding="utf-8")
             _modules[key] = modules
         return _modules[key]
+
+
+def given_members(stage: Stage, owner: str) -> frozenset[str]:
+    """``Owner.member`` for each member of the course's class ``owner`` that is not a TODO: given code
+    the learner's cell may lack, which the child then takes from the course (a
+    :class:`~autograder.protocol.CourseVersions` event). The released notebook shows every one of
+    them, so naming them in a report reveals nothing; a name the child sends outside this set is
+    not shown (the child is untrusted)."""
+    with _lock:
+        key = (stage.id, owner)
+        if key not in _members:
+            tree = ast.parse(layout.stage_files(stage.id).reference.read_text(encoding="utf-8"))
+            cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+            names: set[str] = set()
+            for n in cls.body if cls is not None else []:
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(n.name)
+                elif isinstance(n, ast.Assign):
+                    names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+                elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+                    names.add(n.target.id)
+            todos = {t.function_name for t in stage.todos if t.owner == owner and "." in t.target}
+            _members[key] = frozenset(f"{owner}.{m}" for m in names - todos if not m.startswith("__"))
+        return _members[key]
 
 
 _guards: dict[str, LeakGuard] = {}

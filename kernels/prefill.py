@@ -78,7 +78,7 @@ class TTFTRow:
 
 
 def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixes: Sequence[int],
-                 question_len: int = 64, reps: int = 7, seed: int = 1) -> list[TTFTRow]:
+                 question_len: int = 64, reps: int = 5, seed: int = 1) -> list[TTFTRow]:
     """TTFT of a full prefill and of a prefill after a cached system prompt, for each prefix length.
 
     ``make_engine(prefix)`` returns a fresh engine whose ``prefill(prompt)`` returns ``(logits, ledger)``

@@ -1,4 +1,4 @@
-"""The verdict channel's rules (autograder/channel.py) and the leak guard (autograder/leaks.py), unit by unit."""
+"""The verdict channel's rules (autograder/protocol.py) and the leak guard (autograder/leaks.py), unit by unit."""
 from __future__ import annotations
 
 import base64
@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from autograder.channel import Channel
+from autograder.protocol import Channel
 from autograder.leaks import WITHHELD, LeakGuard
 
 KEYS = ["s01.x:a", "s01.x:hidden:b"]

@@ -91,7 +91,7 @@ def test_s06_delegating_to_the_kernels_earns_nothing_when_graded():
     by_id = {t.id: t for t in result.todos}
     for d in GRADED:
         t = by_id[d.todo]
-        said = " ".join([t.message, *(c["message"] for c in t.checks)])
+        said = " ".join([t.message, *(c.message for c in t.checks)])
         assert not t.passed and t.points == 0 and "must be your own code" in said, said
     assert {t.id for t in result.todos if t.passed} == {t for t in by_id if t not in {d.todo for d in GRADED}}
 

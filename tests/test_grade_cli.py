@@ -86,10 +86,10 @@ def test_s01_normalize_hidden_failure_is_named_with_hint_but_no_values():
     assert todo.message.startswith("hidden check 'returns_a_copy' failed | hint: ")
     for label in ("input:", "expected:", "got:"):
         assert label not in todo.message
-    hidden = [c for c in todo.checks if c["hidden"] and not c["passed"]]
-    assert hidden and all("expected" not in c["message"] for c in hidden)
-    visible = [c for c in todo.checks if not c["hidden"]]
-    assert all(c["passed"] for c in visible)  # "all visible passed" and yet the TODO earns nothing
+    hidden = [c for c in todo.checks if c.hidden and not c.passed]
+    assert hidden and all("expected" not in c.message for c in hidden)
+    visible = [c for c in todo.checks if not c.hidden]
+    assert all(c.passed for c in visible)  # "all visible passed" and yet the TODO earns nothing
 
 
 def test_s01_match_prefix_helper_outside_todo_cell_is_explained(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from autograder import blame, layout
 from autograder.i18n import set_language
 from autograder.inline import run_check
-from autograder.learn import hint, reveal
+from autograder.learn import hint, judged, reveal
 from autograder.spec import load_stage
 from autograder.testing import apply_edits, grade_variant
 from tests.conftest import ROOT, stage_params
@@ -132,20 +132,36 @@ def test_hint_reveals_the_next_tier_each_call_and_jumps(capsys):
     stage = next(load_stage(s, hidden=False) for s in layout.built_stages()
                  if all(t.hints for t in load_stage(s, hidden=False).todos))
     todo = stage.todos[0]
-    first, second = hint(todo.id), hint(todo.id)
-    assert first != second and first in capsys.readouterr().out
-    assert hint(todo.id, 3) == str(todo.hints[2])
-    assert hint(todo.id) == str(todo.hints[2])  # stays at the last tier
+    shown = []
+    for tier in (None, None, 3, None):
+        assert hint(todo.id, tier) is None  # printed only: no Out[] copy of the text in Jupyter
+        shown.append(capsys.readouterr().out)
+    assert str(todo.hints[0]) in shown[0] and str(todo.hints[1]) in shown[1] and shown[0] != shown[1]
+    assert str(todo.hints[2]) in shown[2] and "___" in shown[2]
+    assert str(todo.hints[2]) in shown[3]  # stays at the last tier
     with pytest.raises(ValueError):
         hint(todo.id, 4)
 
 
-def test_reveal_shows_prediction_next_to_answer(capsys):
-    assert reveal(0.5, 0.97, "the prefix dominates") is False
-    assert reveal(0.95, 0.97) is True
+def test_reveal_shows_prediction_next_to_answer_and_returns_nothing(capsys):
+    assert reveal(0.5, 0.97, "the prefix dominates", within=0.05) is None
     assert reveal(None, "B") is None
     out = capsys.readouterr().out
-    assert "0.5" in out and "0.97" in out and "the prefix dominates" in out
+    assert "0.5" in out and "0.97" in out and "the prefix dominates" in out and "🤔" in out and "±0.05" in out
+
+
+def test_whole_number_answers_are_judged_exactly():
+    assert judged(288, 288) is True and judged(288.0, 288) is True
+    assert judged(300, 288) is False and judged(287, 288) is False and judged(True, 1) is False
+    with pytest.raises(ValueError):
+        judged(300, 288, within=20)  # no tolerance on a count
+
+
+def test_fractional_answers_need_a_declared_tolerance():
+    assert judged(0.95, 0.97, within=0.02) is True and judged(0.94, 0.97, within=0.02) is False
+    with pytest.raises(ValueError):
+        judged(0.95, 0.97)
+    assert judged("b", "B") is True and judged(1, True) is False and judged(None, 3) is None
 
 
 def test_check_speaks_the_notebook_language(capsys):
@@ -193,7 +209,7 @@ def test_partial_credit_gives_the_share_of_checks_passed():
     from autograder.grade import todo_points
 
     share = todo_points(load_stage("s01").todo("s01.match_prefix"), t.status, t.checks, "partial")
-    passed = sum(c["passed"] for c in t.checks)
+    passed = sum(c.passed for c in t.checks)
     assert 0 < passed < len(t.checks)
     assert share == round(t.max_points * passed / len(t.checks), 2)
 

@@ -73,7 +73,7 @@ def test_stub_reports_every_check_as_not_implemented(graded_reference_and_stub, 
     """No check of an unfilled TODO reads as a wrong answer (in the table, JSON, CSV or Gradescope)."""
     for t in graded_reference_and_stub[(stage_id, "stub")].todos:
         assert t.status.value == "not_implemented", (t.id, t.message)
-        assert all("not implemented yet" in c["message"] for c in t.checks if not c["passed"]), (t.id, t.checks)
+        assert all("not implemented yet" in c.message for c in t.checks if not c.passed), (t.id, t.checks)
 
 
 @pytest.mark.parametrize("stage_id", stage_params())

@@ -2,7 +2,7 @@
 
 Everything a learner reads here exists in English and Chinese (``L(en, zh)``): titles, contracts,
 hint tiers, check hints, the quiz. Contracts state what to set or return and the invariant, never
-code; hint tiers go from the idea (1) over the approach (2) to near-code (3).
+code; hint tiers go from the idea (1) over the approach (2) to a skeleton with blanks (3).
 """
 from __future__ import annotations
 
@@ -38,10 +38,16 @@ STAGE = Stage(
                  L("Copy the input into a new list first (a generator can be read only once), then walk over the "
                    "copy and check the type of every token; return the copy.",
                    "先把输入复制成一个新列表（生成器只能读一遍），再遍历这个副本，逐个检查 token 的类型；最后返回副本。"),
-                 L("normalized = list(tokens); for each token: if not isinstance(token, int), raise TypeError(...); "
-                   "return normalized.",
-                   "normalized = list(tokens)；对每个 token：if not isinstance(token, int) 就 raise TypeError(...)；"
-                   "最后 return normalized。"))),
+                 L("normalized = list(tokens)\n"
+                   "for token in normalized:\n"
+                   "    if ___:\n"
+                   "        raise TypeError(...)\n"
+                   "return normalized",
+                   "normalized = list(tokens)\n"
+                   "for token in normalized:\n"
+                   "    if ___:\n"
+                   "        raise TypeError(...)\n"
+                   "return normalized"))),
         Todo("s01.add_prefix", 2, target="PrefixCacheManager.add_prefix", points=2,
              title=L("register a shared prefix", "登记共享前缀"),
              contract=L(
@@ -60,8 +66,12 @@ STAGE = Stage(
                  L("Let TODO 1 validate and copy the tokens, turn the result into a tuple, and raise on an empty one "
                    "before the append that follows your lines.",
                    "先让 TODO 1 校验并复制 token，再把结果转成 tuple；如果它是空的，就在你代码后面的 append 之前抛出异常。"),
-                 L("prefix = tuple(self._normalize(prefix_tokens)); if not prefix: raise ValueError(...)",
-                   "prefix = tuple(self._normalize(prefix_tokens))；if not prefix: raise ValueError(...)"))),
+                 L("prefix = tuple(___)\n"
+                   "if ___:\n"
+                   "    raise ValueError(...)",
+                   "prefix = tuple(___)\n"
+                   "if ___:\n"
+                   "    raise ValueError(...)"))),
         Todo("s01.match_prefix", 3, target="PrefixCacheManager.match_prefix", points=3,
              title=L("longest prefix match", "最长前缀匹配"),
              contract=L(
@@ -84,8 +94,10 @@ STAGE = Stage(
                    "of 1, 23 and of 12, 3 read the same.",
                    "从提示词开头取出和前缀一样多的 token，把两者当作同类型的整数序列来比较（tuple 对 tuple）。"
                    "不要转成字符串：1, 23 和 12, 3 拼起来的数字是一样的。"),
-                 L("is_match = tuple(prompt[:len(cached_prefix)]) == cached_prefix",
-                   "is_match = tuple(prompt[:len(cached_prefix)]) == cached_prefix"))),
+                 L("# compare like with like: cached_prefix is a tuple of tokens\n"
+                   "is_match = ___ == cached_prefix",
+                   "# 比较的双方要同类：cached_prefix 是 token 组成的 tuple\n"
+                   "is_match = ___ == cached_prefix"))),
         Todo("s01.split_prompt", 4, target="PrefixCacheManager.split_prompt", points=2,
              title=L("split a prompt into reusable prefix and suffix", "把提示词拆成可复用前缀和后缀"),
              contract=L(
@@ -102,8 +114,10 @@ STAGE = Stage(
                    "命中长度之前的部分来自缓存；从那里往后的部分仍然需要 prefill。"),
                  L("Two slices of the normalized prompt, cut at the same index: no token may be lost or counted twice.",
                    "对规范化后的提示词切两刀，位置相同：不能丢掉任何 token，也不能重复计算。"),
-                 L("reusable_prefix = prompt[:hit_len]; suffix = prompt[hit_len:]",
-                   "reusable_prefix = prompt[:hit_len]；suffix = prompt[hit_len:]"))),
+                 L("reusable_prefix = prompt[:___]\n"
+                   "suffix = prompt[___:]",
+                   "reusable_prefix = prompt[:___]\n"
+                   "suffix = prompt[___:]"))),
         Todo("s01.cache_stats", 5, target="PrefixCacheManager.cache_stats", points=2,
              title=L("the reuse ledger", "复用账本"),
              contract=L(
@@ -122,10 +136,12 @@ STAGE = Stage(
                  L("Ask TODO 3 for the hit, subtract it from the length, and guard the division against an empty "
                    "prompt; round the ratio to 4 decimals.",
                    "向 TODO 3 要命中长度，用总长度减去它；除法前要防住空提示词；复用率保留 4 位小数。"),
-                 L("hit_tokens = self.match_prefix(prompt); uncached_tokens = len(prompt) - hit_tokens; "
-                   "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0",
-                   "hit_tokens = self.match_prefix(prompt)；uncached_tokens = len(prompt) - hit_tokens；"
-                   "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"))),
+                 L("hit_tokens = ___\n"
+                   "uncached_tokens = ___\n"
+                   "reuse_ratio = round(___, 4) if prompt else 0.0",
+                   "hit_tokens = ___\n"
+                   "uncached_tokens = ___\n"
+                   "reuse_ratio = round(___, 4) if prompt else 0.0"))),
     ],
     quiz=Quiz(number=6, points=1, questions=(
         Question("q1", L("Registered prefixes: [1, 2, 3] and [1, 2, 3, 4, 5]. What does match_prefix return for the "

@@ -2,7 +2,7 @@
 
 Everything a learner reads here exists in English and Chinese (``L(en, zh)``): titles, contracts,
 hint tiers, check hints, the quiz. Contracts state what to set or return and the invariant, never
-code; hint tiers go from the idea (1) over the approach (2) to near-code (3).
+code; hint tiers go from the idea (1) over the approach (2) to a skeleton with blanks (3).
 """
 from __future__ import annotations
 
@@ -38,8 +38,10 @@ STAGE = Stage(
                    "i times block_size up to (but not including) position (i + 1) times block_size, as a tuple.",
                    "先用整除算出有几个满块，再把第 i 块取成从第 i × block_size 个位置到第 (i + 1) × block_size 个位置"
                    "（不含）的 token，转成 tuple。"),
-                 L("blocks = [tuple(tokens[i * block_size:(i + 1) * block_size]) for i in range(len(tokens) // block_size)]",
-                   "blocks = [tuple(tokens[i * block_size:(i + 1) * block_size]) for i in range(len(tokens) // block_size)]"))),
+                 L("num_full = ___\n"
+                   "blocks = [tuple(tokens[___:___]) for i in range(num_full)]",
+                   "num_full = ___\n"
+                   "blocks = [tuple(tokens[___:___]) for i in range(num_full)]"))),
         Todo("s02.hash_block", 2, target="hash_block", points=3,
              title=L("hash one block with its parent", "对一个块连同父 key 做哈希"),
              contract=L(
@@ -65,12 +67,14 @@ STAGE = Stage(
                    "normalized tags), then digest it once with sha256.",
                    "按文档给出的顺序，把加了长度帧的各个字段拼成一个 bytes（父 key 或根种子；token 编码；每个规范化后的"
                    "附加 key 的 kind 和 value，直接取自已经规范化好的 tags），然后用 sha256 对它做一次摘要。"),
-                 L("data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens)); "
-                   "for kind, value in tags: data += frame(kind.encode()) + frame(value.encode()); "
-                   "key = hashlib.sha256(data).digest()",
-                   "data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens))；"
-                   "for kind, value in tags: data += frame(kind.encode()) + frame(value.encode())；"
-                   "key = hashlib.sha256(data).digest()"))),
+                 L("data = frame(___) + frame(encode_tokens(block_tokens))\n"
+                   "for kind, value in tags:\n"
+                   "    data += frame(___) + frame(___)\n"
+                   "key = hashlib.sha256(___).digest()",
+                   "data = frame(___) + frame(encode_tokens(block_tokens))\n"
+                   "for kind, value in tags:\n"
+                   "    data += frame(___) + frame(___)\n"
+                   "key = hashlib.sha256(___).digest()"))),
         Todo("s02.chain_keys", 3, target="chain_keys", points=3,
              title=L("chain the keys of a prompt", "把提示词的 key 串成链"),
              contract=L(
@@ -92,10 +96,14 @@ STAGE = Stage(
                    "the parent (none for the first block) and handing on the extra keys and the root seed each time.",
                    "先用 TODO 1 切块，再用 TODO 2 一块接一块地哈希：父 key 传前一块的 key（第一块传 None），"
                    "每次都把附加 key 和根种子原样传下去。"),
-                 L("parent = None; for block in split_blocks(tokens, block_size): parent = hash_block(parent, block, "
-                   "extra_keys, root_seed=root_seed); keys.append(parent)",
-                   "parent = None；for block in split_blocks(tokens, block_size): parent = hash_block(parent, block, "
-                   "extra_keys, root_seed=root_seed)；keys.append(parent)"))),
+                 L("parent = None\n"
+                   "for block in split_blocks(tokens, block_size):\n"
+                   "    parent = hash_block(___, block, ___, root_seed=___)\n"
+                   "    keys.append(parent)",
+                   "parent = None\n"
+                   "for block in split_blocks(tokens, block_size):\n"
+                   "    parent = hash_block(___, block, ___, root_seed=___)\n"
+                   "    keys.append(parent)"))),
         Todo("s02.longest_cached_run", 4, target="longest_cached_run", points=2,
              title=L("the longest cached run of leading blocks", "开头连续命中的最长块数"),
              contract=L(
@@ -118,8 +126,14 @@ STAGE = Stage(
                    "you already counted.",
                    "从头遍历 key，逐个问表里有没有它（dict 的查询是常数时间）；遇到第一个未命中就停。"
                    "不要复制或扫描整张表，也不要重复检查已经数过的 key。"),
-                 L("for key in keys: if key not in table: break; hits += 1",
-                   "for key in keys: if key not in table: break；hits += 1"))),
+                 L("for key in keys:\n"
+                   "    if ___:\n"
+                   "        break\n"
+                   "    hits += 1",
+                   "for key in keys:\n"
+                   "    if ___:\n"
+                   "        break\n"
+                   "    hits += 1"))),
     ],
     quiz=Quiz(number=5, points=1, questions=(
         Question("q1", L("A prompt has 1,000 tokens and the block size is 16. How many keys does chain_keys return?",

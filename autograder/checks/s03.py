@@ -2,7 +2,7 @@
 
 Everything a learner reads here exists in English and Chinese (``L(en, zh)``): titles, contracts,
 hint tiers, check titles and hints, the quiz. Contracts state what to set or return and the
-invariant, never code; hint tiers go from the idea (1) over the approach (2) to near-code (3).
+invariant, never code; hint tiers go from the idea (1) over the approach (2) to a skeleton with blanks (3).
 
 Probes summarise a pool as labelled plain data (:func:`pool_state`, :func:`admission`) and never
 depend on the order in which ``release`` hands blocks to the free queue (stage 4 decides that
@@ -49,10 +49,16 @@ STAGE = Stage(
                    "Stop at the first key that is missing.",
                    "按顺序遍历前 `max_hits` 个 key，逐个在 `self.cached`（key 到 Block 的字典）里查：每个 key "
                    "查一次字典，不要遍历所有缓存的 key 或所有块。遇到第一个查不到的 key 就停。"),
-                 L("`for key in keys[:max_hits]:` then `block = self.cached.get(key)`; `break` when it is "
-                   "`None`, else `hits.append(block)`.",
-                   "`for key in keys[:max_hits]:`，然后 `block = self.cached.get(key)`；为 `None` 时 `break`，"
-                   "否则 `hits.append(block)`。"),
+                 L("for key in keys[:___]:\n"
+                   "    block = ___\n"
+                   "    if block is None:\n"
+                   "        break\n"
+                   "    hits.append(block)",
+                   "for key in keys[:___]:\n"
+                   "    block = ___\n"
+                   "    if block is None:\n"
+                   "        break\n"
+                   "    hits.append(block)"),
              )),
         Todo("s03.allocate_block", 2, target="BlockPool.allocate_block", points=2,
              title=L("hand out a free block, forgetting its old key", "分配一个空闲块，并忘掉它原来的 key"),
@@ -76,10 +82,18 @@ STAGE = Stage(
                    "The block knows its own key: never search the pool or the cache map.",
                    "从空闲队列里取块（取哪一个由队列决定）。如果它有 key，就从 `self.cached` 里删掉正好这一项，"
                    "并清空块上的 key；然后把引用计数设为 1。块自己记着 key，不需要在池或缓存表里查找。"),
-                 L("`block = self.free_queue.popleft()`; `if block.key is not None:` `del self.cached[block.key]` "
-                   "and `block.key = None`; then `block.ref_count = 1`.",
-                   "`block = self.free_queue.popleft()`；`if block.key is not None:` 时 `del self.cached[block.key]`"
-                   " 并 `block.key = None`；最后 `block.ref_count = 1`。"),
+                 L("block = self.free_queue.popleft()\n"
+                   "if block.key is not None:\n"
+                   "    # its old key must stop hitting\n"
+                   "    ___\n"
+                   "    block.key = None\n"
+                   "block.ref_count = ___",
+                   "block = self.free_queue.popleft()\n"
+                   "if block.key is not None:\n"
+                   "    # 它原来的 key 必须不再命中\n"
+                   "    ___\n"
+                   "    block.key = None\n"
+                   "block.ref_count = ___"),
              )),
         Todo("s03.admit", 3, target="BlockPool.admit", points=3,
              title=L("admit a request: hits, capacity, fresh blocks", "接纳请求：命中块、容量检查、新块"),
@@ -106,14 +120,24 @@ STAGE = Stage(
                    "leave the free queue) before you get the fresh blocks from `allocate_block`.",
                    "数一数命中块里引用计数为 0 的有几个；只有当 `num_new` 不超过空闲块数减去这个数时，请求才放得下。"
                    "然后先拿下命中块（各加一个引用，空闲的那些移出空闲队列），再用 `allocate_block` 取新块。"),
-                 L("`revived = sum(1 for b in hits if b.ref_count == 0)`; "
-                   "`if num_new > len(self.free_queue) - revived: raise PoolFullError(...)`; for each hit "
-                   "`if b.ref_count == 0: self.free_queue.remove(b)` and `b.ref_count += 1`; finally "
-                   "`blocks = hits + [self.allocate_block() for _ in range(num_new)]`.",
-                   "`revived = sum(1 for b in hits if b.ref_count == 0)`；"
-                   "`if num_new > len(self.free_queue) - revived: raise PoolFullError(...)`；对每个命中块 "
-                   "`if b.ref_count == 0: self.free_queue.remove(b)`，再 `b.ref_count += 1`；最后 "
-                   "`blocks = hits + [self.allocate_block() for _ in range(num_new)]`。"),
+                 L("# free cached hits: they leave the free queue, so they cannot also be fresh blocks\n"
+                   "revived = sum(1 for block in hits if ___)\n"
+                   "if num_new > ___:\n"
+                   "    raise PoolFullError(...)\n"
+                   "for block in hits:\n"
+                   "    if block.ref_count == 0:\n"
+                   "        ___\n"
+                   "    block.ref_count += 1\n"
+                   "blocks = hits + [___ for _ in range(num_new)]",
+                   "# 空闲的缓存命中块：它们会离开空闲队列，所以不能再算作新块的来源\n"
+                   "revived = sum(1 for block in hits if ___)\n"
+                   "if num_new > ___:\n"
+                   "    raise PoolFullError(...)\n"
+                   "for block in hits:\n"
+                   "    if block.ref_count == 0:\n"
+                   "        ___\n"
+                   "    block.ref_count += 1\n"
+                   "blocks = hits + [___ for _ in range(num_new)]"),
              )),
         Todo("s03.commit", 4, target="BlockPool.commit", points=2,
              title=L("register blocks after prefill", "prefill 之后登记块"),
@@ -137,12 +161,18 @@ STAGE = Stage(
                    "`self.cached` already has.",
                    "从 `state.hit_blocks` 开始，遍历到 `state.keys` 里 key 的个数为止；把每个 key 和 "
                    "`state.blocks` 中同一位置的块配对；`self.cached` 里已经有的 key 就跳过。"),
-                 L("`for i in range(state.hit_blocks, len(state.keys)):` `key = state.keys[i]`; "
-                   "`if key not in self.cached:` set `state.blocks[i].key = key` and "
-                   "`self.cached[key] = state.blocks[i]`.",
-                   "`for i in range(state.hit_blocks, len(state.keys)):` `key = state.keys[i]`；"
-                   "`if key not in self.cached:` 时设 `state.blocks[i].key = key` 和 "
-                   "`self.cached[key] = state.blocks[i]`。"),
+                 L("for i in range(___, len(state.keys)):\n"
+                   "    key = state.keys[i]\n"
+                   "    if ___:\n"
+                   "        block = state.blocks[i]\n"
+                   "        block.key = key\n"
+                   "        ___",
+                   "for i in range(___, len(state.keys)):\n"
+                   "    key = state.keys[i]\n"
+                   "    if ___:\n"
+                   "        block = state.blocks[i]\n"
+                   "        block.key = key\n"
+                   "        ___"),
              )),
         Todo("s03.release", 5, target="BlockPool.release", points=2,
              title=L("release a request's blocks", "释放请求的块"),
@@ -162,10 +192,14 @@ STAGE = Stage(
                  L("For each block of the request: one reference less; when the count reaches zero, append the "
                    "block to the free queue. Leave keys and `self.cached` alone.",
                    "对请求的每个块：引用计数减 1；减到 0 时，把块追加到空闲队列。不要动 key 和 `self.cached`。"),
-                 L("`for block in state.blocks:` `block.ref_count -= 1`; "
-                   "`if block.ref_count == 0: self.free_queue.append(block)`.",
-                   "`for block in state.blocks:` `block.ref_count -= 1`；"
-                   "`if block.ref_count == 0: self.free_queue.append(block)`。"),
+                 L("for block in state.blocks:\n"
+                   "    block.ref_count -= 1\n"
+                   "    if ___:\n"
+                   "        ___",
+                   "for block in state.blocks:\n"
+                   "    block.ref_count -= 1\n"
+                   "    if ___:\n"
+                   "        ___"),
              )),
     ],
     quiz=Quiz(number=6, points=2, questions=(

@@ -2,7 +2,7 @@
 
 Everything a learner reads here exists in English and Chinese (``L(en, zh)``). Contracts say what to
 set or return and the invariant, never code; hint tiers go from the idea (1) over the approach (2) to
-near-code (3). Each check's hint speaks only about the bug that check detects.
+a skeleton with blanks (3). Each check's hint speaks only about the bug that check detects.
 """
 from __future__ import annotations
 
@@ -40,8 +40,12 @@ STAGE = Stage(
                       "the given linking helper do the pointer work, and keep the length counter in step.",
                       "根据块有没有 key 选出要插在哪个哨兵前面（没有 key：mid；有 key：tail），指针操作交给给定的"
                       "插入辅助方法，同时让长度计数器保持同步。"),
-                    L("self._link_before(self._mid if block.key is None else self._tail, block), then self._len += 1.",
-                      "self._link_before(self._mid if block.key is None else self._tail, block)，然后 self._len += 1。"))),
+                    L("# keyless blocks join the end of the keyless run, cached ones the end of the cached run\n"
+                      "self._link_before(___, block)\n"
+                      "self._len += 1",
+                      "# 无 key 的块排到无 key 段的末尾，有 key 的块排到缓存段的末尾\n"
+                      "self._link_before(___, block)\n"
+                      "self._len += 1"))),
         Todo("s04.popleft", 2, target="LRUFreeQueue.popleft", points=2,
              title=L("hand out the least recent block", "交出最久未使用的块"),
              contract=L(
@@ -60,10 +64,20 @@ STAGE = Stage(
                       "mid is the answer. Unlink it with the given helper, count it out, and return it.",
                       "看 head 后面紧挨着的节点；如果它是 mid，说明无 key 段是空的，mid 后面的节点才是答案。"
                       "用给定的摘除辅助方法把它摘下，长度减一，再返回它。"),
-                    L("block = self._head.next_free; if block is self._mid: block = self._mid.next_free; then "
-                      "self._unlink(block), self._len -= 1, return block.",
-                      "block = self._head.next_free；if block is self._mid: block = self._mid.next_free；然后 "
-                      "self._unlink(block)，self._len -= 1，return block。"))),
+                    L("block = self._head.next_free\n"
+                      "if block is ___:\n"
+                      "    # a marker between the two runs is not a block\n"
+                      "    block = ___\n"
+                      "self._unlink(block)\n"
+                      "self._len -= 1\n"
+                      "return block",
+                      "block = self._head.next_free\n"
+                      "if block is ___:\n"
+                      "    # 两段之间的哨兵不是块\n"
+                      "    block = ___\n"
+                      "self._unlink(block)\n"
+                      "self._len -= 1\n"
+                      "return block"))),
         Todo("s04.remove", 3, target="LRUFreeQueue.remove", points=2,
              title=L("O(1) remove from the middle", "O(1) 地从中间移除"),
              contract=L(
@@ -81,8 +95,16 @@ STAGE = Stage(
                     L("Test membership through the block's own previous link and raise if it is empty; otherwise "
                       "unlink it with the given helper and decrement the length.",
                       "用块自己的前向链接判断它是否在队列里，为空就抛异常；否则用给定的摘除辅助方法摘下它，长度减一。"),
-                    L("if block.prev_free is None: raise ValueError(...); self._unlink(block); self._len -= 1.",
-                      "if block.prev_free is None: raise ValueError(...)；self._unlink(block)；self._len -= 1。"))),
+                    L("# validate before touching any link\n"
+                      "if ___:\n"
+                      "    raise ValueError(...)\n"
+                      "self._unlink(block)\n"
+                      "self._len -= 1",
+                      "# 先校验，再动链接\n"
+                      "if ___:\n"
+                      "    raise ValueError(...)\n"
+                      "self._unlink(block)\n"
+                      "self._len -= 1"))),
         Todo("s04.release_blocks", 4, target="EvictionPool.release_blocks", points=2,
              title=L("release a block table tail first", "从尾部开始释放块表"),
              contract=L(
@@ -102,10 +124,14 @@ STAGE = Stage(
                     L("Walk the table in reverse order, decrement each block's count, and append to the free queue "
                       "exactly the blocks whose count has just reached 0.",
                       "倒序遍历块表，把每个块的引用计数减一，只把计数刚好降到 0 的块追加到空闲队列。"),
-                    L("for block in reversed(blocks): block.ref_count -= 1; if block.ref_count == 0: "
-                      "self.free_queue.append(block).",
-                      "for block in reversed(blocks): block.ref_count -= 1；if block.ref_count == 0: "
-                      "self.free_queue.append(block)。"))),
+                    L("for block in ___:\n"
+                      "    block.ref_count -= 1\n"
+                      "    if block.ref_count == 0:\n"
+                      "        ___",
+                      "for block in ___:\n"
+                      "    block.ref_count -= 1\n"
+                      "    if block.ref_count == 0:\n"
+                      "        ___"))),
         Todo("s04.pin", 5, target="EvictionPool.pin", points=3,
              title=L("pin a hot block, within a cap", "在上限之内固定热点块"),
              contract=L(
@@ -126,12 +152,24 @@ STAGE = Stage(
                       "raising its count; then add its id to the pinned set and the block to the pseudo-request's list.",
                       "先检查上限。如果块是空闲的（计数为 0），在增加计数之前先把它移出空闲队列；然后把它的 id "
                       "加入已固定集合，把块加入伪请求的块列表。"),
-                    L("if len(self._pinned) >= self.max_pinned: return False; if block.ref_count == 0: "
-                      "self.free_queue.remove(block); block.ref_count += 1; self._pinned.add(block.block_id); "
-                      "self.requests[self.PIN_ID].blocks.append(block); return True.",
-                      "if len(self._pinned) >= self.max_pinned: return False；if block.ref_count == 0: "
-                      "self.free_queue.remove(block)；block.ref_count += 1；self._pinned.add(block.block_id)；"
-                      "self.requests[self.PIN_ID].blocks.append(block)；return True。"))),
+                    L("if ___:\n"
+                      "    return False\n"
+                      "if block.ref_count == 0:\n"
+                      "    ___\n"
+                      "block.ref_count += 1\n"
+                      "self._pinned.add(block.block_id)\n"
+                      "# the pin's extra reference is held by the pool's pin request\n"
+                      "___\n"
+                      "return True",
+                      "if ___:\n"
+                      "    return False\n"
+                      "if block.ref_count == 0:\n"
+                      "    ___\n"
+                      "block.ref_count += 1\n"
+                      "self._pinned.add(block.block_id)\n"
+                      "# 固定带来的那个额外引用，记在块池的固定请求名下\n"
+                      "___\n"
+                      "return True"))),
         Todo("s04.expire", 6, target="EvictionPool.expire", points=2,
              title=L("end residence holds on time", "按时结束驻留持有"),
              contract=L(
@@ -150,8 +188,12 @@ STAGE = Stage(
                       "with min_residence, and leave the loop while it is smaller. Use the pool's clock, not wall time.",
                       "拿登记以来经过的时间（循环上方读到的时钟值减去 registered_at）和 min_residence 比较，"
                       "小于它就跳出循环。用块池自己的时钟，不要用系统时间。"),
-                    L("if now - registered_at < self.min_residence: break",
-                      "if now - registered_at < self.min_residence: break"))),
+                    L("# holds are oldest first: the first one still too young ends the loop\n"
+                      "if ___:\n"
+                      "    break",
+                      "# 持有按从早到晚排列：遇到第一个还没到期的就结束循环\n"
+                      "if ___:\n"
+                      "    break"))),
     ],
     quiz=Quiz(number=7, points=2, questions=(
         Question("q1", L("Which blocks can the pool ever overwrite with new content?",

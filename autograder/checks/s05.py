@@ -91,16 +91,22 @@ STAGE = Stage(
                    "先建上半段的新节点（前 split_len 个 token 和槽位、原父节点、原访问时间），给它同样的锁数，"
                    "再把 child 截成剩下的部分，最后修好三处链接：child 的父节点、新节点的 children，以及原父节点 "
                    "children 里的那一项——它现在要指向新节点。"),
-                 L("parent = child.parent; new = self._new_node(child.key[:split_len], child.value[:split_len], parent, "
-                   "child.last_access); "
-                   "new.lock_ref = child.lock_ref; child.key, child.value = child.key[split_len:], "
-                   "child.value[split_len:]; child.parent = new; new.children[self._child_key(child.key)] = child; "
-                   "parent.children[self._child_key(new.key)] = new",
-                   "parent = child.parent；new = self._new_node(child.key[:split_len], child.value[:split_len], parent, "
-                   "child.last_access)；"
-                   "new.lock_ref = child.lock_ref；child.key、child.value 改成 [split_len:] 的部分；"
-                   "child.parent = new；new.children[self._child_key(child.key)] = child；"
-                   "parent.children[self._child_key(new.key)] = new"))),
+                 L("parent = child.parent\n"
+                   "new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access)\n"
+                   "new.lock_ref = ___\n"
+                   "child.key = ___\n"
+                   "child.value = ___\n"
+                   "child.parent = ___\n"
+                   "new.children[self._child_key(child.key)] = child\n"
+                   "parent.children[___] = new",
+                   "parent = child.parent\n"
+                   "new = self._new_node(child.key[:split_len], child.value[:split_len], parent, child.last_access)\n"
+                   "new.lock_ref = ___\n"
+                   "child.key = ___\n"
+                   "child.value = ___\n"
+                   "child.parent = ___\n"
+                   "new.children[self._child_key(child.key)] = child\n"
+                   "parent.children[___] = new"))),
         Todo("s05.match_prefix", 2, target="RadixCache.match_prefix", points=3,
              title=L("longest cached prefix, splitting at the boundary", "最长缓存前缀，并在边界处分裂"),
              contract=contract(
@@ -130,14 +136,32 @@ STAGE = Stage(
                    "当 pos < len(key) 时循环：查出子节点，没有就停。数出它的边从 pos 起有多少个 token 匹配（已给的 "
                    "_common_len 会按整页算好）。如果比边短，就在那里切开，接着用上半段。给它打上时间戳、加上它的"
                    "槽位，把 node 和 pos 往下移。"),
-                 L("pos = 0; while pos < len(key): child = node.children.get(self._child_key(key, pos)); if child is "
-                   "None: break; matched = self._common_len(child.key, key, pos); if matched < len(child.key): "
-                   "child = self._split_node(child, matched); then child.last_access = now; "
-                   "slots.extend(child.value); node, pos = child, pos + matched",
-                   "pos = 0；while pos < len(key): child = node.children.get(self._child_key(key, pos))；if child is "
-                   "None: break；matched = self._common_len(child.key, key, pos)；if matched < len(child.key): "
-                   "child = self._split_node(child, matched)；然后 child.last_access = now；"
-                   "slots.extend(child.value)；node, pos = child, pos + matched"))),
+                 L("pos = 0\n"
+                   "while pos < len(key):\n"
+                   "    child = node.children.get(self._child_key(key, pos))\n"
+                   "    if child is None:\n"
+                   "        break\n"
+                   "    matched = self._common_len(child.key, key, pos)\n"
+                   "    if ___:\n"
+                   "        # the match ends inside this edge\n"
+                   "        child = self._split_node(child, matched)\n"
+                   "    child.last_access = now\n"
+                   "    slots.extend(___)\n"
+                   "    node = child\n"
+                   "    pos += ___",
+                   "pos = 0\n"
+                   "while pos < len(key):\n"
+                   "    child = node.children.get(self._child_key(key, pos))\n"
+                   "    if child is None:\n"
+                   "        break\n"
+                   "    matched = self._common_len(child.key, key, pos)\n"
+                   "    if ___:\n"
+                   "        # 匹配停在这条边的中间\n"
+                   "        child = self._split_node(child, matched)\n"
+                   "    child.last_access = now\n"
+                   "    slots.extend(___)\n"
+                   "    node = child\n"
+                   "    pos += ___"))),
         Todo("s05.insert", 3, target="RadixCache.insert", points=3,
              title=L("insert the uncached remainder", "插入尚未缓存的剩余部分"),
              contract=contract(
@@ -163,15 +187,34 @@ STAGE = Stage(
                    "沿用 match_prefix 的循环，只是不收集槽位。查不到子节点时，用 key[pos:] 和 value[pos:] 建叶子，"
                    "登记进 node.children，把它的长度加到 evictable_size 上，然后 break：此时 pos 正好是已缓存的"
                    "长度。"),
-                 L("In the loop of match_prefix, when child is None: leaf = self._new_node(key[pos:], value[pos:], "
-                   "node, now); node.children[self._child_key(key, pos)] = leaf; self.evictable_size += "
-                   "len(leaf.key); break. Otherwise as in match: matched = "
-                   "self._common_len(child.key, key, pos), split if shorter, child.last_access = now, "
-                   "node, pos = child, pos + matched",
-                   "沿用 match_prefix 的循环，child is None 时：leaf = self._new_node(key[pos:], value[pos:], node, "
-                   "now)；node.children[self._child_key(key, pos)] = leaf；self.evictable_size += len(leaf.key)；break。否则与 match 相同：matched = "
-                   "self._common_len(child.key, key, pos)，比边短就切开，child.last_access = now，"
-                   "node, pos = child, pos + matched"))),
+                 L("while pos < len(key):\n"
+                   "    child = node.children.get(self._child_key(key, pos))\n"
+                   "    if child is None:\n"
+                   "        # the rest of the key becomes one new leaf\n"
+                   "        leaf = self._new_node(___, ___, node, now)\n"
+                   "        node.children[self._child_key(key, pos)] = leaf\n"
+                   "        self.evictable_size += ___\n"
+                   "        break\n"
+                   "    matched = self._common_len(child.key, key, pos)\n"
+                   "    if ___:\n"
+                   "        child = self._split_node(child, matched)\n"
+                   "    child.last_access = now\n"
+                   "    node = child\n"
+                   "    pos += matched",
+                   "while pos < len(key):\n"
+                   "    child = node.children.get(self._child_key(key, pos))\n"
+                   "    if child is None:\n"
+                   "        # key 剩下的部分成为一个新的叶子节点\n"
+                   "        leaf = self._new_node(___, ___, node, now)\n"
+                   "        node.children[self._child_key(key, pos)] = leaf\n"
+                   "        self.evictable_size += ___\n"
+                   "        break\n"
+                   "    matched = self._common_len(child.key, key, pos)\n"
+                   "    if ___:\n"
+                   "        child = self._split_node(child, matched)\n"
+                   "    child.last_access = now\n"
+                   "    node = child\n"
+                   "    pos += matched"))),
         Todo("s05.inc_lock_ref", 4, target="RadixCache.inc_lock_ref", points=2,
              title=L("lock a path for a request in flight", "为运行中的请求锁住一条路径"),
              contract=contract(
@@ -194,11 +237,20 @@ STAGE = Stage(
                    "locked already: its ancestors need this request's lock as well.",
                    "用 node = node.parent 往上走，直到根。对每个节点：如果原来没锁，就把它的 token 数在两个计数"
                    "之间挪动；然后加锁。遇到已经加锁的节点也不要停：它的祖先同样需要这个请求的锁。"),
-                 L("while node is not self.root: if node.lock_ref == 0: move len(node.key) from "
-                   "self.evictable_size to self.protected_size and add it to moved; node.lock_ref += 1; "
-                   "node = node.parent",
-                   "while node is not self.root: if node.lock_ref == 0: 把 len(node.key) 从 self.evictable_size "
-                   "挪到 self.protected_size，并加到 moved 上；node.lock_ref += 1；node = node.parent"))),
+                 L("while node is not self.root:\n"
+                   "    if ___:\n"
+                   "        self.evictable_size -= len(node.key)\n"
+                   "        self.protected_size += len(node.key)\n"
+                   "        moved += len(node.key)\n"
+                   "    node.lock_ref += 1\n"
+                   "    node = ___",
+                   "while node is not self.root:\n"
+                   "    if ___:\n"
+                   "        self.evictable_size -= len(node.key)\n"
+                   "        self.protected_size += len(node.key)\n"
+                   "        moved += len(node.key)\n"
+                   "    node.lock_ref += 1\n"
+                   "    node = ___"))),
         Todo("s05.dec_lock_ref", 5, target="RadixCache.dec_lock_ref", points=2,
              title=L("release a lock", "释放一把锁"),
              contract=contract(
@@ -217,10 +269,20 @@ STAGE = Stage(
                    "tokens back only for nodes whose count just became 0. Keep walking when a node stays locked.",
                    "与 inc_lock_ref 正好相反：往上走到根，每个节点减一把锁，只有锁数刚好变成 0 的节点才把 token "
                    "挪回去。某个节点仍有锁时也要继续往上走。"),
-                 L("while node is not self.root: node.lock_ref -= 1; if node.lock_ref == 0: move len(node.key) "
-                   "from self.protected_size to self.evictable_size and add it to moved; node = node.parent",
-                   "while node is not self.root: node.lock_ref -= 1；if node.lock_ref == 0: 把 len(node.key) 从 "
-                   "self.protected_size 挪回 self.evictable_size，并加到 moved 上；node = node.parent"))),
+                 L("while node is not self.root:\n"
+                   "    node.lock_ref -= 1\n"
+                   "    if ___:\n"
+                   "        self.protected_size -= ___\n"
+                   "        self.evictable_size += ___\n"
+                   "        moved += ___\n"
+                   "    node = node.parent",
+                   "while node is not self.root:\n"
+                   "    node.lock_ref -= 1\n"
+                   "    if ___:\n"
+                   "        self.protected_size -= ___\n"
+                   "        self.evictable_size += ___\n"
+                   "        moved += ___\n"
+                   "    node = node.parent"))),
         Todo("s05.evict", 6, target="RadixCache.evict", points=3,
              title=L("evict least recently used leaves", "淘汰最近最少使用的叶子节点"),
              contract=contract(
@@ -244,16 +306,32 @@ STAGE = Stage(
                    "than num_tokens slots were freed and the heap is not empty.",
                    "把未加锁的叶子节点放进按 (last_access, id) 排序的堆。弹出、摘除、释放；如果父节点刚变成叶子、"
                    "没有加锁、又不是根，就把它压入堆。释放的槽位不足 num_tokens 且堆不空时继续循环。"),
-                 L("heap = [(n.last_access, n.id, n) for n in self._leaves() if n.lock_ref == 0]; "
-                   "heapq.heapify(heap); in the loop: _, _, leaf = heapq.heappop(heap); parent = leaf.parent; "
-                   "del parent.children[self._child_key(leaf.key)]; leaf.parent = None; freed.extend(leaf.value); "
-                   "self.evictable_size -= len(leaf.key); push the parent when it has no children, "
-                   "parent.lock_ref == 0 and parent is not self.root",
-                   "heap = [(n.last_access, n.id, n) for n in self._leaves() if n.lock_ref == 0]；"
-                   "heapq.heapify(heap)；循环里：_, _, leaf = heapq.heappop(heap)；parent = leaf.parent；"
-                   "del parent.children[self._child_key(leaf.key)]；leaf.parent = None；freed.extend(leaf.value)；"
-                   "self.evictable_size -= len(leaf.key)；父节点没有子节点、parent.lock_ref == 0 且不是 "
-                   "self.root 时把它压入堆"))),
+                 L("heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if ___]\n"
+                   "heapq.heapify(heap)\n"
+                   "while ___ and heap:\n"
+                   "    _, _, leaf = heapq.heappop(heap)\n"
+                   "    parent = leaf.parent\n"
+                   "    del parent.children[self._child_key(leaf.key)]\n"
+                   "    # detached: locking it later is an error\n"
+                   "    leaf.parent = None\n"
+                   "    freed.extend(leaf.value)\n"
+                   "    self.evictable_size -= len(leaf.key)\n"
+                   "    # a parent that just lost its last child may be a candidate now\n"
+                   "    if ___:\n"
+                   "        heapq.heappush(heap, (parent.last_access, parent.id, parent))",
+                   "heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if ___]\n"
+                   "heapq.heapify(heap)\n"
+                   "while ___ and heap:\n"
+                   "    _, _, leaf = heapq.heappop(heap)\n"
+                   "    parent = leaf.parent\n"
+                   "    del parent.children[self._child_key(leaf.key)]\n"
+                   "    # 已摘除：之后再给它加锁就是错误\n"
+                   "    leaf.parent = None\n"
+                   "    freed.extend(leaf.value)\n"
+                   "    self.evictable_size -= len(leaf.key)\n"
+                   "    # 刚失去最后一个子节点的父节点，现在可能也成了候选\n"
+                   "    if ___:\n"
+                   "        heapq.heappush(heap, (parent.last_access, parent.id, parent))"))),
     ],
     quiz=Quiz(number=7, points=2, questions=(
         Question("q1", L("The tree holds [1 2 3 4 5 6] as one edge. Then match_prefix([1, 2, 3, 9]) and "

@@ -48,8 +48,8 @@ STAGE = Stage(
                       "code works on a GPU.",
                       "生成一个从 hit_tokens（含）到 num_tokens（不含）的整数序列。指定 int64，并直接建在要求的设备上，"
                       "这样同一段代码在 GPU 上也能用。"),
-                    L("`torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)`",
-                      "`torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)`"))),
+                    L("positions = torch.arange(___, ___, dtype=___, device=___)",
+                      "positions = torch.arange(___, ___, dtype=___, device=___)"))),
         Todo("s06.slot_mapping", 2, target="slot_mapping", points=2,
              twins=("kernels.paged_attention:_context_slots",),
              title=L("position → pool slot through the block table", "通过块表把位置映射到 pool 槽位"),
@@ -76,8 +76,10 @@ STAGE = Stage(
                       "把每个位置整除块大小得到它在请求里的块号，余数就是行号。用这个块号张量去索引 `table`"
                       "（前面给定的代码已经把它变成了和 positions 同设备的张量），再把物理块号和行号合成槽位。"
                       "不要写 Python 循环：那样得先把 positions 拷回主机。"),
-                    L("`slots = table[positions // block_size] * block_size + positions % block_size`",
-                      "`slots = table[positions // block_size] * block_size + positions % block_size`"))),
+                    L("# block of the table, times the block size, plus the row inside the block\n"
+                      "slots = table[___] * block_size + ___",
+                      "# 块表里的物理块号乘以块大小，再加上块内的行号\n"
+                      "slots = table[___] * block_size + ___"))),
         Todo("s06.write_kv", 3, target="write_kv", points=2,
              title=L("write the new K/V into the pool", "把新的 K/V 写进 pool"),
              contract=L(
@@ -99,8 +101,12 @@ STAGE = Stage(
                       "view. A copy (clone, a new tensor) would leave the pool unchanged.",
                       "取这一层的 flat K 视图，把 k 赋给 slots 选中的那些行（赋值号左边用张量做索引就是原地写入）；"
                       "v 也一样，写进 flat V 视图。先拷贝（clone、新建张量）再写，pool 本身不会变。"),
-                    L("`pool.flat_k(layer)[slots] = k`, and the same with `flat_v` and `v`.",
-                      "`pool.flat_k(layer)[slots] = k`，`flat_v` 和 `v` 同理。"))),
+                    L("# write through the flat view itself: a copy would leave the pool unchanged\n"
+                      "pool.flat_k(layer)[___] = k\n"
+                      "pool.flat_v(layer)[___] = ___",
+                      "# 直接通过展平视图写入：写到副本上，pool 不会变\n"
+                      "pool.flat_k(layer)[___] = k\n"
+                      "pool.flat_v(layer)[___] = ___"))),
         Todo("s06.paged_attention", 4, target="paged_attention", points=3,
              title=L("causal attention over cached + new keys", "对缓存 key 与新 key 做因果 attention"),
              twins=("kernels.paged_attention:paged_attention_torch",
@@ -135,18 +141,32 @@ STAGE = Stage(
                       "把每个 kv 头就地重复 group 次，让 query 头和 kv 头一一对上。构造布尔掩码 [T, offset + T]："
                       "key 的位置不超过 query 的位置处为 True。用 F.scaled_dot_product_attention 计算，它要求头维在"
                       " token 维之前。所有 arange 都建在 q 的设备上。"),
-                    L("`key_pos = torch.arange(offset + t, device=q.device)`, "
-                      "`query_pos = torch.arange(offset, offset + t, device=q.device)`, "
-                      "`mask = key_pos[None, :] <= query_pos[:, None]`, "
-                      "`k = pool.flat_k(layer)[slots].repeat_interleave(group, dim=1)` (same for v), then SDPA on "
-                      "`q.transpose(0, 1)[None]` etc. with `attn_mask=mask` (the [None] batch dimension lets torch "
-                      "pick a fused kernel), and `[0].transpose(0, 1)` back to [T, Hq, D].",
-                      "`key_pos = torch.arange(offset + t, device=q.device)`，"
-                      "`query_pos = torch.arange(offset, offset + t, device=q.device)`，"
-                      "`mask = key_pos[None, :] <= query_pos[:, None]`，"
-                      "`k = pool.flat_k(layer)[slots].repeat_interleave(group, dim=1)`（v 同理），然后对 "
-                      "`q.transpose(0, 1)[None]` 等调用 SDPA，传 `attn_mask=mask`（加上 [None] 这个 batch 维，"
-                      "torch 才会选融合 kernel），最后用 `[0].transpose(0, 1)` 变回 [T, Hq, D]。"))),
+                    L("n = offset + t\n"
+                      "table = torch.as_tensor(block_table, dtype=torch.long, device=q.device)\n"
+                      "key_pos = torch.arange(n, device=q.device)\n"
+                      "# the pool slot of every key position, as in TODO 2\n"
+                      "slots = ___\n"
+                      "k = pool.flat_k(layer)[slots].repeat_interleave(___, dim=1)\n"
+                      "v = pool.flat_v(layer)[slots].repeat_interleave(___, dim=1)\n"
+                      "query_pos = torch.arange(___, n, device=q.device)\n"
+                      "# query i sees the keys up to its own position\n"
+                      "mask = ___\n"
+                      "# [None] adds the batch dimension: SDPA's fused kernels take 4-D input only\n"
+                      "out = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None],\n"
+                      "                                     v.transpose(0, 1)[None], attn_mask=mask)[0].transpose(0, 1)",
+                      "n = offset + t\n"
+                      "table = torch.as_tensor(block_table, dtype=torch.long, device=q.device)\n"
+                      "key_pos = torch.arange(n, device=q.device)\n"
+                      "# 每个 key 位置在 pool 里的槽位，和 TODO 2 一样\n"
+                      "slots = ___\n"
+                      "k = pool.flat_k(layer)[slots].repeat_interleave(___, dim=1)\n"
+                      "v = pool.flat_v(layer)[slots].repeat_interleave(___, dim=1)\n"
+                      "query_pos = torch.arange(___, n, device=q.device)\n"
+                      "# 第 i 个 query 只看到它自己位置及之前的 key\n"
+                      "mask = ___\n"
+                      "# [None] 加上 batch 维：SDPA 的融合 kernel 只接受 4 维输入\n"
+                      "out = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None],\n"
+                      "                                     v.transpose(0, 1)[None], attn_mask=mask)[0].transpose(0, 1)"))),
         Todo("s06.prefill", 5, target="PagedPrefiller.prefill", points=3,
              title=L("prefill only the suffix", "只对后缀做 prefill"),
              contract=L(
@@ -181,22 +201,38 @@ STAGE = Stage(
                       "（TODO 2）；定义一个内部函数 attend(layer, q, k, v)，先调用 write_kv，再返回 "
                       "self.attention(q, self.pool, layer, table, hit)；用后缀的 token id、这些位置和 attend 调用 "
                       "self.model；commit；最后写 ledger。"),
-                    L("`admission = self.blocks.admit(request_id, tokens)`, "
-                      "`hit = min(admission.hit_tokens, len(tokens) - 1)`, "
-                      "`positions = suffix_positions(hit, len(tokens), device=self.device)`, "
-                      "`table = torch.tensor(admission.block_table, device=self.device)`, "
-                      "`slots = slot_mapping(table, positions, self.block_size)`, "
-                      "`logits = self.model(torch.tensor(tokens[hit:], device=self.device), positions, attend)`, "
-                      "`self.blocks.commit(request_id)`, "
-                      "`ledger = {\"hit_tokens\": hit, \"computed_tokens\": len(tokens) - hit}`.",
-                      "`admission = self.blocks.admit(request_id, tokens)`，"
-                      "`hit = min(admission.hit_tokens, len(tokens) - 1)`，"
-                      "`positions = suffix_positions(hit, len(tokens), device=self.device)`，"
-                      "`table = torch.tensor(admission.block_table, device=self.device)`，"
-                      "`slots = slot_mapping(table, positions, self.block_size)`，"
-                      "`logits = self.model(torch.tensor(tokens[hit:], device=self.device), positions, attend)`，"
-                      "`self.blocks.commit(request_id)`，"
-                      "`ledger = {\"hit_tokens\": hit, \"computed_tokens\": len(tokens) - hit}`。"))),
+                    L("admission = self.blocks.admit(request_id, tokens)\n"
+                      "# at least the last token is computed\n"
+                      "hit = min(___, ___)\n"
+                      "positions = suffix_positions(hit, len(tokens), device=self.device)\n"
+                      "table = torch.tensor(admission.block_table, dtype=torch.long, device=self.device)\n"
+                      "slots = slot_mapping(___, ___, self.block_size)\n"
+                      "\n"
+                      "def attend(layer, q, k, v):\n"
+                      "    write_kv(self.pool, layer, ___, k, v)\n"
+                      "    return self.attention(q, self.pool, layer, table, ___)\n"
+                      "\n"
+                      "token_ids = torch.tensor(___, dtype=torch.long, device=self.device)\n"
+                      "logits = self.model(token_ids, positions, attend)\n"
+                      "# the KV is written now: make the full blocks findable\n"
+                      "___\n"
+                      'ledger = {"hit_tokens": hit, "computed_tokens": ___}',
+                      "admission = self.blocks.admit(request_id, tokens)\n"
+                      "# 至少要计算最后一个 token\n"
+                      "hit = min(___, ___)\n"
+                      "positions = suffix_positions(hit, len(tokens), device=self.device)\n"
+                      "table = torch.tensor(admission.block_table, dtype=torch.long, device=self.device)\n"
+                      "slots = slot_mapping(___, ___, self.block_size)\n"
+                      "\n"
+                      "def attend(layer, q, k, v):\n"
+                      "    write_kv(self.pool, layer, ___, k, v)\n"
+                      "    return self.attention(q, self.pool, layer, table, ___)\n"
+                      "\n"
+                      "token_ids = torch.tensor(___, dtype=torch.long, device=self.device)\n"
+                      "logits = self.model(token_ids, positions, attend)\n"
+                      "# KV 已经写好：让这些满块能被找到\n"
+                      "___\n"
+                      'ledger = {"hit_tokens": hit, "computed_tokens": ___}'))),
     ],
     quiz=Quiz(number=6, points=2, questions=(
         Question("q1", L("A prompt of 20 tokens, blocks of 4, and its first 12 tokens are cached. At which absolute "

@@ -7,7 +7,7 @@ that a correct answer summing in another order still passes.
 
 Everything a learner reads here exists in English and Chinese (``L(en, zh)``). Contracts say what to
 set or return and the invariant, never code; hint tiers go from the idea (1) over the approach (2) to
-near-code (3). Each check's hint speaks only about the bug that check detects.
+a skeleton with blanks (3). Each check's hint speaks only about the bug that check detects.
 """
 from __future__ import annotations
 
@@ -51,12 +51,20 @@ STAGE = Stage(
                       "the last index).",
                       "先对一个副本排一次序。对每个分位数算出小数位置，拆成整数部分（向下取整）和小数部分，"
                       "再把整数位置上的值和下一个值按小数部分混合（下一个位置不能超过最后一个下标）。"),
-                    L("ordered = sorted(xs); for p in percentiles: rank = p / 100 * (len(ordered) - 1); "
-                      "lo = math.floor(rank); hi = min(lo + 1, len(ordered) - 1); "
-                      "summary[f\"p{p:g}\"] = ordered[lo] + (rank - lo) * (ordered[hi] - ordered[lo])",
-                      "ordered = sorted(xs)；for p in percentiles: rank = p / 100 * (len(ordered) - 1)；"
-                      "lo = math.floor(rank)；hi = min(lo + 1, len(ordered) - 1)；"
-                      "summary[f\"p{p:g}\"] = ordered[lo] + (rank - lo) * (ordered[hi] - ordered[lo])"))),
+                    L("ordered = sorted(xs)\n"
+                      "for p in percentiles:\n"
+                      "    # fractional rank: 0 is the smallest value, len(ordered) - 1 the largest\n"
+                      "    rank = ___\n"
+                      "    lo = math.floor(rank)\n"
+                      "    hi = min(lo + 1, len(ordered) - 1)\n"
+                      '    summary[f"p{p:g}"] = ordered[lo] + ___',
+                      "ordered = sorted(xs)\n"
+                      "for p in percentiles:\n"
+                      "    # 小数位置：0 是最小值，len(ordered) - 1 是最大值\n"
+                      "    rank = ___\n"
+                      "    lo = math.floor(rank)\n"
+                      "    hi = min(lo + 1, len(ordered) - 1)\n"
+                      '    summary[f"p{p:g}"] = ordered[lo] + ___'))),
         Todo("s07.cache_accounting", 2, target="cache_accounting", points=3,
              title=L("hit rate and saved FLOPs from a run's ledger", "根据一次运行的账目算命中率和省下的 FLOPs"),
              contract=L(
@@ -84,14 +92,36 @@ STAGE = Stage(
                       "tokens; add up each call's total.",
                       "先把账目里的各列 token 数加起来。FLOPs 方面，每个请求调用两次 prefill_flops：一次是整个提示词、"
                       "没有缓存；一次是命中 token 之后的 computed token；把每次结果里的 total 加起来。"),
-                    L("without = sum(prefill_flops(cfg, e[\"prompt_tokens\"])[\"total\"] for e in ledger); "
-                      "with_cache = sum(prefill_flops(cfg, e[\"computed_tokens\"], e[\"hit_tokens\"])[\"total\"] "
-                      "for e in ledger); hit_rate = hit / prompt if prompt else 0.0; "
-                      "saved_fraction = (without - with_cache) / without if without else 0.0",
-                      "without = sum(prefill_flops(cfg, e[\"prompt_tokens\"])[\"total\"] for e in ledger)；"
-                      "with_cache = sum(prefill_flops(cfg, e[\"computed_tokens\"], e[\"hit_tokens\"])[\"total\"] "
-                      "for e in ledger)；hit_rate = hit / prompt if prompt else 0.0；"
-                      "saved_fraction = (without - with_cache) / without if without else 0.0"))),
+                    L('prompt = sum(e["prompt_tokens"] for e in ledger)\n'
+                      'hit = sum(e["hit_tokens"] for e in ledger)\n'
+                      'without = sum(prefill_flops(cfg, ___)["total"] for e in ledger)\n'
+                      'with_cache = sum(prefill_flops(cfg, ___, ___)["total"] for e in ledger)\n'
+                      "totals = {\n"
+                      '    "requests": len(ledger),\n'
+                      '    "prompt_tokens": prompt,\n'
+                      '    "hit_tokens": hit,\n'
+                      '    "hit_rate": ___,\n'
+                      '    "requests_with_hit": ___,\n'
+                      '    "flops_without_cache": without,\n'
+                      '    "flops_with_cache": with_cache,\n'
+                      '    "saved_flops": without - with_cache,\n'
+                      '    "saved_fraction": ___,\n'
+                      "}",
+                      'prompt = sum(e["prompt_tokens"] for e in ledger)\n'
+                      'hit = sum(e["hit_tokens"] for e in ledger)\n'
+                      'without = sum(prefill_flops(cfg, ___)["total"] for e in ledger)\n'
+                      'with_cache = sum(prefill_flops(cfg, ___, ___)["total"] for e in ledger)\n'
+                      "totals = {\n"
+                      '    "requests": len(ledger),\n'
+                      '    "prompt_tokens": prompt,\n'
+                      '    "hit_tokens": hit,\n'
+                      '    "hit_rate": ___,\n'
+                      '    "requests_with_hit": ___,\n'
+                      '    "flops_without_cache": without,\n'
+                      '    "flops_with_cache": with_cache,\n'
+                      '    "saved_flops": without - with_cache,\n'
+                      '    "saved_fraction": ___,\n'
+                      "}"))),
         Todo("s07.predict_ttft", 3, target="predict_ttft", points=3,
              title=L("predicted TTFT from measured rates", "用实测速率预测 TTFT"),
              contract=L(
@@ -119,12 +149,18 @@ STAGE = Stage(
                       "先按这次的 computed/cached 划分一次性拿到分项 FLOPs（linear、attention、head）。每一项除以从"
                       "校准结果里按这次 prefill 的规模读出的速率（行数是 computed token 数；上下文是 computed 加 "
                       "cached），再加上校准结果里的其他时间。"),
-                    L("flops = prefill_flops(cfg, computed, cached); seconds = flops[\"linear\"] / cal.gemm_rate(computed) "
-                      "+ flops[\"attention\"] / cal.attention_rate(computed, computed + cached) "
-                      "+ flops[\"head\"] / cal.head_flops_per_s + cal.other_s(computed, cached)",
-                      "flops = prefill_flops(cfg, computed, cached)；seconds = flops[\"linear\"] / cal.gemm_rate(computed) "
-                      "+ flops[\"attention\"] / cal.attention_rate(computed, computed + cached) "
-                      "+ flops[\"head\"] / cal.head_flops_per_s + cal.other_s(computed, cached)"))),
+                    L("flops = prefill_flops(cfg, computed, cached)\n"
+                      "# each kind of work at the rate measured for it at these sizes\n"
+                      'seconds = (flops["linear"] / cal.gemm_rate(___)\n'
+                      '           + flops["attention"] / cal.attention_rate(___, ___)\n'
+                      '           + flops["head"] / cal.head_flops_per_s\n'
+                      "           + cal.other_s(computed, cached))",
+                      "flops = prefill_flops(cfg, computed, cached)\n"
+                      "# 每类计算都用它在这个规模下的实测速率\n"
+                      'seconds = (flops["linear"] / cal.gemm_rate(___)\n'
+                      '           + flops["attention"] / cal.attention_rate(___, ___)\n'
+                      '           + flops["head"] / cal.head_flops_per_s\n'
+                      "           + cal.other_s(computed, cached))"))),
         Todo("s07.choose_setting", 4, target="choose_setting", points=3,
              title=L("the cheapest setting that meets an SLO", "满足 SLO 的最省设置"),
              contract=L(
@@ -149,11 +185,20 @@ STAGE = Stage(
                       "order, then the cache flag (False sorts before True); return a copy of it.",
                       "只留下 _meets 接受的设置；一个都不剩，答案就是 None。否则按一个排序键取最小值：先比块池大小，"
                       "再按 SLO 中的顺序比各个指标的值，最后比缓存开关（False 排在 True 前面）；返回它的副本。"),
-                    L("meeting = [m for m in measurements if _meets(m, slo)]; chosen = None if not meeting else "
-                      "dict(min(meeting, key=lambda m: (m[\"num_blocks\"], *(float(m[k]) for k in slo), bool(m[\"cache\"]))))",
-                      "meeting = [m for m in measurements if _meets(m, slo)]；chosen = None if not meeting else "
-                      "dict(min(meeting, key=lambda m: (m[\"num_blocks\"], *(float(m[k]) for k in slo), "
-                      "bool(m[\"cache\"]))))"))),
+                    L("meeting = [m for m in measurements if _meets(m, slo)]\n"
+                      "if not meeting:\n"
+                      "    chosen = None\n"
+                      "else:\n"
+                      "    # smallest pool first, then the SLO's metrics in its order, then cache off before cache on\n"
+                      "    best = min(meeting, key=lambda m: (___, *(___ for k in slo), ___))\n"
+                      "    chosen = dict(best)",
+                      "meeting = [m for m in measurements if _meets(m, slo)]\n"
+                      "if not meeting:\n"
+                      "    chosen = None\n"
+                      "else:\n"
+                      "    # 先比块池大小，再按 SLO 的顺序比各指标，最后关缓存优先于开缓存\n"
+                      "    best = min(meeting, key=lambda m: (___, *(___ for k in slo), ___))\n"
+                      "    chosen = dict(best)"))),
     ],
     quiz=Quiz(number=5, points=2, questions=(
         Question("q1", L("Four requests share a 1,024-token system prompt (64 full blocks of 16 tokens); each adds its "

@@ -52,10 +52,22 @@ STAGE = Stage(
                    "用一个字典记录每个 key 对应的第一个块。对每个候选块：先计数，再算一次它的 key，然后查字典。"
                    "key 没见过：记下这个块；key 见过且对应的是另一个块：这就是碰撞；key 见过且是同一个块："
                    "继续往下找。"),
-                 L("for block in candidates: tries += 1; key = key_of(block); earlier = seen.get(key); "
-                   "if earlier is None: seen[key] = block; elif earlier != block: return earlier, block, tries",
-                   "for block in candidates: tries += 1; key = key_of(block); earlier = seen.get(key); "
-                   "if earlier is None: seen[key] = block; elif earlier != block: return earlier, block, tries"),
+                 L("for block in candidates:\n"
+                   "    tries += 1\n"
+                   "    key = key_of(block)\n"
+                   "    earlier = seen.get(key)\n"
+                   "    if earlier is None:\n"
+                   "        ___\n"
+                   "    elif ___:\n"
+                   "        return earlier, block, tries",
+                   "for block in candidates:\n"
+                   "    tries += 1\n"
+                   "    key = key_of(block)\n"
+                   "    earlier = seen.get(key)\n"
+                   "    if earlier is None:\n"
+                   "        ___\n"
+                   "    elif ___:\n"
+                   "        return earlier, block, tries"),
              )),
         Todo("s08.fit_threshold", 2, target="fit_threshold", points=3,
              title=L("a hit/miss threshold from calibration samples", "用校准样本定出命中/未命中的阈值"),
@@ -82,12 +94,20 @@ STAGE = Stage(
                    "遍历排好序的不同取值里每一对相邻的 a < b；对 t = (a + b) / 2，数出大于等于 t 的命中样本和"
                    "小于 t 的未命中样本，只有当这个数严格小于目前最好的结果时才换成 t（严格小于：这样判错一样"
                    "多时留下的是最小的 t）。"),
-                 L("best_errors = len(hit) + len(miss) + 1; for a, b in zip(values, values[1:]): t = (a + b) / 2; "
-                   "errors = sum(x >= t for x in hit) + sum(x < t for x in miss); "
-                   "if errors < best_errors: best, best_errors = t, errors",
-                   "best_errors = len(hit) + len(miss) + 1; for a, b in zip(values, values[1:]): t = (a + b) / 2; "
-                   "errors = sum(x >= t for x in hit) + sum(x < t for x in miss); "
-                   "if errors < best_errors: best, best_errors = t, errors"),
+                 L("best, best_errors = values[0], len(hit) + len(miss) + 1\n"
+                   "for a, b in zip(values, values[1:]):\n"
+                   "    t = ___\n"
+                   "    # an error: a hit at or above t, or a miss below t\n"
+                   "    errors = ___\n"
+                   "    if ___:\n"
+                   "        best, best_errors = t, errors",
+                   "best, best_errors = values[0], len(hit) + len(miss) + 1\n"
+                   "for a, b in zip(values, values[1:]):\n"
+                   "    t = ___\n"
+                   "    # 判错：命中样本 >= t，或者未命中样本 < t\n"
+                   "    errors = ___\n"
+                   "    if ___:\n"
+                   "        best, best_errors = t, errors"),
              )),
         Todo("s08.detect_sharing", 3, target="detect_sharing", points=2,
              title=L("the one-sided KS audit of Gu et al.", "Gu 等人的单侧 KS 审计"),
@@ -112,10 +132,12 @@ STAGE = Stage(
                    "compare the p-value (not the statistic) with alpha.",
                    "调用 SciPy 的 ks_2samp，命中样本放在前面，备择假设选“第一个 CDF 更大”；method 用默认值。"
                    "结果里有统计量和 p 值；拿 p 值（不是统计量）和 alpha 比较。"),
-                 L("result = stats.ks_2samp(hit, miss, alternative=\"greater\"); "
-                   "statistic, p_value = result.statistic, result.pvalue; detected = p_value < alpha",
-                   "result = stats.ks_2samp(hit, miss, alternative=\"greater\"); "
-                   "statistic, p_value = result.statistic, result.pvalue; detected = p_value < alpha"),
+                 L("result = stats.ks_2samp(hit, miss, alternative=___)\n"
+                   "statistic, p_value = result.statistic, result.pvalue\n"
+                   "detected = ___",
+                   "result = stats.ks_2samp(hit, miss, alternative=___)\n"
+                   "statistic, p_value = result.statistic, result.pvalue\n"
+                   "detected = ___"),
              )),
         Todo("s08.tenant_extra_keys", 4, target="tenant_extra_keys", points=3,
              title=L("per-tenant salts in the block keys", "在块 key 里按租户加盐"),
@@ -142,12 +164,18 @@ STAGE = Stage(
                    "its kind (not 'salt': a tenant called x must not look like a salt x).",
                    "先做校验（租户为空；请求自己写了租户），再把请求的附加 key 复制到一个新列表里，并追加租户"
                    "自己的一对 key，种类用 TENANT_KIND（不要用 'salt'：名叫 x 的租户不能和值为 x 的盐值混淆）。"),
-                 L("if not tenant: raise ValueError(...); keys = list(extra_keys or ()); "
-                   "if any(kind == TENANT_KIND for kind, _ in keys): raise ValueError(...); "
-                   "keys.append((TENANT_KIND, tenant))",
-                   "if not tenant: raise ValueError(...); keys = list(extra_keys or ()); "
-                   "if any(kind == TENANT_KIND for kind, _ in keys): raise ValueError(...); "
-                   "keys.append((TENANT_KIND, tenant))"),
+                 L("if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys = list(extra_keys or ())\n"
+                   "if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys.append(___)",
+                   "if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys = list(extra_keys or ())\n"
+                   "if ___:\n"
+                   "    raise ValueError(...)\n"
+                   "keys.append(___)"),
              )),
     ],
     quiz=Quiz(number=5, points=2, questions=(

@@ -53,6 +53,7 @@
 # 卡住了就调用 `hint("s01.match_prefix")` 看提示，再调用一次会给出下一条更具体的提示。
 
 # %% setup="course"
+from solutions.predictions import why
 
 # %% [markdown] lang="en"
 # ## Why shared prefixes repeat work
@@ -159,9 +160,7 @@ with demo("s01.match_prefix"):
     boundary.add_prefix([1, 2])
     text_says = " ".join(map(str, [1, 23, 4])).startswith(" ".join(map(str, [1, 2])))
     print(tr("compared as text, [1, 2] starts [1, 23, 4]:", "按文本比较，[1, 2] 是 [1, 23, 4] 的开头："), text_says)
-    reveal(my_guess, boundary.match_prefix([1, 23, 4]),
-           tr("Token 23 is not token 2: the KV of position 1 was computed for 23. Ids are compared, never digits.",
-              "token 23 不是 token 2：第 1 个位置的 KV 是为 23 算的。比较的是 id，而不是数字的文本。"))
+    reveal(my_guess, boundary.match_prefix([1, 23, 4]), why("s01.my_guess"))
 
 # %% [markdown] lang="en"
 # ### Check TODO 4 · `split_prompt`
@@ -233,11 +232,7 @@ with demo("s01.cache_stats"):
     manager.add_prefix(SYSTEM_A)
     manager.add_prefix(SYSTEM_B)
     ledgers = {name: manager.cache_stats(p) for name, p in prompts.items()}
-    reveal(my_guess_2, ledgers[HALF_OF_A]["hit_tokens"],
-           tr("This manager reuses whole registered prefixes only: 20 shared tokens are not the 40 of A. "
-              "Stage 2 reuses block by block, stage 5 token by token.",
-              "这个管理器只复用完整的已登记前缀：共享的 20 个 token 不等于 A 的全部 40 个。"
-              "第 2 阶段按块复用，第 5 阶段按 token 复用。"))
+    reveal(my_guess_2, ledgers[HALF_OF_A]["hit_tokens"], why("s01.my_guess_2"))
     names = list(ledgers)
     hits = [ledgers[n]["hit_tokens"] for n in names]
     rest = [ledgers[n]["uncached_tokens"] for n in names]

@@ -73,6 +73,7 @@
 # | 4 | `longest_cached_run` | 表里有开头连续的几个 key |
 
 # %% setup="course"
+from solutions.predictions import why
 
 # %% given="ROOT_SEED,MAX_TOKEN_ID,_TOKEN_STRUCTS,frame,encode_tokens,normalize_extra_keys"
 
@@ -192,10 +193,10 @@ for seed in ("1", "2"):
 print(f"{'PYTHONHASHSEED':>15} {'hash(str)':>21} {'hash(bytes)':>21} {tr('hash(tuple of ints)', 'hash(整数元组)'):>21} {'sha256':>17}")
 for seed, values in runs.items():
     print(f"{seed:>15} " + " ".join(f"{v:>21}" for v in values[:3]) + f" {values[3]:>17}")
-print("hash(-1) == hash(-2):", hash(-1) == hash(-2), tr(" <- 64 bits, not collision resistant", " <- 只有 64 位，不抗碰撞"))
-reveal(my_guess, runs["1"][0] == runs["2"][0],
-       tr("hash() of a str is salted per process; sha256 is the same everywhere, so only it can name a shared cache entry.",
-          "str 的 hash() 每个进程加的盐都不同；sha256 在哪里都一样，所以只有它能给共享的缓存条目命名。"))
+print("hash(-1) == hash(-2):", hash(-1) == hash(-2),
+      tr(" <- CPython's C API uses -1 to signal an error, so hash(-1) is made -2: hash() promises no uniqueness",
+         " <- CPython 的 C 接口用 -1 表示出错，所以 hash(-1) 被改成了 -2：hash() 从不保证互不相同"))
+reveal(my_guess, runs["1"][0] == runs["2"][0], why("s02.my_guess"))
 
 # %% [markdown] lang="en"
 # `hash()` of the text changes with the process; sha256 does not. (CPython happens not to salt
@@ -298,11 +299,7 @@ with demo("s02.chain_keys"):
         alone = hash_block(None, [tok]).hex()[:8]
         print(f"{len(france) - back:>6} {chr(tok)!r:>6} {kf[-back].hex()[:8]:>12} {ks[-back].hex()[:8]:>12} "
               f"{alone + tr(' (both)', '（两者相同）'):>24}")
-    reveal(my_guess_2, kf[-1] == ks[-1],
-           tr("Same token, different key: the key of the '?' digests every key before it, and those saw "
-              "'France' or 'Spain'. A hash of the block alone would wrongly call them equal.",
-              "token 相同，key 不同：'?' 的 key 摘要了它前面的每一个 key，而那些 key 分别见过 'France' 和 'Spain'。"
-              "如果只对块本身做哈希，就会错误地认为两者相同。"))
+    reveal(my_guess_2, kf[-1] == ks[-1], why("s02.my_guess_2"))
 
 # %% [markdown] lang="en"
 # ### One token early changes every later key
@@ -415,10 +412,7 @@ with demo("s02.longest_cached_run"):
         results[name] = blocks
         print(f"{name:<22} {len(prompt):>3} " + tr(f"tokens -> {blocks} cached blocks = {tokens} tokens reused",
                                                    f"个 token -> 命中 {blocks} 个块 = 复用 {tokens} 个 token"))
-    reveal(my_guess_3, results[tr("same, other tenant", "同样的内容，另一个租户")],
-           tr("The salt is digested into the key of block 0, and every later key chains on it: no key of tenant B "
-              "can equal one of the table's.",
-              "盐值被摘要进第 0 块的 key，之后的每个 key 又都接在它后面：租户 B 的 key 没有一个能等于表里的 key。"))
+    reveal(my_guess_3, results[tr("same, other tenant", "同样的内容，另一个租户")], why("s02.my_guess_3"))
 
 # %% [markdown] lang="en"
 # ## What this stage does not do yet

@@ -97,6 +97,7 @@
 # | 6 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
+from solutions.predictions import why
 
 # %% given="Block,FreeQueue,SimpleFreeQueue,PoolFullError,Admission,RequestState"
 
@@ -351,9 +352,7 @@ with demo("s03.release"):
     draw_pool(pool, ax, tr("A committed; B and C hit A's system-prompt blocks #0 and #1",
                            "A 已提交；B 和 C 命中了 A 的 system prompt 块 #0 和 #1"))
     plt.show()
-    reveal(my_guess, c.hit_blocks,
-           tr("Only full blocks get keys: A's 3-token tail was never registered, so C recomputes it.",
-              "只有满块才有 key：A 那个 3 个 token 的尾块从没登记过，所以 C 要重新计算它。"))
+    reveal(my_guess, c.hit_blocks, why("s03.my_guess"))
 
 # %% [markdown] lang="en"
 # B is still in prefill, so nothing of its own can be hit yet; C shares A's two full blocks and
@@ -469,11 +468,7 @@ render()
 
 with demo("s03.release"):
     after_9, _ = replay(9)
-    reveal(my_guess_2, sum(b.key is not None for b in after_9.blocks),
-           tr("Releasing a request frees its blocks but keeps their keys: #0 and #1 (the system prompt) and #3 "
-              "(B's full question block) stay cached until the free queue hands them out.",
-              "释放请求会让它的块空闲，但 key 保留：#0、#1（system prompt）和 #3（B 问题部分的满块）会一直缓存着，"
-              "直到空闲队列把它们分配出去。"))
+    reveal(my_guess_2, sum(b.key is not None for b in after_9.blocks), why("s03.my_guess_2"))
 
 # %% [markdown] lang="en"
 # ### Predict, then run: a full pool
@@ -502,10 +497,7 @@ with demo("s03.admit"):
     unchanged = state_before == [(b.ref_count, b.key) for b in before_11.blocks]
     print(tr(f"free blocks: {before_11.num_free}; pool unchanged after the attempt: {unchanged}",
              f"空闲块：{before_11.num_free} 个；尝试之后池的状态没变：{unchanged}"))
-    reveal(my_guess_3, outcome,
-           tr("Reviving #0 and #1 takes them out of the free queue, which leaves 2 free blocks for 3 fresh ones: "
-              "refused, and nothing changed.",
-              "重新启用 #0 和 #1 会把它们移出空闲队列，只剩 2 个空闲块，却需要 3 个新块：被拒绝，状态没有任何改变。"))
+    reveal(my_guess_3, outcome, why("s03.my_guess_3"))
 
 # %% [markdown] lang="en"
 # No widgets where you run this (e.g. a plain script)? The same pictures for a few steps:

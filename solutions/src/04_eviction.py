@@ -69,6 +69,7 @@
 # 模拟器（`simulate_with`、`belady`、`Policy`）都是给定的，setup 单元已经导入好了。
 
 # %% setup="course"
+from solutions.predictions import why
 
 # %% [markdown] lang="en"
 # ## Where eviction happens
@@ -358,10 +359,7 @@ with demo("s04.release_blocks"):
         print(tr(f"{pool_cls.__name__:>13}: system + a is now {marks}; 'system + b' hits {hits} blocks",
                  f"{pool_cls.__name__:>13}：system + a 现在是 {marks}；“system + b” 命中 {hits} 块"))
     print(tr("(█ cached, · evicted)", "（█ 仍在缓存，· 已淘汰）"))
-    reveal(my_guess, hits_after_eviction(HeadFirstPool)[1],
-           tr("Freed head first, LRU evicts the first two system blocks; the blocks left behind hang off a "
-              "missing prefix and can never hit.",
-              "从头部释放时，LRU 淘汰的是 system prompt 的前两块；剩下的块挂在一个缺失的前缀后面，再也不可能命中。"))
+    reveal(my_guess, hits_after_eviction(HeadFirstPool)[1], why("s04.my_guess"))
 
 # %% [markdown] lang="en"
 # ## Measuring policies on traffic
@@ -420,6 +418,7 @@ my_guess_2 = None  # your prediction: a hit rate between 0 and 1
 # %%
 import matplotlib.pyplot as plt
 
+from autograder.plots import log_axis
 from solutions.traces import (load_mooncake, multiturn_traffic, rag_traffic, system_prompt_traffic,
                               thrashing_traffic, trace_stats)
 
@@ -456,8 +455,7 @@ def plot_curves(ax, capacities, curves, title):
     for name, ys in curves.items():
         style, label = POLICIES[name]
         ax.plot(capacities, ys, style, label=label, markersize=4)
-    ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    log_axis(ax, "x")
     ax.set_ylim(0, 1)
     ax.set_xlabel(tr("cache capacity (blocks)", "缓存容量（块）"))
     ax.set_title(title, fontsize=10)
@@ -482,11 +480,7 @@ with demo("s04.expire"):
     fig.tight_layout()
     plt.show()
     loop = all_curves[list(workloads)[-1]]
-    reveal(my_guess_2, round(loop["lru"][-1], 3),
-           tr(f"Each prompt is evicted just before its turn comes again, so LRU gets nothing; Belady, which keeps a "
-              f"fixed subset, gets {loop['belady'][-1]:.2f} at the same size.",
-              f"每个提示词都恰好在轮到它之前被淘汰，所以 LRU 什么也命中不了；而 Belady 固定保留其中一部分，"
-              f"同样的容量下能达到 {loop['belady'][-1]:.2f}。"))
+    reveal(my_guess_2, round(loop["lru"][-1], 3), why("s04.my_guess_2", belady=loop["belady"][-1]), within=0.05)
 
 # %% [markdown] lang="en"
 # ## Real traffic: the Mooncake traces
@@ -558,15 +552,9 @@ with demo("s04.expire"):
     conv = mooncake["conversation"]
     change = conv["pin"][0] - conv["lru"][0]
     reveal(my_guess_3, "A" if change > 0.01 else "C" if change < -0.01 else "B",
-           tr(f"LRU {conv['lru'][0]:.3f}, with pinning {conv['pin'][0]:.3f}: nearly every conversation shares only "
-              f"one short first block, and most reuse is a conversation's next turn, which pins cannot predict.",
-              f"LRU 为 {conv['lru'][0]:.3f}，加上固定后为 {conv['pin'][0]:.3f}：几乎所有对话只共享一个很短的开头块，"
-              f"大部分复用来自同一个对话的下一轮，而这是固定预测不了的。"))
+           why("s04.my_guess_3", lru=conv["lru"][0], pin=conv["pin"][0]))
     reveal(my_guess_4, round(conv["lru"][0] / conv["belady"][0], 2),
-           tr(f"LRU {conv['lru'][0]:.3f} against Belady {conv['belady'][0]:.3f}: recency alone leaves most of what a "
-              f"small cache could hold on the table.",
-              f"LRU 为 {conv['lru'][0]:.3f}，Belady 为 {conv['belady'][0]:.3f}：只看最近使用的时间，小缓存本可以"
-              f"拿到的命中大部分都浪费了。"))
+           why("s04.my_guess_4", lru=conv["lru"][0], belady=conv["belady"][0]), within=0.05)
 
 # %% [markdown] lang="en"
 # ## What the plots show

@@ -83,6 +83,7 @@
 # | 7 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
+from solutions.predictions import why
 
 # %% [markdown] lang="en"
 # ## From a table of block keys to a tree of tokens
@@ -292,11 +293,7 @@ with demo("s05.insert"):
     cache = RadixCache()
     cache.insert(toks("the cat sat"), list(range(11)))
     cache.insert(toks("the cow ran"), list(range(100, 111)))
-    reveal(my_guess, len(list(cache.nodes())),
-           tr("The second insert splits the first edge after 'the c' (TODO 1) and hangs 'ow ran' below it as one new "
-              "leaf: 'the c', 'at sat' and 'ow ran'. The shared part is stored once.",
-              "第二次插入在 'the c' 之后把第一条边切开（TODO 1），再把 'ow ran' 作为一个新叶子挂在下面：'the c'、"
-              "'at sat' 和 'ow ran'。共享的部分只存一份。"))
+    reveal(my_guess, len(list(cache.nodes())), why("s05.my_guess"))
     draw_tree(snapshot(cache), decode=text, title=tr("two prompts that diverge mid-edge", "在边中间分叉的两个提示词"))
     plt.show()
 
@@ -371,11 +368,7 @@ with demo("s05.evict"):
     before = snapshot(cache)
     freed = cache.evict(1)
     name = "ABC"[freed[0] // 100]
-    reveal(my_guess_2, name,
-           tr("Leaves by last access: B's own part (t=2), C (t=3), A's own part (t=4: matching A again refreshed its "
-              "whole path, the system prompt included). The system prompt is not a leaf while A's part hangs below it.",
-              "按最近访问时间排列叶子：B 自己的部分（t=2）、C（t=3）、A 自己的部分（t=4：再次匹配 A 刷新了它的整条"
-              "路径，包括 system prompt）。A 的部分还挂在下面，所以 system prompt 不是叶子。"))
+    reveal(my_guess_2, name, why("s05.my_guess_2"))
     gone = text(toks(prompts[name])[slot % 100] for slot in freed)
     print(tr(f"evict(1) freed {len(freed)} slots, a whole leaf: {gone!r}",
              f"evict(1) 释放了 {len(freed)} 个槽位，也就是一整个叶子：{gone!r}"))
@@ -528,11 +521,7 @@ with demo("s05.evict"):
     pool.admit("first", first)
     pool.commit("first")
     pool.release("first")
-    reveal(my_guess_3, pool.admit("again", again).hit_tokens,
-           tr("Only full blocks are shared: 18 blocks of 16 hold 288 prompt tokens; the 19th block mixes the prompt's "
-              "last 12 tokens with the request's own fresh ones, so no other request has it.",
-              "只有满块才能共享：18 个 16 token 的块装下 288 个提示词 token；第 19 块混着提示词的最后 12 个 token 和"
-              "这个请求自己的新 token，别的请求不会有同样的块。"))
+    reveal(my_guess_3, pool.admit("again", again).hit_tokens, why("s05.my_guess_3"))
 
     rows = {tr("block pool (16)", "块池（16）"): run_pool(requests),
             tr("radix tree, page 16", "基数树，页大小 16"): run_tree(requests, 16),
@@ -692,12 +681,7 @@ with demo("s05.evict"):
         print(f"{capacity:>9,}{leaves:>8,}{scan_us[capacity]:>25.1f}"
               f"{statistics.median(us['incremental']):>13.1f}{ratio:>7.1f}x  {scan.describe() == fast.describe()}")
     growth = scan_us[32_768] / scan_us[2_048]
-    reveal(my_guess_4, "A" if growth < 2 else "B" if growth <= 8 else "C",
-           tr(f"Your evict got {growth:.0f} times slower per request: it looks at every leaf on every call, and the "
-              "larger cache has far more than 16 times as many leaves (the small one holds little more than the 40 "
-              "shared prompts). The incremental one pays only for what it drops.",
-              f"你的 evict 每个请求慢了 {growth:.0f} 倍：它每次调用都要看一遍所有叶子，而大缓存的叶子数远不止 16 倍"
-              "（小缓存里几乎只放得下那 40 条共享提示词）。增量版本只为它淘汰掉的东西付出代价。"))
+    reveal(my_guess_4, "A" if growth < 2 else "B" if growth <= 8 else "C", why("s05.my_guess_4", growth=growth))
 
 # %% [markdown] lang="en"
 # Your `evict` pays for every leaf of the cache on every call, so its cost per request grows with

@@ -90,6 +90,7 @@
 # | 6 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
+from solutions.predictions import why
 import random
 
 from kernels.model import ModelConfig
@@ -353,11 +354,7 @@ with demo("s06.prefill"):
           new_cached == new_full)
     per_step = [led["computed_tokens"] for led in ledgers[1:]]
     print(tr("tokens computed per decoding step:", "每一步解码计算的 token 数："), per_step)
-    reveal(my_guess, "B" if max(per_step) > 1 else "A",
-           tr("This cache works in full blocks (stage 2's keys): the tail block is not cached, so each step "
-              "recomputes it. A real decoder keeps the request's own partial block and computes one token per step.",
-              "这个缓存以满块为单位（第 2 阶段的 key）：尾块不进缓存，所以每一步都要把它重算一遍。真实的解码器会保留"
-              "请求自己那个未满的块，每一步只算 1 个 token。"))
+    reveal(my_guess, "B" if max(per_step) > 1 else "A", why("s06.my_guess"))
 
 # %% [markdown] lang="en"
 # ## How much should a cached prefix save?
@@ -427,18 +424,14 @@ print(tr(f"attention's share of the work: {full['attention'] / full['total']:.0%
 print(tr(f"predicted TTFT speedup: {full['total'] / cached['total']:.1f}x (the token ratio alone would say "
          f"{(P + Q) / Q:.1f}x)", f"预测的 TTFT 加速比：{full['total'] / cached['total']:.1f} 倍（只看 token 比例会是 "
          f"{(P + Q) / Q:.1f} 倍）"))
-reveal(my_guess_2, round(saved_total, 3),
-       tr("The linear part saves exactly the token ratio (0.97); attention saves less, because the new tokens still "
-          "read every cached key. So the whole saves a little less than 97 %, and the speedup is well below 33x.",
-          "线性部分节省的正好是 token 比例（0.97）；attention 省得少，因为新 token 仍然要读每一个缓存 key。"
-          "所以总的节省略低于 97%，加速比也明显低于 33 倍。"))
+reveal(my_guess_2, round(saved_total, 3), why("s06.my_guess_2"), within=0.005)
 
 # %% [markdown] lang="en"
 # ## Measure it: TTFT with and without a cached prefix
 #
 # Time to first token is the prefill time. The baseline is a full prefill with the fastest causal
 # attention torch has (`F.scaled_dot_product_attention(is_causal=True)`), not a slow loop. Both
-# paths run with a fresh question each time, alternating, and we keep the median of 7 rounds. On a
+# paths run with a fresh question each time, alternating, and we keep the median of 5 rounds. On a
 # CPU the clock is this process's CPU time on one torch thread, so that whatever else the machine is
 # doing cannot make the number (run the cell twice: the speedups agree within about 10%). The
 # model here is small, so that the whole measurement takes seconds on a CPU;
@@ -453,7 +446,7 @@ reveal(my_guess_2, round(saved_total, 3),
 #
 # 首 token 延迟就是 prefill 的时间。基线是用 torch 最快的因果 attention
 # （`F.scaled_dot_product_attention(is_causal=True)`）做完整 prefill，而不是一个很慢的循环。两条路径交替运行，
-# 每次都换一个新问题，取 7 轮的中位数。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，机器上同时在跑的
+# 每次都换一个新问题，取 5 轮的中位数。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，机器上同时在跑的
 # 其他程序左右不了这个数（把这个单元运行两次：加速比相差大约在 10% 以内）。这里的模型很小，在 CPU 上整个测量只要几秒；
 # 真实规模的测量见 `benchmarks/bench_prefill.py`。
 #
@@ -471,11 +464,13 @@ import matplotlib.pyplot as plt
 from kernels.device import default_device, describe_device, paged_attention_for
 # measure_ttft() times both paths on a steady clock: on a CPU, this process's CPU seconds on one torch
 # thread (other programs on the machine cannot add to them); on a GPU, the wall clock after the device
-# has finished. It keeps the median of 7 rounds, each with a fresh question.
+# has finished. It keeps the median of 5 rounds, each with a fresh question.
 # zh: measure_ttft() 用稳定的时钟给两条路径计时：CPU 上用本进程在单个 torch 线程上的 CPU 秒数（机器上的其他程序
-# zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。取 7 轮的中位数，每轮换一个新问题。
+# zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。取 5 轮的中位数，每轮换一个新问题。
 from kernels.prefill import TTFT_CONFIG, measure_ttft
 
+rows = []  # one TTFTRow per prefix, filled when the demo runs (read again by the closing cell)
+# zh: 每个前缀一个 TTFTRow，演示运行后才有内容（最后一个单元还会用到）
 
 with demo("s06.prefill"):
     device = default_device()
@@ -485,10 +480,12 @@ with demo("s06.prefill"):
     bench_model = DecoderLM.random(TTFT_CONFIG, seed=0, device=device)
     question, block = 64, 16
     prefixes = [256, 768, 1536]
-    rows = measure_ttft(bench_model, lambda p: PagedPrefiller(
+    rows[:] = measure_ttft(bench_model, lambda p: PagedPrefiller(
         bench_model, num_blocks=(p + 4 * question) // block + 8, block_size=block,
         attention=pool_attention(kernel) if device.type == "cuda" else None), prefixes, question)
-    for r in rows:  # the cached path must give the full path's answer, from the whole cached prefix
+    # The cached path must give the full path's answer, from the whole cached prefix.
+    # zh: 带缓存的路径必须给出和完整 prefill 一样的结果，并且整个缓存前缀都被复用。
+    for r in rows:
         assert r.hit_tokens == r.prefix and r.max_diff <= 1e-3, r
     print(f"{tr('prefix', '前缀'):>7} {tr('full ms', '完整 ms'):>9} {tr('cached ms', '缓存 ms'):>10} "
           f"{tr('measured', '实测'):>9} {tr('predicted', '预测'):>10}")
@@ -511,10 +508,7 @@ with demo("s06.prefill"):
     ax.set_title(tr(f"Prefix cache TTFT speedup on {device.type}", f"前缀缓存的 TTFT 加速比（{device.type}）"))
     ax.legend()
     plt.show()
-    reveal(my_guess_3, round(last.speedup, 1),
-           tr("The FLOP model runs every kind of work at one rate; real hardware does not, and the gap can go "
-              "either way (the next cell explains why).",
-              "FLOP 模型假设各类工作都以同一速率运行；真实硬件并非如此，偏差可能朝任一方向（下一个单元解释原因）。"))
+    reveal(my_guess_3, round(last.speedup, 1), why("s06.my_guess_3"), relative=0.25)
 
 # %% [markdown] lang="en"
 # ## Reading the plot
@@ -614,11 +608,7 @@ with demo("s06.prefill"):
           stage3)
     print(tr("second round, stage 4's order (LRU, keyless first, tail first):",
              "第二轮，第 4 阶段的顺序（LRU，无 key 的块优先复用，先释放尾块）："), stage4)
-    reveal(my_guess_4, stage3[0],
-           tr("Head first, the oldest prompt loses its first blocks, and a prompt without its first block hits "
-              "nothing. Tail first, every prompt keeps a prefix that still hits.",
-              "按从头到尾的顺序释放，最早的提示词先丢掉开头的块，而没有第一个块的提示词什么也命中不了。"
-              "先释放尾块，每个提示词都能保住一段仍能命中的前缀。"))
+    reveal(my_guess_4, stage3[0], why("s06.my_guess_4"))
 
 # %% quiz="questions"
 
@@ -626,7 +616,7 @@ with demo("s06.prefill"):
 
 # %%
 if rows:
-    p, _, _, measured, predicted = rows[-1]
+    p, measured, predicted = rows[-1].prefix, rows[-1].speedup, rows[-1].predicted
     print(tr(f"This stage measured: TTFT {measured:.1f}x faster with {p} cached tokens and a {question}-token question "
              f"(FLOP model: {predicted:.1f}x; {saved_total:.1%} of Qwen2.5-0.5B's prefill FLOPs saved at P = 4096, Q = 128).",
              f"本阶段测得：缓存 {p} 个 token、问题 {question} 个 token 时，TTFT 快 {measured:.1f} 倍"

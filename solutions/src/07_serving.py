@@ -98,6 +98,7 @@
 # | 5 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
+from solutions.predictions import why
 import json
 import random
 import statistics
@@ -110,6 +111,7 @@ import torch
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
+from autograder.plots import log_axis
 from kernels import cost_model
 from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM
@@ -451,13 +453,7 @@ with demo("s07.cache_accounting"):
         print(f"{pad(LABELS[name], 16)} {acct['hit_rate']:>9.1%} {acct['requests_with_hit']:>6}/{acct['requests']:<6} "
               f"{acct['saved_fraction']:>12.1%}")
     shared = accounts["shared_prefix"]
-    reveal(my_guess, round(shared["hit_rate"], 2),
-           tr(f"Each group's first request misses; the other 11 hit all 512 prefix tokens and none of their question: "
-              f"44 × 512 hit tokens over about 48 × 544 prompt tokens. The FLOPs saved ({shared['saved_fraction']:.0%}) "
-              f"are a little lower: the questions still attend to the cached prefix.",
-              f"每组的第一个请求未命中；其余 11 个命中全部 512 个前缀 token，问题部分一个也不命中：44 × 512 个命中 token，"
-              f"除以大约 48 × 544 个提示词 token。省下的 FLOPs（{shared['saved_fraction']:.0%}）略低一些：问题部分仍要"
-              f"对缓存的前缀做 attention。"))
+    reveal(my_guess, round(shared["hit_rate"], 2), why("s07.my_guess", saved=shared["saved_fraction"]), within=0.03)
 
 # %% [markdown] lang="en"
 # ## Cache on vs off, side by side
@@ -582,8 +578,7 @@ with demo("s07.latency_summary"):
             ax.step(ttft, [(i + 1) / len(ttft) for i in range(len(ttft))], where="post", color=colour,
                     label=tr("cache on", "开缓存") if cache else tr("cache off", "关缓存"))
             ax.axvline(latency_summary(ttft)["p90"], color=colour, ls=":", lw=1)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        log_axis(ax, "x")
         ax.set_title(LABELS[name], fontsize=10)
         ax.set_xlabel(tr("TTFT (ms)", "TTFT（毫秒）"))
         ax.grid(alpha=0.3)
@@ -646,13 +641,7 @@ with demo("s07.latency_summary"):
     plt.show()
     on, off = row("shared_prefix", True), row("shared_prefix", False)
     change = on["tpot_p50"] / off["tpot_p50"] - 1
-    reveal(my_guess_2, "A" if change < -0.1 else "C" if change > 0.1 else "B",
-           tr(f"TPOT p50 changed by {change:+.0%}. A decode step at the same batch size costs about the same either way "
-              f"(right). What changes is what happens *between* a request's decode steps: prefills run first, so "
-              f"every newcomer's prefill stalls all running requests, and cached prefills are much shorter.",
-              f"TPOT p50 变化了 {change:+.0%}。批大小相同时，一个 decode 步骤无论开不开缓存耗时都差不多（右图）。变的是"
-              f"一个请求两次 decode 步骤*之间*发生的事：prefill 优先，所以每个新请求的 prefill 都会让所有正在运行的请求"
-              f"停下来等，而带缓存的 prefill 短得多。"))
+    reveal(my_guess_2, "A" if change < -0.1 else "C" if change > 0.1 else "B", why("s07.my_guess_2", change=change))
 
 # %% [markdown] lang="en"
 # ### Why TPOT moved, honestly
@@ -842,8 +831,8 @@ with demo("s07.predict_ttft"):
     ax.plot(span, span, "k-", lw=0.8)
     ax.fill_between(span, [s * 0.8 for s in span], [s * 1.2 for s in span], color="grey", alpha=0.15,
                     label=tr("±20 %", "±20%"))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axis(ax, "x")
+    log_axis(ax, "y")
     ax.set_xlabel(tr("measured prefill (ms)", "实测 prefill（毫秒）"))
     ax.set_ylabel(tr("predicted prefill (ms)", "预测 prefill（毫秒）"))
     ax.legend(fontsize=7, ncol=2)
@@ -1001,13 +990,7 @@ with demo("s07.choose_setting"):
     ax2.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
-    reveal(my_guess_3, chosen["num_blocks"] if chosen else 0,
-           tr("Below the cliff the cache is on but nothing hits, so p90 stays where it is without the cache. Once the "
-              "pool holds the 12 prefixes next to the running requests, most tokens hit and the burst drains fast. The "
-              "rule takes the first size past the cliff: more memory would buy nothing the SLO asks for.",
-              "在悬崖之前，缓存虽然开着却什么也命中不了，所以 p90 和不开缓存时一样。一旦块池在正在运行的请求之外还能留住"
-              "这 12 个前缀，大部分 token 都会命中，这阵突发流量很快就被消化掉。规则选的是越过悬崖后的第一个大小："
-              "再多的显存也换不来 SLO 要求的任何东西。"))
+    reveal(my_guess_3, chosen["num_blocks"] if chosen else 0, why("s07.my_guess_3"))
 
 # %% [markdown] lang="en"
 # ## When prefix caching does not help

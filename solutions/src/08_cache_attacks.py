@@ -95,6 +95,7 @@
 # **用时：** 约 75 分钟。
 
 # %% setup="course"
+from solutions.predictions import why
 
 # %% [markdown] lang="en"
 # The experiments use stage 6's engine on a tiny model with seeded random weights (enough to tell whether
@@ -210,9 +211,7 @@ with demo("s08.birthday_search"):
     for bits in widths:
         print(f"{bits:>4} {2 ** bits:>10,} {mean_tries[bits]:>10.0f} {expected_birthday_tries(bits):>20.0f}")
     measured["birthday_tries_16"] = mean_tries[16]
-    reveal(my_guess, mean_tries[16],
-           tr("Any two blocks may collide: about sqrt(pi/2 * 65,536) = 321 tries, not 65,536.",
-              "任意两个块都可能碰撞：大约 sqrt(pi/2 * 65,536) = 321 次，而不是 65,536 次。"))
+    reveal(my_guess, mean_tries[16], why("s08.my_guess"), within=100)
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(widths, [mean_tries[b] for b in widths], "o-", label=tr("measured (mean of 20)", "实测（20 次平均）"))
     ax.plot(widths, [expected_birthday_tries(b) for b in widths], "--", label="sqrt(pi/2 * 2^k)")
@@ -271,11 +270,7 @@ with demo("s08.birthday_search"):
         print(f"{o.pool:<26} {o.hit_tokens:>10} {o.max_abs_diff:>13.2e} {str(o.same_argmax):>14} {str(o.wrong_kv):>8}")
     measured["collision_max_dlogits"] = outcomes[0].max_abs_diff
     measured["sha256_hit_tokens"] = outcomes[1].hit_tokens
-    reveal(my_guess_2, outcomes[0].hit_tokens,
-           tr("A chained key sees its parent only through the parent's key: once block 0 collides, the identical "
-              "later blocks get identical keys too, so all 4 full blocks (64 tokens) hit, with the wrong KV.",
-              "链式 key 只通过父 key 看到前面的内容：第 0 个块一旦碰撞，后面 token 相同的块 key 也完全相同，"
-              "于是 4 个满块（64 个 token）全部命中，拿到的却是错误的 KV。"))
+    reveal(my_guess_2, outcomes[0].hit_tokens, why("s08.my_guess_2"))
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.barh([o.pool for o in outcomes], [max(o.max_abs_diff, 1e-8) for o in outcomes], color=["C3", "C2", "C2", "C2"])
     ax.set_xscale("log")
@@ -658,16 +653,7 @@ with demo("s08.tenant_extra_keys"):
     s = recovery["salted"]
     measured["recovery_salted"] = f"{s.correct}/{s.trials}"
     chance_inside = s.ci95[0] <= s.chance <= s.ci95[1]
-    reveal(my_guess_3, s.accuracy,
-           tr("With salts the attacker's probes never hit the victim's blocks, so its guess is a roll of an "
-              "8-sided die: right about 1/8 of the time. ", "加盐之后，攻击者的探测永远命中不了受害者的块，"
-              "它的猜测就像掷一个 8 面骰子：大约 1/8 的时候猜对。")
-           + (tr("This run's 95% interval contains 1/8: chance, within the noise of 40 trials.",
-                 "这次运行的 95% 置信区间包含 1/8：就是瞎猜，落在 40 次试验的噪声范围内。") if chance_inside else
-              tr("This run's 95% interval misses 1/8: the attacker still got 0 cached tokens (see above), so the "
-                 "gap is timing noise of this busy machine; run the cell again.",
-                 "这次运行的 95% 置信区间没有包含 1/8：攻击者拿到的缓存 token 仍然是 0（见上面），所以这点差距"
-                 "是这台繁忙机器的计时噪声；可以再运行一次这个单元。")))
+    reveal(my_guess_3, s.accuracy, why("s08.my_guess_3", chance_inside=chance_inside), within=0.06)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
     left.plot(lengths, [p.auc for p in sweep], "o-", label=tr("one shared cache", "共用一个缓存"))
     left.plot(salted_lengths, [p.auc for p in salted_sweep], "s-", label=tr("salted per tenant", "按租户加盐"))

@@ -1,0 +1,149 @@
+"""What the grading child says reaches the report truthfully: a notebook lacking a given helper is
+graded with the course's version and a note (both editions), and ``--verbose`` /
+``PCW_GRADE_VERBOSE=1`` show, per child, its isolation, exit status and kept output."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import layout, messages
+from autograder.grade import compose, grade_paths
+from autograder.i18n import text
+from autograder.protocol import CellsDone, CellStarted, CourseVersions, Done, Ready
+from autograder.spec import load_stage
+from autograder.submission import read_submission
+from autograder.supervise import OUTPUT_KEEP, ChildReport, describe
+from autograder.testing import variant_notebook
+from autograder.trusted import given_members, leak_guard
+from tests.conftest import ROOT
+
+HELPER = "BlockPool.check_invariants"
+
+
+def _method_source(stage_id: str, cls: str, name: str) -> str:
+    source = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
+    node = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == cls)
+    fn = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[fn.lineno - 1:fn.end_lineno])
+
+
+def test_a_notebook_lacking_a_given_helper_earns_full_marks_and_is_told_in_its_language(tmp_path):
+    removed = [(_method_source("s03", "BlockPool", "check_invariants"), "")]
+    renamed = [("    def check_invariants(self) -> None:", "    def verify(self) -> None:")]
+    paths = {}
+    for lang, edits in (("en", removed), ("zh", renamed), ("en", renamed)):
+        nb = variant_notebook("s03", edits, lang)
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "s03-code-BlockPool")
+        assert "def check_invariants" not in cell.source and "def violations" in cell.source
+        p = tmp_path / f"{lang}-{len(paths)}.ipynb"
+        nbformat.write(nb, p)
+        paths[str(p)] = lang
+    stage = load_stage("s03", hidden=True)
+    for r in grade_paths(list(paths)):
+        lang = paths[r.path]
+        assert r.score == r.max_score == stage.max_score, [(t.id, t.message) for t in r.todos if not t.passed]
+        for t in r.todos:
+            todo = stage.todo(t.id)
+            note = text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=HELPER)
+            if todo.owner == "BlockPool":  # the class whose given helper is missing: its code TODOs say so
+                assert t.passed and t.message.endswith(" | " + note), t.message
+                assert "tamper" not in t.message and "篡改" not in t.message
+            else:
+                assert note not in t.message
+
+
+def test_every_given_class_member_is_in_the_released_cell():
+    """The note names what the learner's cell lacks: it is true only if the released cell has every
+    member of the course's class that is not a TODO (else a correct answer would read a false note),
+    and the grader shows only those names (``given_members``: the ones the child can take)."""
+    import importlib
+
+    checked = 0
+    for sid in layout.built_stages():
+        stage = load_stage(sid, hidden=False)
+        reference = importlib.import_module(stage.reference)
+        nb = nbformat.read(layout.stage_files(sid).learner(), as_version=4)
+        for cls in {t.owner for t in stage.todos if "." in t.target}:
+            cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"{sid}-code-{cls}")
+            node = next(n for n in ast.parse(cell.source).body if isinstance(n, ast.ClassDef) and n.name == cls)
+            released = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            released |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets
+                         if isinstance(t, ast.Name)}
+            released |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+            todos = {t.function_name for t in stage.todos if t.owner == cls}
+            given = {k for k in vars(getattr(reference, cls)) if not k.startswith("__")} - todos
+            assert given <= released, (sid, cls, sorted(given - released))
+            assert given_members(stage, cls) == {f"{cls}.{k}" for k in given}  # what the child may name
+            checked += 1
+    assert checked >= 5
+
+
+def test_a_course_version_the_course_does_not_have_is_not_shown():
+    stage = load_stage("s03", hidden=True)
+    sub = read_submission(layout.stage_files("s03").instructor())
+    todo = stage.todo("s03.lookup")
+    events = [Ready(), *(CellStarted(i) for i in range(len(sub.cells))), CellsDone(),
+              CourseVersions(("BlockPool.check_invariants", "BlockPool.hit_len_max_secret")), Done()]
+    r = compose(sub, todo, ChildReport(events, None), leak_guard(stage)).result
+    assert "`BlockPool.check_invariants`" in r.message and "hit_len_max_secret" not in r.message
+
+
+# -- --verbose ------------------------------------------------------------------------------------
+def test_describe_names_isolation_exit_status_and_escapes_the_output():
+    report = ChildReport([Ready(), CellsDone()], None, output=b"hello\n\x1b[2Jcleared\tand tab\n", output_dropped=7,
+                         isolation="namespaces+landlock+seccomp, as uid 100042", returncode=-9)
+    out = describe(report, "nb.ipynb · s01.normalize")
+    assert out.splitlines()[:3] == ["[child] nb.ipynb · s01.normalize",
+                                    "  isolation: namespaces+landlock+seccomp, as uid 100042",
+                                    "  ended: exit status -9 (SIGKILL), reached cells_done"]
+    assert "  output (26 bytes, 7 more dropped):" in out and "  | hello" in out
+    assert "  | \\x1b[2Jcleared\tand tab" in out and "\x1b" not in out
+    never = describe(ChildReport([], "not started", grader_error="could not start"), "x")
+    assert "ended: never started, reached nothing, stopped: not started, grader error: could not start" in never
+    assert "output: none" in never
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--no-progress"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def printing_notebook(tmp_path_factory) -> Path:
+    """The s01 reference answer, with a TODO cell that prints (a terminal escape included) and much more."""
+    nb = variant_notebook("s01", [])
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    cell.source += "\nprint('hello from a TODO cell \\x1b[31mred')\nprint('x' * 40000)\n"
+    p = tmp_path_factory.mktemp("verbose") / "printing.ipynb"
+    nbformat.write(nb, p)
+    return p
+
+
+def test_verbose_logs_each_child_and_changes_no_report(printing_notebook):
+    quiet = _cli(str(printing_notebook), "--format", "json")
+    loud = _cli(str(printing_notebook), "--format", "json", "--verbose")
+    env = _cli(str(printing_notebook), "--format", "json", env={"PCW_GRADE_VERBOSE": "1"})
+    assert quiet.returncode == loud.returncode == env.returncode == 0, loud.stderr
+    assert quiet.stdout == loud.stdout == env.stdout  # the report is the same, byte for byte
+    sub = json.loads(quiet.stdout)["submissions"][0]
+    assert sub["score"] == sub["max_score"]
+    assert "[child]" not in quiet.stderr
+    todos = [t["id"] for t in sub["todos"]]
+    for log in (loud.stderr, env.stderr):
+        blocks = log.split("[child] ")[1:]
+        assert sorted(b.split(" · ", 1)[1].split("\n", 1)[0] for b in blocks) == sorted(todos)
+        for b in blocks:
+            assert f"  isolation: {sub['isolation']}" in b
+            assert re.search(r"\n  ended: exit status (0|-9 \(SIGKILL\)), reached done\n", b), b[:300]
+            assert f"  output ({OUTPUT_KEEP} bytes, " in b and "more dropped):" in b
+            assert "  | hello from a TODO cell \\x1b[31mred" in b
+        assert "\x1b" not in log

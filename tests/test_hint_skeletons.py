@@ -1,0 +1,170 @@
+"""Tier 3 of every hint is a skeleton that still leaves the learner a step.
+
+Each code TODO's last hint tier is Python code with the key expressions left as ``___``: the
+structure and the names, never the answer. The tests paste each tier-3 hint, in each language, into
+its TODO of the reference module (the rest of the module as the course has it) and run that TODO's
+visible checks the way ``check()`` does: with the blanks left as they are, or bound to a placeholder
+value, the hint is never a passing solution. Filled with the right expressions (``FILLS`` below, a
+developer's answer key), the same skeleton passes: the skeleton's structure and names are right.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import linecache
+import sys
+import types
+
+import pytest
+
+from autograder import layout, twins
+from autograder.inline import _run_limited, load_expected
+from autograder.probe import run_probe
+from autograder.spec import load_stage
+from autograder.testing import graft
+from autograder.verdict import judge
+
+BLANK = "___"
+#: Values a placeholder name for the blanks may be bound to (unbound: NameError on the first one).
+PLACEHOLDERS = (None, 1)
+
+#: For every code TODO, the expressions that fill its skeleton's blanks, in order.
+FILLS: dict[str, list[str]] = {
+    "s01.normalize": ["not isinstance(token, int)"],
+    "s01.add_prefix": ["self._normalize(prefix_tokens)", "not prefix"],
+    "s01.match_prefix": ["tuple(prompt[: len(cached_prefix)])"],
+    "s01.split_prompt": ["hit_len", "hit_len"],
+    "s01.cache_stats": ["self.match_prefix(prompt)", "len(prompt) - hit_tokens", "hit_tokens / len(prompt)"],
+    "s02.split_blocks": ["len(tokens) // block_size", "i * block_size", "(i + 1) * block_size"],
+    "s02.hash_block": ["root_seed if parent is None else parent", "kind.encode()", "value.encode()", "data"],
+    "s02.chain_keys": ["parent", "extra_keys", "root_seed"],
+    "s02.longest_cached_run": ["key not in table"],
+    "s03.lookup": ["max_hits", "self.cached.get(key)"],
+    "s03.allocate_block": ["del self.cached[block.key]", "1"],
+    "s03.admit": ["block.ref_count == 0", "len(self.free_queue) - revived", "self.free_queue.remove(block)",
+                  "self.allocate_block()"],
+    "s03.commit": ["state.hit_blocks", "key not in self.cached", "self.cached[key] = block"],
+    "s03.release": ["block.ref_count == 0", "self.free_queue.append(block)"],
+    "s04.append": ["self._mid if block.key is None else self._tail"],
+    "s04.popleft": ["self._mid", "self._mid.next_free"],
+    "s04.remove": ["block.prev_free is None"],
+    "s04.release_blocks": ["reversed(blocks)", "self.free_queue.append(block)"],
+    "s04.pin": ["len(self._pinned) >= self.max_pinned", "self.free_queue.remove(block)",
+                "self.requests[self.PIN_ID].blocks.append(block)"],
+    "s04.expire": ["now - registered_at < self.min_residence"],
+    "s05._split_node": ["child.lock_ref", "child.key[split_len:]", "child.value[split_len:]", "new",
+                        "self._child_key(new.key)"],
+    "s05.match_prefix": ["matched < len(child.key)", "child.value", "matched"],
+    "s05.insert": ["key[pos:]", "value[pos:]", "len(leaf.key)", "matched < len(child.key)"],
+    "s05.inc_lock_ref": ["node.lock_ref == 0", "node.parent"],
+    "s05.dec_lock_ref": ["node.lock_ref == 0", "len(node.key)", "len(node.key)", "len(node.key)"],
+    "s05.evict": ["leaf.lock_ref == 0", "len(freed) < num_tokens",
+                  "parent is not self.root and not parent.children and parent.lock_ref == 0"],
+    "s06.suffix_positions": ["hit_tokens", "num_tokens", "torch.long", "device"],
+    "s06.slot_mapping": ["positions // block_size", "positions % block_size"],
+    "s06.write_kv": ["slots", "slots", "v"],
+    "s06.paged_attention": ["table[key_pos // pool.block_size] * pool.block_size + key_pos % pool.block_size",
+                            "group", "group", "offset", "key_pos[None, :] <= query_pos[:, None]"],
+    "s06.prefill": ["admission.hit_tokens", "len(tokens) - 1", "table", "positions", "slots", "hit",
+                    "tokens[hit:]", "self.blocks.commit(request_id)", "len(tokens) - hit"],
+    "s07.latency_summary": ["p / 100 * (len(ordered) - 1)", "(rank - lo) * (ordered[hi] - ordered[lo])"],
+    "s07.cache_accounting": ['e["prompt_tokens"]', 'e["computed_tokens"]', 'e["hit_tokens"]',
+                             "hit / prompt if prompt else 0.0", 'sum(1 for e in ledger if e["hit_tokens"] > 0)',
+                             "(without - with_cache) / without if without else 0.0"],
+    "s07.predict_ttft": ["computed", "computed", "computed + cached"],
+    "s07.choose_setting": ['m["num_blocks"]', "float(m[k])", 'bool(m["cache"])'],
+    "s08.birthday_search": ["seen[key] = block", "earlier != block"],
+    "s08.fit_threshold": ["(a + b) / 2", "sum(x >= t for x in hit) + sum(x < t for x in miss)",
+                          "errors < best_errors"],
+    "s08.detect_sharing": ['"greater"', "p_value < alpha"],
+    "s08.tenant_extra_keys": ["not tenant", "any(kind == TENANT_KIND for kind, _ in keys)", "(TENANT_KIND, tenant)"],
+}
+
+CODE_TODOS = [(sid, t) for sid in layout.built_stages() for t in load_stage(sid, hidden=False).todos
+              if t.target != "quiz"]
+IDS = [t.id for _, t in CODE_TODOS]
+
+
+def _load(text: str, name: str) -> dict:
+    """``text`` run as a module the way a notebook holds it (its source in linecache)."""
+    filename = f"<hint {name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    module = types.ModuleType(f"hint_{name.replace('.', '_')}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(text, filename, "exec"), module.__dict__)
+    return module.__dict__
+
+
+_warm: set[str] = set()
+
+
+def _warm_up(stage_id: str) -> None:
+    """Run the stage's visible probes once on the reference, untimed: the first meta-device operation
+    of a process loads torch's meta kernels (16 s on a busy 2-core machine), which must not count
+    against the first judged probe's time limit."""
+    if stage_id in _warm:
+        return
+    stage = load_stage(stage_id, hidden=False)
+    reference = importlib.import_module(stage.reference)
+    for c in stage.checks:
+        run_probe(c, reference)
+    _warm.add(stage_id)
+
+
+def _passes(stage_id: str, todo, code: str, **bound) -> bool:
+    """Whether ``code`` pasted into the TODO passes every visible check, judged as ``check()`` judges
+    it (the probe run under its time limit with the TODO's twins blocked, against the stored expected
+    outcome); code that does not compile or load is not a passing solution. Stops at the first failure."""
+    try:
+        ns = _load(graft(stage_id, todo.target, code), todo.id)
+    except Exception:  # noqa: BLE001 - whatever stops it from loading, it is not a passing solution
+        return False
+    ns.update(bound)
+    _warm_up(stage_id)
+    stage = load_stage(stage_id, hidden=False)
+    expected = load_expected(stage_id)["checks"]
+    impl = types.SimpleNamespace(**ns)
+    checks = stage.checks_for(todo.id, hidden=False)
+    for c in checks:
+        with twins.blocked(todo.twins, todo.label):
+            got = _run_limited(c, impl)
+        if not judge(stage, c, expected[c.key], got).passed:
+            return False
+    return bool(checks)
+
+
+def test_every_code_todo_has_its_fills():
+    assert set(FILLS) == set(IDS), set(FILLS) ^ set(IDS)
+
+
+@pytest.mark.parametrize("stage_id,todo", CODE_TODOS, ids=IDS)
+def test_tier_three_is_a_skeleton_with_blanks(stage_id, todo):
+    """Code in both languages, the same code (only comments differ), with blanks, and no full-width
+    punctuation between statements."""
+    tier3 = todo.hints[2]
+    trees = {}
+    for lang in ("en", "zh"):
+        code = tier3.get(lang)
+        assert BLANK in code, f"{todo.id} ({lang}): tier 3 leaves no blank"
+        assert "；" not in code, f"{todo.id} ({lang}): statements are separated by newlines, not '；'"
+        trees[lang] = ast.dump(ast.parse(code))  # a SyntaxError here: tier 3 is not code
+    assert trees["en"] == trees["zh"], f"{todo.id}: the two editions' skeletons differ in code, not only comments"
+    assert tier3.en.count(BLANK) == len(FILLS[todo.id]), f"{todo.id}: FILLS has one expression per blank"
+
+
+@pytest.mark.parametrize("stage_id,todo", CODE_TODOS, ids=IDS)
+def test_tier_three_pasted_into_its_todo_does_not_pass(stage_id, todo):
+    for lang in ("en", "zh"):
+        code = todo.hints[2].get(lang)
+        assert not _passes(stage_id, todo, code), f"{todo.id} ({lang}): tier 3 as pasted passes its checks"
+        for value in PLACEHOLDERS:
+            assert not _passes(stage_id, todo, code, **{BLANK: value}), \
+                f"{todo.id} ({lang}): tier 3 passes its checks with every blank set to {value!r}"
+
+
+@pytest.mark.parametrize("stage_id,todo", CODE_TODOS, ids=IDS)
+def test_tier_three_filled_in_passes(stage_id, todo):
+    code = todo.hints[2].en
+    for fill in FILLS[todo.id]:
+        code = code.replace(BLANK, fill, 1)
+    assert _passes(stage_id, todo, code), f"{todo.id}: the skeleton, filled in, fails its checks:\n{code}"
