@@ -28,7 +28,7 @@ from autograder.leaks import LeakGuard
 from autograder.protocol import CellError, CellsDone, Event
 from autograder.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import Check, Stage, Todo
-from autograder.staging import GradingRun
+from autograder.staging import GradingRun, private_library_caches
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, describe, run_child
 from autograder.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
@@ -328,6 +328,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     (:func:`autograder.supervise.describe`); by default that goes to stderr when the environment
     sets ``PCW_GRADE_VERBOSE=1``, and nowhere otherwise.
     """
+    private_library_caches()  # before any reference code imports torch here
     if log is None and os.environ.get(VERBOSE_ENV) == "1":
         log = stderr_log()
     how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())

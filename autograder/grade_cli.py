@@ -148,6 +148,17 @@ def _isolation(args: argparse.Namespace) -> int:
     iso = isolation.select("best")
     print(f"isolation: {iso.describe()}")
     print(f"a kernel boundary (what --require-isolation asks for): {'yes' if iso.kernel_enforced else 'no'}")
+    if iso.layers:
+        from autograder import cgroup
+
+        hierarchy, why = cgroup.available()
+        if hierarchy:
+            memory = f"each child's process tree in a memory cgroup of its own (cgroup v{hierarchy.version})"
+        elif "seccomp" in iso.layers:
+            memory = f"one process per child, bounded by RLIMIT_AS (no memory cgroup: {why})"
+        else:
+            memory = f"RLIMIT_AS bounds each process of a child, not their sum (no memory cgroup: {why}; no seccomp)"
+        print(f"memory: {memory}")
     if iso.missing:
         print("missing:\n" + iso.how_to_get_the_rest())
     return 0 if iso.kernel_enforced else EXIT_NO_ISOLATION

@@ -12,7 +12,12 @@ Three layers, each enforced by the kernel, so nothing learner code does in its i
   unprivileged containers);
 - ``seccomp``: a deny list (see :mod:`autograder.seccomp_filter`): no ptrace or cross-process memory
   access, no ``prlimit``/``setpriority`` on another process, no ``setsid``/``setpgid`` (so a
-  process-group kill reaches every descendant), no sockets, no namespaces or mounts.
+  process-group kill reaches every descendant), no sockets, no namespaces or mounts, no lock, lease,
+  change notification or page-cache probe on the files every child shares.
+
+Every level also bounds what one child holds: its memory over its whole process tree (a cgroup of its
+own, :mod:`autograder.cgroup`, or else a single process), no core dumps, and (namespaces, or a root
+grader) a size-bounded tmpfs as its scratch dir.
 
 In every level, a grader running as root runs its children as unprivileged users (``nobody``, or a
 uid of its own for each child when :mod:`autograder.staging` asks for one) with no capabilities and

@@ -26,12 +26,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import messages
+from autograder import cgroup, messages
 from autograder.i18n import L, text
 from autograder.confine import EXIT_NOT_CONFINED
 from autograder.launch import ChildSpec, LaunchPlan, plan_child
 from autograder.protocol import Channel, ChildSummary, Event, summarize
-from autograder.staging import GradingRun, always_hidden
+from autograder.staging import SCRATCH_MB, GradingRun, always_hidden
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024
@@ -101,7 +101,10 @@ class ChildReport:
 
 def child_env(workdir: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
+    # every cache a library keeps under TMPDIR or HOME (torch's inductor and Triton caches, XDG) in scratch
     env.update(HOME=workdir, TMPDIR=workdir, USER="grading", LOGNAME="grading", MPLBACKEND="Agg", MPLCONFIGDIR=workdir,
+               XDG_CACHE_HOME=workdir, TORCHINDUCTOR_CACHE_DIR=os.path.join(workdir, "torchinductor"),
+               TRITON_CACHE_DIR=os.path.join(workdir, "triton"),
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
                PYTHONHASHSEED="0", PCW_GRADING="1")
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # machine-specific safety settings, see RECIPES
@@ -150,14 +153,19 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     out_r, out_w = os.pipe()
     payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
     plan: LaunchPlan | None = None
+    group = None
     applied = f"{run.isolation.level} (audit hook only)" if not run.isolation.layers else run.isolation.level
     if uid is not None:
         applied += f", as uid {uid}"
     try:
         env = child_env(scratch)
         if run.isolation.layers:
+            hierarchy = cgroup.available()[0]
+            group = cgroup.ChildCgroup.create(hierarchy, limits.memory_limit_mb * 2**20) if hierarchy else None
             plan = plan_child(ChildSpec(sys.executable, "autograder.sandbox:main", str(staging), scratch,
-                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid), run.isolation)
+                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
+                                        memory_mb=limits.memory_limit_mb, cgroup_fd=group.procs_fd if group else None,
+                                        scratch_mb=SCRATCH_MB), run.isolation)
             kwargs = plan.popen_kwargs()
             applied += f", reading only {', '.join(plan.readable)} (and the system's libraries)"
         else:
@@ -168,11 +176,15 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     except Exception as exc:  # noqa: BLE001 - cannot launch: the grader's fault, reported as such
         for fd in (read_fd, out_r):
             os.close(fd)
+        if group is not None:
+            group.remove()
         return ChildReport([], "not started", grader_error=f"could not start a grading process: {exc}",
                            isolation=applied)
     finally:
         os.close(write_fd)
         os.close(out_w)
+        if group is not None:
+            group.close_fd()
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
                                               on_event)
@@ -183,6 +195,8 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
                 pass
     finally:
         LaunchPlan.kill(proc)  # the whole process group: whatever the child started ends with it
+        if group is not None:
+            group.remove()  # and whatever is still charged to its cgroup
         os.close(read_fd)
         os.close(out_r)
     rc = plan.returncode(proc.returncode) if plan is not None else proc.returncode
