@@ -1,12 +1,13 @@
 """Checks, grading and notebook building for the prefix-cache workbook.
 
-Learners use ``check(todo_id)``, ``hint(todo_id)``, ``demo(todo_id)`` and ``reveal(...)`` in notebooks; instructors use
+Learners use ``check(todo_id)``, ``hint(todo_id)``, ``demo(todo_id)``, ``progress()`` and ``reveal(...)`` in notebooks; instructors use
 ``python -m autograder`` (build, grade, course, gradescope).
 """
 from __future__ import annotations
 
-__all__ = ["check", "demo", "hint", "reveal", "set_language", "tr"]
-_HOMES = {"check": "inline", "demo": "inline", "hint": "learn", "reveal": "learn", "set_language": "i18n", "tr": "i18n"}
+__all__ = ["check", "demo", "hint", "progress", "reveal", "set_language", "tr"]
+_HOMES = {"check": "inline", "demo": "demos", "hint": "learn", "progress": "standing", "reveal": "learn", "set_language": "i18n",
+          "tr": "i18n"}
 
 
 def __getattr__(name: str):

@@ -67,7 +67,7 @@ def _fresh_reference(stage: Stage) -> types.ModuleType | None:
     return module
 
 
-def _hybrid(stage: Stage, todo: Todo, learner: dict, only: Todo | None = None) -> Any | None:
+def as_graded(stage: Stage, todo: Todo, learner: dict, only: Todo | None = None) -> Any | None:
     """The learner's ``todo`` with the course's code for every other TODO (or for ``only`` that one),
     as the grader builds it; None where the reference is not part of this copy of the course."""
     reference = _fresh_reference(stage)
@@ -96,7 +96,7 @@ def find_blame(stage: Stage, own: Todo, check: Check, impl: Any, learner: dict, 
     """
     others = [t for t in stage.todos if t.id != own.id and t.target != "quiz"]
     was_called = sorted((t for t in others if t.function_name in called), key=lambda t: t.number)
-    hybrid = _hybrid(stage, own, learner) if others else None
+    hybrid = as_graded(stage, own, learner) if others else None
     if hybrid is None:  # no reference here (a classroom release): trust what the check called
         for t in was_called:
             if _fails(stage, t, impl, expected, run):
@@ -105,11 +105,11 @@ def find_blame(stage: Stage, own: Todo, check: Check, impl: Any, learner: dict, 
     if data.outcomes_equal(expected[check.key], run(check, hybrid), check.atol):
         rest = sorted((t for t in others if t not in was_called), key=lambda t: t.number)
         for t in was_called + rest:  # judged as the grader judges it: with the course's code around it
-            as_graded = _hybrid(stage, t, learner)
-            if as_graded is not None and _fails(stage, t, as_graded, expected, run):
+            other = as_graded(stage, t, learner)
+            if other is not None and _fails(stage, t, other, expected, run):
                 return t, True
         for t in was_called:  # a bug its visible checks miss: the one whose course version fixes this
-            swapped = _hybrid(stage, own, learner, only=t)
+            swapped = as_graded(stage, own, learner, only=t)
             if swapped is not None and data.outcomes_equal(expected[check.key], run(check, swapped), check.atol):
                 return t, False
         return (was_called[0], False) if was_called else None

@@ -47,6 +47,8 @@ import json, site, sys, sysconfig
 paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sys.executable]
 paths += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
 paths += site.getsitepackages()
+# another environment's packages that a .pth file put on the path (a venv layered over a shared one)
+paths += [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
 print(json.dumps(paths))
 """
 
@@ -148,7 +150,18 @@ def stage_tree(dest: str | Path, files: Mapping[str, str | Path]) -> Path:
             (dest / d).chmod(0o755)
         shutil.copyfile(src, target)
         target.chmod(0o644)
+    _freeze_access_times(dest)
     return dest
+
+
+def _freeze_access_times(tree: Path) -> None:
+    """Access times in the future, which ``relatime`` never updates: without namespaces (where bwrap's
+    read-only mount already keeps them) a child reading a staged file would otherwise mark it, and a
+    sibling reading the mark would learn a bit."""
+    future = 2**31 - 1  # 2038: later than any run, and valid for every file system
+    for path in [tree, *tree.rglob("*")]:
+        st = path.lstat()
+        os.utime(path, ns=(future * 10**9, st.st_mtime_ns), follow_symlinks=False)
 
 
 def confinement_files() -> dict[str, Path]:

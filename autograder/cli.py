@@ -25,6 +25,12 @@ def _build(args: argparse.Namespace) -> int:
 def _course(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.dest == "check" and args.folder:  # `course check DIR`: the pre-flight before autograde
+        from autograder.preflight import report
+
+        said, bad = report(Path(args.folder), args.stage or None)
+        print(said)
+        return 1 if bad else 0
     from autograder.nbgrader_glue import layout_course
 
     names = layout_course(Path(args.dest), args.stage or None, args.editions)
@@ -50,8 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
     b.set_defaults(func=_build)
     c = sub.add_parser("course", help="lay out an nbgrader course directory from solutions/")
-    c.add_argument("dest", help="folder to create (e.g. ~/courses/prefix-cache)")
-    c.add_argument("--stage", action="append", help="stage id to include (repeatable; default: all built stages)")
+    c.add_argument("dest", help="folder to create (e.g. ~/courses/prefix-cache); `course check DIR` instead lists, "
+                                "one line per submission, what cannot be graded in DIR and why (before autograde)")
+    c.add_argument("folder", nargs="?", help=argparse.SUPPRESS)
+    c.add_argument("--stage", action="append",
+                   help="stage id to include (repeatable; default: all built stages); with `check`: assignment names")
     c.add_argument("--editions", choices=["en", "zh", "both"], default="en",
                    help="which edition to release: English, Chinese, or both as two assignments per stage")
     c.set_defaults(func=_course)
@@ -60,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("name", help="lower_snake_case name, e.g. shared_prefix")
     n.add_argument("--title", required=True, help="the stage's title")
     n.set_defaults(func=_new_stage)
-    from autograder import grade_cli
+    from autograder import class_cli, grade_cli
 
     grade_cli.add_commands(sub)
+    class_cli.add_commands(sub)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -4,6 +4,8 @@ Launched by :mod:`autograder.isolation` as ``python -I -c BOOT POLICY_JSON``. Be
 code exists in the process, and in this order (each step needs the privileges the previous ones
 leave, and each is permanent):
 
+0. memory: join the child's own cgroup through the descriptor of its ``cgroup.procs`` the grader
+   passed (so everything it starts is charged there), and close it;
 1. user: when started as root, become the unprivileged ``uid:gid`` of the policy (all capabilities
    go with it), or, where that user could not read the interpreter, stay uid 0 but drop every
    capability and lock the securebits so that no ``execve`` brings them back;
@@ -126,6 +128,13 @@ def load_seccomp(prog: bytes) -> None:
 def apply(policy: dict) -> list[str]:
     """Confine this process as ``policy`` says; return what now holds, for the log."""
     held = []
+    if policy.get("cgroup_fd") is not None:
+        fd = policy["cgroup_fd"]
+        try:
+            os.write(fd, b"0\n")  # 0: the writing process; its later children stay in the cgroup
+        finally:
+            os.close(fd)
+        held.append("own memory cgroup")
     user = policy.get("user")
     if user == "root-without-capabilities":
         drop_capabilities()

@@ -12,6 +12,7 @@ from pathlib import Path
 from autograder import layout
 
 GRADING_MODES = ("all-or-nothing", "partial")
+FEEDBACK_LEVELS = ("values", "titles")  # see autograder.disclosure
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,10 @@ class Course:
 
     ``grading``: ``"all-or-nothing"`` gives a TODO its points when every check (hidden ones included)
     passes; ``"partial"`` gives a TODO ``points * passed checks / checks``.
+
+    ``feedback``: what a failed hidden check shows a learner, in every report (CLI, nbgrader,
+    Gradescope): ``"values"`` what any failure shows, within the report's budget of learner-derived
+    text; ``"titles"`` only the check's name, title and hint (:mod:`autograder.disclosure`).
     """
 
     repository: str
@@ -34,10 +39,13 @@ class Course:
     torch_index: str = ""            # [binder] torch_index: where Binder gets a CPU torch
     gradescope_torch_index: str = ""  # [gradescope] torch_index, else [binder]'s
     torch_version: str = ""          # [torch] version: installed where a machine has no torch
+    feedback: str = "values"
 
     def __post_init__(self) -> None:
         if self.grading not in GRADING_MODES:
             raise ValueError(f"course.toml: [grading] mode must be one of {GRADING_MODES}, not {self.grading!r}")
+        if self.feedback not in FEEDBACK_LEVELS:
+            raise ValueError(f"course.toml: [grading] feedback must be one of {FEEDBACK_LEVELS}, not {self.feedback!r}")
         if not self.sources:
             raise ValueError("course.toml: [install] sources needs at least one source")
 
@@ -73,13 +81,26 @@ def load_course(path: Path | None = None) -> Course:
                   tuple(install.get("sources", [f"git+{repo}.git@{branch}"])), int(install.get("timeout_s", 180)),
                   install.get("archive", ""), links, raw.get("binder", {}).get("torch_index", ""),
                   raw.get("gradescope", {}).get("torch_index", raw.get("binder", {}).get("torch_index", "")),
-                  raw.get("torch", {}).get("version", ""))
+                  raw.get("torch", {}).get("version", ""), raw.get("grading", {}).get("feedback", "values"))
+
+
+def _grading_table() -> dict:
+    """``[grading]`` of the course being graded: course.toml of the checkout, else of the current
+    folder (an instructor's course folder when the grader is pip-installed), else empty."""
+    for path in (layout.COURSE_TOML, Path.cwd() / "course.toml"):
+        if path.is_file():
+            return tomllib.loads(path.read_text(encoding="utf-8")).get("grading", {})
+    return {}
 
 
 def grading_mode() -> str:
-    """``[grading] mode`` of the course being graded: course.toml of the checkout, else of the current
-    folder (an instructor's course folder when the grader is pip-installed), else all-or-nothing."""
-    for path in (layout.COURSE_TOML, Path.cwd() / "course.toml"):
-        if path.is_file():
-            return tomllib.loads(path.read_text(encoding="utf-8")).get("grading", {}).get("mode", "all-or-nothing")
-    return "all-or-nothing"
+    """``[grading] mode`` of the course being graded (see :func:`_grading_table`), else all-or-nothing."""
+    return _grading_table().get("mode", "all-or-nothing")
+
+
+def feedback_level() -> str:
+    """``[grading] feedback`` of the course being graded (see :func:`_grading_table`), else values."""
+    level = _grading_table().get("feedback", "values")
+    if level not in FEEDBACK_LEVELS:
+        raise ValueError(f"course.toml: [grading] feedback must be one of {FEEDBACK_LEVELS}, not {level!r}")
+    return level

@@ -6,7 +6,8 @@ This process never executes learner code. It reads each submission as data
 TODO under test (:mod:`autograder.trusted`), reads back raw outcomes under the child's protocol
 (:mod:`autograder.protocol`), and compares them with the reference's outcomes, which it computes
 itself (:mod:`autograder.verdict`). Every message is composed here; the only text in it that came
-from the child passed :mod:`autograder.leaks` first. All children of a run share one isolation
+from the child passed :mod:`autograder.leaks` first, and all of it, for one submission, fits the
+budget and feedback level of :mod:`autograder.disclosure`. All children of a run share one isolation
 level (:mod:`autograder.isolation`), which every result states.
 """
 from __future__ import annotations
@@ -20,17 +21,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder import batch, isolation, messages
-from autograder.course import grading_mode
+from autograder.course import feedback_level, grading_mode
+from autograder.disclosure import Disclosure, unlimited
 from autograder.i18n import L, text
-from autograder.leaks import WITHHELD, LeakGuard
+from autograder.leaks import LeakGuard
 from autograder.protocol import CellError, CellsDone, Event
 from autograder.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import Check, Stage, Todo
-from autograder.staging import GradingRun
+from autograder.staging import GradingRun, private_library_caches
 from autograder.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.supervise import ChildLimits, ChildReport, describe, run_child
 from autograder.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
-from autograder.verdict import CheckVerdict, judge
+from autograder.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 
@@ -49,6 +51,7 @@ class Graded:
     result: TodoResult
     report: ChildReport | None = None
     shown: list[str] = field(default_factory=list)
+    same_as_first: bool = False  # not run: the submission's first TODO already stopped in its cells
 
     @property
     def stopped_in_cells(self) -> bool:
@@ -61,12 +64,14 @@ class Graded:
 class Reporting:
     """How results are worded and scored: ``lang`` overrides each submission's own language;
     ``grading`` is the points rule (see :mod:`autograder.course`); ``log`` receives a description
-    of each child (see :func:`autograder.supervise.describe`)."""
+    of each child (see :func:`autograder.supervise.describe`); ``feedback`` is what a failed hidden
+    check shows (see :mod:`autograder.disclosure`)."""
 
     lang: str | None = None
     grading: str = "all-or-nothing"
     log: Callable[[str], None] | None = None
     """Where to log, per child, the isolation applied, its exit status and its kept output (None: nowhere)."""
+    feedback: str = "values"
 
 
 def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None = None,
@@ -94,34 +99,52 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
 
 
 def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, withhold: bool = False,
-            how: Reporting = Reporting()) -> Graded:
-    """The verdict on ``todo`` from its child's report; with ``withhold``, no child text at all."""
+            how: Reporting = Reporting(), disclosure: Disclosure | None = None) -> Graded:
+    """The verdict on ``todo`` from its child's report. Every piece of child text the messages show
+    passes ``disclosure`` (the submission's budget; default: one of its own, unlimited); with
+    ``withhold``, no child text at all."""
     stage = sub.stage
     lang = how.lang or sub.lang
+    out = disclosure or unlimited(guard, how.feedback)
+    if withhold:
+        out.withhold = True
+    take = out.take
     expected = expected_outcomes(stage)
     checks = stage.checks_for(todo.id)
-    shown: list[str] = []
     said = report.summary
     outcomes = said.outcomes
+    n_setup = len(setup_cells(stage))
+    n_cells = n_setup + len(sub.cells)  # what the child was sent: a cell number outside it is not believed
 
-    verdicts, first_fail = [], None
+    judged: list[tuple[Check, CheckVerdict | None, dict | None]] = []
     for c in checks:
-        if c.key in outcomes:
-            raw = dict(outcomes[c.key])
-            v = _judge(stage, c, expected[c.key], raw, lang)
-            if not v.passed:
-                display = guard.outcome(raw, withhold_all=withhold)
-                shown += guard.texts_of(display)
-                d = _judge(stage, c, expected[c.key], display, lang)
-                v = v if d.passed else replace(d, not_implemented=v.not_implemented)
-            line = v.summary if v.passed else _one_line(v.summary, v.detail)
-            verdicts.append(CheckResult(c.name, c.hidden, v.passed, line))
-            if not v.passed and first_fail is None:
-                first_fail = v
-        else:
-            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang)))
+        raw = dict(outcomes[c.key]) if c.key in outcomes else None
+        judged.append((c, None if raw is None else _judge(stage, c, expected[c.key], raw, lang), raw))
+    # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
+    # about the mistake made) and the others are named after it.
+    failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
+    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]
 
+    verdicts, shown_of = [], {}
+    for c, v, raw in judged:
+        if v is None:
+            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
+            continue
+        if not v.passed:
+            # only the leading failure shows the learner's value (see autograder.disclosure): the values
+            # of the other failing checks, hidden ones included, never reach the report
+            shows_value = v is lead and not (c.hidden and out.titles_only)
+            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,
+                                             take if shows_value else None)
+            v = shown_of[id(v)]
+        line = v.summary if v.passed else _one_line(v.summary, v.detail)
+        verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
+    ordered = [shown_of[id(v)] for v in ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw))]
+    first_fail = ordered[0] if ordered else None
     n_hidden = sum(c.hidden for c in checks)
+    stopped_in = _check(stage, said.check)
+    hidden_fail = (first_fail is not None and first_fail.check.hidden) or (stopped_in is not None and stopped_in.hidden)
+    quiet = out.titles_only and hidden_fail  # a failed hidden check says its title and hint, nothing the child said
     if report.grader_error is not None:
         status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
     elif report.tampering:
@@ -129,27 +152,66 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     elif checks and all(v.passed for v in verdicts) and report.stopped is None:
         status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
     elif said.missing:
-        status, message = TodoStatus.MISSING, _shown(guard.fragment(said.missing) if not withhold else WITHHELD, shown)
+        status, message = TodoStatus.MISSING, take(guard.fragment(said.missing))
+    elif report.stopped is not None and quiet and stopped_in is not None:
+        status, message = TodoStatus.STOPPED, _title_only(stopped_in, lang)
     elif report.stopped is not None:
-        where = _check_name(said.check) or _cell_name(said.cell, len(setup_cells(stage))) or messages.WHERE_BEFORE
+        index = said.cell if type(said.cell) is int and 0 <= said.cell < n_cells else None
+        where = _check_name(said.check) or _cell_name(index, n_setup) or messages.WHERE_BEFORE
         status, message = TodoStatus.STOPPED, text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
     elif first_fail is not None and first_fail.not_implemented:
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
+    elif first_fail is not None and quiet:
+        status, message = TodoStatus.FAILED, _title_only(first_fail.check, lang)
     elif first_fail is not None:
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
-            text(messages.CHECK_FAILED, lang).format(name=first_fail.check.name)
+            text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
+        others = [v for v in ordered[1:] if not v.not_implemented]
+        if others:
+            message += " | " + text(messages.ALSO_FAILING, lang).format(titles="; ".join(
+                _failed_name(v.check, lang) for v in others))
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
-    if status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
-        message += f" (note: {_cell_error(said.cell_errors[0], guard, withhold, shown)})"
-    if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR):
+    if quiet:
+        verdicts = [replace(v, message=_title_only(c, lang)) if c.hidden and not v.passed and
+                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks)]
+    elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
+        message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
+    if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
         given = given_members(stage, todo.owner)
         for name in (n for n in said.course_versions if n in given):  # only names the course has: no child text
             message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
-    return Graded(result, report, shown)
+    return Graded(result, report, list(out.shown) if disclosure is None else [])
+
+
+def _shown_verdict(stage: Stage, check: Check, expected: dict, display: dict, v: CheckVerdict, lang: str | None,
+                   take: Callable[[str], str] | None) -> CheckVerdict:
+    """The failing verdict ``v`` as the report words it: judged again on the sanitized outcome
+    ``display``, its learner-derived lines through ``take`` (None: the check's own words only)."""
+    d = _judge(stage, check, expected, display, lang, take or _nothing)
+    if d.passed:  # sanitizing made it equal: say that it failed, and nothing of what it returned
+        d = CheckVerdict(check, False, check.name if not check.hidden else
+                         text(messages.HIDDEN_FAILED, lang).format(name=check.name),
+                         [f"{text(messages.HINT, lang)} {text(check.hint, lang)}"])
+    return replace(d, not_implemented=v.not_implemented)
+
+
+def _nothing(piece: str) -> str:
+    """What a check other than a TODO's first failure shows of the learner's value: nothing."""
+    return ""
+
+
+def _check(stage: Stage, key: str | None) -> Check | None:
+    return next((c for c in stage.checks if c.key == key), None) if key else None
+
+
+def _title_only(check: Check, lang: str | None) -> str:
+    """A failed hidden check at the "titles" feedback level: its name, title and hint."""
+    return _one_line(text(messages.HIDDEN_TITLE_ONLY, lang).format(name=check.name, title=check_title(check, lang)),
+                     [f"{text(messages.HINT, lang)} {text(check.hint, lang)}"])
 
 
 def todo_points(todo: Todo, status: TodoStatus, verdicts: list[CheckResult], grading: str) -> float:
@@ -162,10 +224,11 @@ def todo_points(todo: Todo, status: TodoStatus, verdicts: list[CheckResult], gra
     return 0.0
 
 
-def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None) -> CheckVerdict:
+def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None,
+           take: Callable[[str], str] | None = None) -> CheckVerdict:
     """:func:`judge`, for an outcome that came from the child: one it cannot read fails the check."""
     try:
-        return judge(stage, check, expected, got, lang)
+        return judge(stage, check, expected, got, lang, take)
     except Exception:  # noqa: BLE001 - a malformed (forged) outcome: the learner's doing, not a grader bug
         if expected.get("kind") not in ("ok", "raised"):
             raise  # the reference failed its own check: that is a grader bug, reported as such
@@ -173,16 +236,18 @@ def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | No
                             ["the result your code produced could not be read"])
 
 
-def _shown(text: str, shown: list[str]) -> str:
-    shown.append(text)
-    return text
+def _failed_name(check: Check, lang: str | None) -> str:
+    """How a report names a failed check: a public check by its title, a hidden one by its name only."""
+    if check.hidden:
+        return text(messages.HIDDEN_FAILED, lang).format(name=check.name)
+    return check_title(check, lang)
 
 
-def _cell_error(err: CellError, guard: LeakGuard, withhold: bool, shown: list[str]) -> str:
-    name = guard.name(err.type)
-    text = WITHHELD if withhold else guard.fragment(err.message, 100)
-    shown += [name, text]
-    return f"{err.kind} cell {err.cell} raised {name}: {text}"
+def _cell_error(err: CellError, guard: LeakGuard, take: Callable[[str], str], n_cells: int) -> str:
+    """A cell error the child reported, as a note: the cell number only among the cells sent."""
+    cell = err.cell if type(err.cell) is int and 1 <= err.cell <= n_cells else "?"
+    said = take(f"{guard.name(err.type)}: {guard.fragment(err.message, 100)}")
+    return f"{'setup' if err.kind == 'setup' else 'your'} cell {cell} raised {said}"
 
 
 def _one_line(head: str, detail: list[str]) -> str:
@@ -206,10 +271,10 @@ def _same_as_first(first: Graded, sub: Submission, todo: Todo, how: Reporting) -
     """A TODO not run because the submission's first child already stopped in the learner's cells."""
     r = first.result
     lang = how.lang or sub.lang
-    checks = [CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang)) for c in sub.stage.checks_for(todo.id)]
+    checks = [CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)) for c in sub.stage.checks_for(todo.id)]
     res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), r.status,
                      text(messages.SAME_FOR_EVERY, lang).format(message=r.message), checks)
-    return Graded(res, None, list(first.shown))
+    return Graded(res, None, list(first.shown), same_as_first=True)
 
 
 def stderr_log() -> Callable[[str], None]:
@@ -223,12 +288,29 @@ def stderr_log() -> Callable[[str], None]:
     return log
 
 
+def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: LeakGuard, how: Reporting,
+               withhold: bool) -> list[Graded]:
+    """The submission's TODOs worded again under one budget, in TODO order (see
+    :mod:`autograder.disclosure`); each item's ``shown`` is what its messages show of the child's text."""
+    out: list[Graded] = []
+    budget = Disclosure(guard, how.feedback, withhold=withhold)
+    for todo, g in zip(todos, items):
+        before = len(budget.shown)
+        if g.report is not None:
+            g = compose(sub, todo, g.report, guard, how=how, disclosure=budget)
+            g.shown = budget.shown[before:]
+        elif g.same_as_first and out:
+            g = _same_as_first(out[0], sub, todo, how)  # the first TODO's words again: nothing new is shown
+        out.append(g)
+    return out
+
+
 # -- many submissions ------------------------------------------------------------------------------
 def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 on_done: Callable[[SubmissionResult], None] | None = None,
                 on_todo: Callable[[], None] | None = None,
                 iso: isolation.Isolation | str = "best", hidden: Iterable[str | os.PathLike] = (),
-                lang: str | None = None, grading: str | None = None,
+                lang: str | None = None, grading: str | None = None, feedback: str | None = None,
                 only: Mapping[str, Collection[str]] | None = None,
                 log: Callable[[str], None] | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
@@ -246,9 +328,10 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     (:func:`autograder.supervise.describe`); by default that goes to stderr when the environment
     sets ``PCW_GRADE_VERBOSE=1``, and nowhere otherwise.
     """
+    private_library_caches()  # before any reference code imports torch here
     if log is None and os.environ.get(VERBOSE_ENV) == "1":
         log = stderr_log()
-    how = Reporting(lang, grading or grading_mode(), log)
+    how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)
     results: list[SubmissionResult] = []
@@ -263,7 +346,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
             results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
             continue
-        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings)))
+        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level
@@ -287,9 +370,9 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         i, sub = subs[gi]
         items = graded[i]
         guard = leak_guard(sub.stage)
+        items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)
         if guard.leaks_together(t for g in items for t in g.shown):  # a secret split across checks or TODOs
-            items = [compose(sub, t, g.report, guard, withhold=True, how=how) if g.report is not None else g
-                     for t, g in zip(todos_of(sub), items)]
+            items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=True)
         r = results[i]
         r.todos = [g.result for g in items]
         r.seconds = time.monotonic() - started

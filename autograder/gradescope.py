@@ -11,8 +11,10 @@ import shlex
 import zipfile
 from pathlib import Path
 
-from autograder import layout
+from autograder import layout, messages
+from autograder.safetext import one_line
 from autograder.course import load_course
+from autograder.i18n import text
 from autograder.isolation import Isolation
 from autograder.results import SubmissionResult
 
@@ -67,17 +69,18 @@ def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
     tests = []
     for t in r.todos:
         tests.append({"name": f"TODO {t.number} · {t.id} · {t.title}", "score": t.points, "max_score": t.max_points,
-                      "status": "passed" if t.passed else "failed", "output": t.message, "visibility": "visible"})
+                      "status": "passed" if t.passed else "failed", "output": one_line(t.message), "visibility": "visible"})
         hidden = [c for c in t.checks if c.hidden]
         if hidden:
-            lines = [f"{'✅' if c.passed else '❌'} {c.message if not c.passed else c.name}" for c in hidden]
-            tests.append({"name": f"TODO {t.number} · {t.id} · hidden checks", "score": 0, "max_score": 0,
+            lines = [f"{'✅' if c.passed else '❌'} {one_line(c.message) if not c.passed else (c.title or c.name)}" for c in hidden]
+            tests.append({"name": f"TODO {t.number} · {t.id} · {text(messages.REPORT_HIDDEN_CHECKS, r.lang)}",
+                          "score": 0, "max_score": 0,
                           "status": "passed" if all(c.passed for c in hidden) else "failed",
                           "output": "\n".join(lines), "visibility": "after_published"})
-    level = iso.describe() if iso is not None else r.isolation
+    level = iso.describe(r.lang) if iso is not None else r.isolation
     out = {"score": r.score, "tests": tests, "stdout_visibility": "hidden", "visibility": "visible",
            "extra_data": {"isolation": iso.to_json() if iso is not None else {"level": r.isolation}}}
-    out["output"] = "\n".join([*([r.error] if r.error else r.warnings), f"Graded under isolation: {level}"])
+    out["output"] = "\n".join([*map(one_line, [r.error] if r.error else r.warnings), text(messages.REPORT_GRADED_UNDER, r.lang).format(level=level)])
     return out
 
 

@@ -1,4 +1,4 @@
-"""``check()`` and ``demo()``: instant feedback inside a learner's notebook.
+"""``check()``: instant feedback inside a learner's notebook (``demo()`` lives in :mod:`autograder.demos`).
 
 Plain Python (no Jupyter extension), so it works the same on Colab, ModelScope and a laptop.
 Public expected values come from ``autograder/expected/sNN.json``, generated from the reference;
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from autograder import layout, messages, twins
-from autograder.blame import calls_recorded, find_blame, names_outside_graded_cells
+from autograder.blame import as_graded, calls_recorded, find_blame, names_outside_graded_cells
 from autograder.i18n import text
-from autograder.probe import innermost_function, reference_outcome, run_probe, todo_of_function
+from autograder.probe import reference_outcome, run_probe
 from autograder.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
-from autograder.verdict import CheckVerdict, judge
+from autograder.verdict import CheckVerdict, judge, lead_first
 
 INLINE_TIME_LIMIT_S = 10
 
@@ -82,7 +82,13 @@ def check(todo_id: str, hidden: bool = False) -> None:
     ``AssertionError`` so that the cell scores 0. Returns nothing, so that the cell shows only the
     report; use :func:`run_check` to get it as an object.
     """
-    run_check(todo_id, hidden, namespace=_caller_globals())
+    report = run_check(todo_id, hidden, namespace=_caller_globals())
+    if not hidden and report.verdicts:  # the learner's progress record (autograder.standing); never fails
+        from autograder.standing import remember
+
+        state = "passed" if report.passed else \
+            "not_implemented" if any(v.not_implemented == todo_id for v in report.verdicts) else "failed"
+        remember(todo_id, state, sum(v.passed for v in report.verdicts), len(report.verdicts))
 
 
 def _run_limited(c: Check, impl: object) -> dict:
@@ -96,25 +102,43 @@ def _run_limited(c: Check, impl: object) -> dict:
 def run_check(todo_id: str, hidden: bool = False, *, namespace: dict | None = None, impl: object = None,
               quiet: bool = False, lang: str | None = None) -> CheckReport:
     """:func:`check` on an explicit ``namespace`` (a notebook's globals) or object ``impl``; returns the report."""
-    stage = load_stage(stage_of(todo_id), hidden=hidden)
-    own = stage.todo(todo_id)
     if namespace is None:
         namespace = dict(vars(impl)) if impl is not None else {}
-    impl = types.SimpleNamespace(**namespace)
-    report = CheckReport(todo_id, hidden=hidden)
-    checks = stage.checks_for(todo_id, hidden=hidden)
+    stage = load_stage(stage_of(todo_id), hidden=hidden)
+    own = stage.todo(todo_id)
     if hidden and not has_hidden_checks(stage.id):
         _print(quiet, text(messages.NO_HIDDEN_HERE, lang).format(label=own.label))
-        return report
+        return CheckReport(todo_id, hidden=hidden)
+    report = evaluate(todo_id, hidden, namespace=namespace, lang=lang)
+    _print_report(stage, own, report, quiet, lang)
+    if not report.passed and (os.environ.get("NBGRADER_EXECUTION") or os.environ.get("NBGRADER_VALIDATING")):
+        raise AssertionError(f"{own.label}: {sum(not v.passed for v in report.verdicts)} check(s) failed")
+    return report
+
+
+def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str | None = None) -> CheckReport:
+    """Judge one TODO of a notebook's ``namespace`` without printing: the report :func:`check` shows.
+
+    The TODO is judged as grading judges it: the learner's code for this TODO, the course's code for
+    every other TODO (:func:`autograder.blame.as_graded`), so a check is green right after its TODO is
+    written, whatever the learner did (or did not yet do) elsewhere. Only where the course's code is
+    not part of this copy (a classroom release) does it run on the notebook as it is, and a failure
+    that comes from another TODO is then blamed on that one (:func:`find_blame`).
+    """
+    stage = load_stage(stage_of(todo_id), hidden=hidden)
+    own = stage.todo(todo_id)
+    graded = as_graded(stage, own, namespace) if own.target != "quiz" else None
+    impl = graded if graded is not None else types.SimpleNamespace(**namespace)
+    report = CheckReport(todo_id, hidden=hidden)
     public = load_expected(stage.id)
     expected = public["checks"]
-    for c in checks:
+    for c in stage.checks_for(todo_id, hidden=hidden):
         exp = reference_outcome(c, stage.reference) if hidden else expected[c.key]
         with calls_recorded() as called, twins.blocked(own.twins, own.label):
             # given code that already does this TODO (its twins) cannot pass it: blocked while probed
             got = _run_limited(c, impl)
         verdict = judge(stage, c, exp, got, lang)
-        if not verdict.passed and not verdict.not_implemented and not hidden:
+        if not verdict.passed and not verdict.not_implemented and not hidden and graded is None:
             blame = find_blame(stage, own, c, impl, namespace, expected, called, _run_limited)
             if blame is not None:
                 culprit, seen = blame
@@ -125,9 +149,6 @@ def run_check(todo_id: str, hidden: bool = False, *, namespace: dict | None = No
         if verdict.not_implemented:
             break  # one line is enough: the other checks would say the same
     report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
-    _print_report(stage, own, report, quiet, lang)
-    if not report.passed and (os.environ.get("NBGRADER_EXECUTION") or os.environ.get("NBGRADER_VALIDATING")):
-        raise AssertionError(f"{own.label}: {sum(not v.passed for v in report.verdicts)} check(s) failed")
     return report
 
 
@@ -147,7 +168,9 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
     kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
     print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
                                                   total=len(report.verdicts), kind=kind))
-    for v in report.verdicts:
+    # the failure to fix first leads: the most specific failing check, then the other failures, then the passes
+    shown = lead_first([v for v in report.verdicts if not v.passed]) + [v for v in report.verdicts if v.passed]
+    for v in shown:
         print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
         for line in v.detail:
             print(f"       {line}")
@@ -155,14 +178,3 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
         print("  ⚠️ " + text(messages.NAME_OUTSIDE, lang).format(label=own.label, name=name))
     if report.passed and not report.hidden:
         print("  " + text(messages.VISIBLE_ONLY, lang))
-
-
-@contextlib.contextmanager
-def demo(todo_id: str) -> Iterator[None]:
-    """Run a demo that uses learner code; until the TODOs it needs are done, say so instead of failing."""
-    stage = load_stage(stage_of(todo_id), hidden=False)
-    try:
-        yield
-    except NotImplementedError as exc:
-        todo = todo_of_function(stage, innermost_function(exc.__traceback__)) or stage.todo(todo_id)
-        print(text(messages.FINISH_TO_SEE).format(label=todo.label))

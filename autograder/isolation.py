@@ -12,7 +12,12 @@ Three layers, each enforced by the kernel, so nothing learner code does in its i
   unprivileged containers);
 - ``seccomp``: a deny list (see :mod:`autograder.seccomp_filter`): no ptrace or cross-process memory
   access, no ``prlimit``/``setpriority`` on another process, no ``setsid``/``setpgid`` (so a
-  process-group kill reaches every descendant), no sockets, no namespaces or mounts.
+  process-group kill reaches every descendant), no sockets, no namespaces or mounts, no lock, lease,
+  change notification or page-cache probe on the files every child shares.
+
+Every level also bounds what one child holds: its memory over its whole process tree (a cgroup of its
+own, :mod:`autograder.cgroup`, or else a single process), no core dumps, and (namespaces, or a root
+grader) a size-bounded tmpfs as its scratch dir.
 
 In every level, a grader running as root runs its children as unprivileged users (``nobody``, or a
 uid of its own for each child when :mod:`autograder.staging` asks for one) with no capabilities and
@@ -41,9 +46,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import landlock
+from autograder import landlock, messages
 from autograder.childfs import (NOBODY, ROOT_WITHOUT_CAPS, IsolationError, canonical_python,  # noqa: F401 (API)
                                 child_user, confinement_files, make_scratch, stage_tree)
+from autograder.i18n import text
 from autograder.launch import ChildSpec, LaunchPlan, plan_child, seccomp_program, signal_name  # noqa: F401 (API)
 
 LAYERS = ("namespaces", "landlock", "seccomp")
@@ -120,8 +126,8 @@ class Isolation:
             out.append(f"- {HOW_TO[layer]}" + (f" (here: {why})" if why else ""))
         return "\n".join(out)
 
-    def describe(self) -> str:
-        """One line for logs and reports."""
+    def describe(self, lang: str = "en") -> str:
+        """One line for logs and reports (``lang``: the report's language; the level's name stays)."""
         parts = []
         if "namespaces" in self.layers:
             parts.append(f"bwrap {self.offer.bwrap_version or '?'}")
@@ -129,10 +135,12 @@ class Isolation:
             parts.append(f"Landlock ABI {self.offer.landlock_abi}")
         user = child_user(self)
         if user == ROOT_WITHOUT_CAPS:
-            parts.append("child as uid 0 without capabilities")
+            parts.append(text(messages.ISO_ROOT_CHILD, lang))
         elif user is not None:
-            parts.append("each child as an unprivileged user of its own")
-        return self.level + (f" ({', '.join(parts)})" if parts else "")
+            parts.append(text(messages.ISO_OWN_USER, lang))
+        if not parts:
+            return self.level
+        return self.level + (f"（{'，'.join(parts)}）" if lang == "zh" else f" ({', '.join(parts)})")
 
     def to_json(self) -> dict:
         return {"level": self.level, "layers": list(self.layers), "kernel_enforced": self.kernel_enforced,

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.confine import main; main()"
 
 
-@functools.lru_cache(maxsize=1)
-def seccomp_program() -> tuple[bytes | None, str | None]:
-    """The compiled seccomp filter, or None and why not (compiled once per process)."""
+@functools.lru_cache(maxsize=2)
+def seccomp_program(single_process: bool = False) -> tuple[bytes | None, str | None]:
+    """The compiled seccomp filter, or None and why not (compiled once per process and variant)."""
     from autograder import seccomp_filter
 
     try:
-        return seccomp_filter.compile_filter(), None
+        return seccomp_filter.compile_filter(single_process), None
     except Exception as exc:  # noqa: BLE001 - any failure: the layer is missing, the reason is reported
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -52,7 +52,12 @@ class ChildSpec:
     child's whole environment; ``rlimits``: ``{"RLIMIT_NOFILE": (soft, hard)}`` set before the entry
     runs; ``hidden``: paths the child must not see, checked against everything it could read;
     ``uid``: the unprivileged user a root grader runs it as (default ``nobody``; a user of its own
-    keeps its process count and files apart from every other child's).
+    keeps its process count and files apart from every other child's); ``memory_mb``: the budget of
+    the child's whole process tree: with ``cgroup_fd`` (the ``cgroup.procs`` of a cgroup limited to it,
+    see :mod:`autograder.cgroup`) the child joins that cgroup first; without one it may start no
+    process (seccomp) and ``RLIMIT_AS`` bounds its one address space; ``scratch_mb``: under namespaces,
+    the scratch dir is a tmpfs of that size private to the child (gone with its mount namespace; bwrap 0.9+)
+    instead of the host dir ``scratch``.
     """
 
     python: str
@@ -65,6 +70,9 @@ class ChildSpec:
     rlimits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     hidden: Sequence[str] = ()
     uid: int | None = None
+    memory_mb: int | None = None
+    cgroup_fd: int | None = None
+    scratch_mb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -148,8 +156,12 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
         "user": list(user) if isinstance(user, tuple) else user,
         "must_be_unprivileged": os.geteuid() == 0,
         "parent": parent,
-        "rlimits": {**({"RLIMIT_NPROC": (512, 512)} if isinstance(user, tuple) else {}), **dict(spec.rlimits)},
+        "rlimits": {"RLIMIT_CORE": (0, 0), **({"RLIMIT_NPROC": (512, 512)} if isinstance(user, tuple) else {}),
+                    **({"RLIMIT_AS": (spec.memory_mb * 2**20,) * 2} if spec.memory_mb else {}), **dict(spec.rlimits)},
     }
+    single_process = bool(spec.memory_mb) and spec.cgroup_fd is None
+    if spec.cgroup_fd is not None:
+        policy["cgroup_fd"] = spec.cgroup_fd
     if "landlock" in iso.layers:
         etc = [p for p in ETC_FILES if os.path.exists(p)]
         policy["landlock"] = {
@@ -158,17 +170,20 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
             "write": [scratch], "files": {d: m for d, m in DEVICES.items() if os.path.exists(d)},
             "min_abi": iso.offer.landlock_abi}
     if "seccomp" in iso.layers:
-        prog = seccomp_program()[0]
+        prog = seccomp_program(single_process)[0]
         if prog is None:
             raise IsolationError("seccomp was selected but its filter cannot be compiled here")
         policy["seccomp"] = prog.hex()
     command = [python, "-I", "-c", BOOT.format(root=os.path.realpath(spec.import_root)), json.dumps(policy)]
-    argv = _bwrap_argv(iso, user, readable, scratch, masked) + command if "namespaces" in iso.layers else command
-    return LaunchPlan(argv, tuple(spec.pass_fds), dict(spec.env), scratch, iso, readable)
+    argv = _bwrap_argv(iso, user, readable, scratch, masked, spec.scratch_mb) + command \
+        if "namespaces" in iso.layers else command
+    fds = (*spec.pass_fds, *([spec.cgroup_fd] if spec.cgroup_fd is not None else []))
+    return LaunchPlan(argv, fds, dict(spec.env), scratch, iso, readable)
 
 
 
-def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, masked: Sequence[str] = ()) -> list[str]:
+def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, masked: Sequence[str] = (),
+                scratch_mb: int | None = None) -> list[str]:
     bwrap = iso.offer.bwrap
     if bwrap is None:
         raise IsolationError("namespaces were selected but no bwrap binary is known")
@@ -200,8 +215,21 @@ def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, mas
         argv += ["--ro-bind", p, p]
     for p in masked:  # after the binds that hold them
         argv += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
-    argv += ["--bind", scratch, scratch, "--proc", "/proc", "--dev", "/dev", "--"]
+    if scratch_mb and _version(iso.offer.bwrap_version) >= (0, 9):  # --size came with bubblewrap 0.9
+        # the child's own tmpfs, size-bounded by the kernel and gone with its mount namespace: nothing it
+        # writes there reaches the grader's disk or needs cleaning up (only the child's tree lives here)
+        argv += ["--size", str(scratch_mb * 2**20), "--perms", "0777", "--tmpfs", scratch]
+    else:
+        argv += ["--bind", scratch, scratch]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--"]
     return argv
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in (text or "").split(".")[:2])
+    except ValueError:
+        return ()
 
 
 def signal_name(rc: int | None) -> str | None:

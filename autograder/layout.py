@@ -25,6 +25,7 @@ NOTEBOOKS = ROOT / "notebooks"
 TESTS = ROOT / "tests"
 KERNELS = ROOT / "kernels"
 DATA = ROOT / "data" if (ROOT / "data").is_dir() else ROOT / "pcw_data"  # a checkout, or pip-installed
+GLOSSARY = ROOT / "docs" / "glossary.md"
 README = ROOT / "README.md"
 README_ZH = ROOT / "README.zh.md"
 COURSE_TOML = ROOT / "course.toml"
@@ -110,6 +111,11 @@ class StageFiles:
     @property
     def mutants_module(self) -> str:
         return f"tests.mutants_{self.id}"
+
+    @property
+    def alternatives_module(self) -> str:
+        """Correct answers written other ways than the reference (optional file)."""
+        return f"tests.alternatives_{self.id}"
 
     @property
     def reference_tests(self) -> Path:

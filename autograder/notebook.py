@@ -23,6 +23,7 @@ from nbformat import NotebookNode
 
 from autograder import layout
 from autograder.course import Course
+from autograder.glossary import terms_markdown
 from autograder.i18n import L, text
 from autograder.localize import localize_code
 from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, object_source, top_level_imports
@@ -30,6 +31,7 @@ from autograder.quiz import LETTERS
 from autograder.setup_cell import setup_cell
 from autograder.spec import Stage
 
+PREREQUISITES = {"en": "## Prerequisites", "zh": "## 前置知识"}  # the frame's heading the terms list follows
 _TODO_LINE = re.compile(r"^(\s*)# TODO (\d+) \((s\d\d\.\w+)\)\s*$")
 
 
@@ -82,8 +84,11 @@ def quiz_markdown(stage: Stage, lang: str) -> str:
         if q.choices:
             parts += [""] + [f"- **{LETTERS[j]}** {text(c, lang)}" for j, c in enumerate(q.choices)]
         else:
-            parts.append(text(L("*(a number, rounded to {d} decimals)*", "*（填一个数，保留 {d} 位小数）*")
-                              .format(d=q.decimals), lang))
+            if q.decimals == 0:
+                parts.append(text(L("*(a whole number)*", "*（填一个整数）*"), lang))
+            else:
+                parts.append(text(L("*(a number, rounded to {d} decimals)*", "*（填一个数，保留 {d} 位小数）*")
+                                  .format(d=q.decimals), lang))
         parts.append("")
     return "\n".join(parts).rstrip()
 
@@ -119,6 +124,7 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
     ref = files.reference
     cells: list[NotebookNode] = []
     seen_checks: set[str] = set()
+    terms_added = False
 
     def code(source: str, meta: dict | None = None, tags: list[str] | None = None) -> None:
         new = nbformat.v4.new_code_cell(source.rstrip())
@@ -133,6 +139,12 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
         if cell.cell_type == "markdown":
             if meta.get("lang", "en") == lang:
                 cells.append(nbformat.v4.new_markdown_cell(cell.source))
+                if PREREQUISITES[lang] in cell.source and not terms_added:
+                    # the frame links the terms this stage introduces, right after its prerequisites
+                    listing = terms_markdown(layout.stage_number(stage.id), lang, files.learner(lang))
+                    if listing:
+                        cells.append(nbformat.v4.new_markdown_cell(listing))
+                    terms_added = True
         elif "setup" in meta:
             body = setup_cell(course, lang, stage.id, build) + _imports_block(top_level_imports(ref), lang)
             if cell.source.strip():

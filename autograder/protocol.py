@@ -239,7 +239,7 @@ class Channel:
         self.done = False
         self.too_large = False
         self._order = Order(frozenset(check_keys), cells)
-        self._buf = b""
+        self._buf = bytearray()
         self._received = 0
 
     def feed(self, chunk: bytes) -> list[Event]:
@@ -248,8 +248,11 @@ class Channel:
         if self._received > MAX_EVENT_BYTES:
             self.too_large = True
             return []
-        self._buf += chunk
-        *lines, self._buf = self._buf.split(b"\n")
+        self._buf += chunk  # a bytearray: a long line arriving in many pieces costs linear time
+        if b"\n" not in chunk:
+            return []
+        *lines, rest = self._buf.split(b"\n")
+        self._buf = bytearray(rest)
         new = []
         for line in lines:
             event = self._accept(line)
@@ -262,7 +265,7 @@ class Channel:
         """The pipe reached its end: a last line without a newline is not an event."""
         if self._buf.strip():
             self._flag("a partial line at the end of the channel")
-        self._buf = b""
+        self._buf = bytearray()
 
     @property
     def tampered(self) -> bool:

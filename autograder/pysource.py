@@ -106,3 +106,21 @@ def top_level_imports(module: Path | str) -> str:
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
             out.append("\n".join(lines[node.lineno - 1: node.end_lineno]))
     return "\n".join(out)
+
+
+def checks_only_of(module: Path | str, todo_id: str) -> str:
+    """A checks module with every check of another TODO removed: each top-level function decorated
+    with ``<anything>.check("<id>", ...)`` whose ``<id>`` is not ``todo_id`` loses its lines
+    (decorators included). What the module defines besides checks stays as it is."""
+    text = _text(module)
+    lines = text.splitlines(keepends=True)
+    drop: set[int] = set()
+    for node in ast.parse(text).body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "check" \
+                    and dec.args and isinstance(dec.args[0], ast.Constant) and dec.args[0].value != todo_id:
+                drop.update(range(node.decorator_list[0].lineno - 1, node.end_lineno))
+                break
+    return "".join(line for i, line in enumerate(lines) if i not in drop)

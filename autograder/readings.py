@@ -3,34 +3,48 @@ reversed, under any Caesar shift, and decoded from base64/base32/base85, hex, pe
 escapes or a list of character codes (each possibly zlib/gzip/bz2-compressed), up to two layers deep.
 
 Used by :mod:`autograder.leaks`; nothing here knows what a secret is.
+
+The text comes from learner code, so reading it must cost the grader little whatever it holds:
+only its first :data:`SCAN_LIMIT` characters are read, before any decoding; every pattern below
+matches in one pass (no nested or overlapping repetition, possessive where a run could be split two
+ways); a decompression yields at most :data:`INFLATE_LIMIT` bytes (a zip bomb is a short text); and
+one text has at most :data:`MAX_READINGS` readings.
 """
 from __future__ import annotations
 
 import base64
 import binascii
 import bz2
-import gzip
 import re
 import urllib.parse
 import zlib
 
-_B64 = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
-_B32 = re.compile(r"[A-Z2-7=]{16,}")
-_B85 = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2}[\s:,.-]?){8,}")
-_NUMS = re.compile(r"\d{2,7}(?:\s*[,;\s]\s*\d{2,7}){7,}")
+SCAN_LIMIT = 2048        # characters of one learner text that are read at all (a report shows far fewer)
+INFLATE_LIMIT = 16384    # bytes one decompression may yield
+MAX_READINGS = 256       # readings of one text, all layers together
+
+# Each is a single character class repeated, or a fixed-width unit whose separator is a class of its
+# own, matched possessively: no text can make them backtrack more than a few characters.
+_B64 = re.compile(r"[A-Za-z0-9+/=_-]{16,}+")
+_B32 = re.compile(r"[A-Z2-7=]{16,}+")
+_B85 = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}+")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2}[\s:,.-]?+){8,}+")
+_NUMS = re.compile(r"\d{2,7}+(?:[\s,;]++\d{2,7}+){7,}+")
 
 
 def readings(text: str, depth: int = 2, shifts: bool = True) -> list[str]:
     """``text`` as is and as every decoding this module knows, up to ``depth`` layers deep; without
-    ``shifts``, no Caesar shifts (for a caller that shifts what it looks for instead, which is cheaper)."""
+    ``shifts``, no Caesar shifts (for a caller that shifts what it looks for instead, which is cheaper).
+    Only the first :data:`SCAN_LIMIT` characters of ``text`` are read."""
+    text = text[:SCAN_LIMIT]
     seen: dict[str, None] = {text: None}
     frontier = [text]
     for _ in range(depth):
         found = []
         for t in frontier:
             for r in _one_layer(t):
-                if r and r not in seen:
+                r = r[:SCAN_LIMIT]
+                if r and r not in seen and len(seen) < MAX_READINGS:
                     seen[r] = None
                     found.append(r)
         frontier = found
@@ -61,13 +75,30 @@ def _one_layer(text: str) -> list[str]:
 
 
 def _text(raw: bytes) -> str:
-    for unpack in (zlib.decompress, gzip.decompress, bz2.decompress):
+    raw = raw[:SCAN_LIMIT * 4]
+    for unpack in (_inflate(zlib.MAX_WBITS), _inflate(zlib.MAX_WBITS | 16), _unbzip):
         try:
             raw = unpack(raw)
             break
         except Exception:  # noqa: BLE001 - not compressed that way
             pass
     return raw.decode("utf-8", "ignore") if _mostly_text(raw) else raw.decode("latin-1")
+
+
+def _inflate(wbits: int):
+    """zlib (or, with wbits | 16, gzip) decompression that stops after :data:`INFLATE_LIMIT` bytes."""
+    def unpack(raw: bytes) -> bytes:
+        d = zlib.decompressobj(wbits)
+        out = d.decompress(raw, INFLATE_LIMIT)
+        if not out and not d.eof:
+            raise ValueError("not compressed")
+        return out
+    return unpack
+
+
+def _unbzip(raw: bytes) -> bytes:
+    """bz2 decompression that stops after :data:`INFLATE_LIMIT` bytes."""
+    return bz2.BZ2Decompressor().decompress(raw, INFLATE_LIMIT)
 
 
 def _mostly_text(raw: bytes) -> bool:

@@ -38,6 +38,8 @@ class CheckResult:
     """Whether the learner's code passed it."""
     message: str
     """One line composed by the grader: the check's summary, or why it failed or did not run."""
+    title: str = ""
+    """How a report names it in the submission's language (its title in Chinese; empty: its name)."""
 
 
 @dataclass
@@ -85,6 +87,7 @@ class SubmissionResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     isolation: str = ""  # the isolation level its children ran under (autograder.isolation)
+    lang: str = "en"     # the language its messages are in (its notebook's edition, or --lang)
 
     @classmethod
     def not_graded(cls, path: str, reason: str, stage: str | None = None) -> "SubmissionResult":
@@ -108,4 +111,4 @@ class SubmissionResult:
     def to_json(self) -> dict:
         return {"path": self.path, "stage": self.stage, "status": self.status.value, "score": self.score,
                 "max_score": self.max_score, "error": self.error, "warnings": self.warnings, "isolation": self.isolation,
-                "todos": [t.to_json() for t in self.todos]}
+                "lang": self.lang, "todos": [t.to_json() for t in self.todos]}

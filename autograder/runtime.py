@@ -89,6 +89,9 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     Returns what it found (for tests); prints a few lines for the learner.
     """
     set_language(lang)
+    from autograder.released import show_released_sources
+
+    show_released_sources(lang)  # tracebacks through the course's code read as this edition does
     found = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
     if os.environ.get("PCW_GRADING"):
         return found  # a grading child only needs the language

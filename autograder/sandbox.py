@@ -15,12 +15,14 @@ Input: one JSON payload on stdin. Output: protocol events on the file descriptor
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.abc
 import importlib.util
 import json
 import os
 import resource
 import sys
+from collections.abc import Iterable
 
 BLOCKED_EVENTS = {
     "os.system": "starting a shell",
@@ -86,9 +88,24 @@ def _limit(memory_mb: int, cpu_s: float) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _install_audit_hook(denied_dirs: list[str], workdir: str) -> None:
+def _install_audit_hook(denied_dirs: list[str], workdir: str, salt: str = "", denied_digests: Iterable[str] = ()) -> None:
+    """``denied_digests``: salted digests (:func:`autograder.supervise.path_digest`) of further paths
+    not to open, e.g. the batch's other submissions, whose names this process must not be told."""
     denied = tuple(os.path.realpath(d) + os.sep for d in denied_dirs)
+    digests = frozenset(denied_digests)
+    sha256 = hashlib.sha256
     work = os.path.realpath(workdir) + os.sep
+
+    def hidden(real: str) -> bool:
+        p = real
+        while digests:
+            if sha256((salt + p).encode("utf-8", "surrogateescape")).hexdigest() in digests:
+                return True
+            parent = os.path.dirname(p)
+            if parent == p:
+                break
+            p = parent
+        return False
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":
@@ -96,7 +113,7 @@ def _install_audit_hook(denied_dirs: list[str], workdir: str) -> None:
             if not isinstance(path, (str, bytes, os.PathLike)):
                 return  # an open file descriptor
             real = os.path.realpath(os.fsdecode(path))
-            if (real + os.sep).startswith(denied) or real.startswith(denied):
+            if (real + os.sep).startswith(denied) or real.startswith(denied) or hidden(real):
                 raise PermissionError(f"grading: reading {real} is not allowed")
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
@@ -163,7 +180,7 @@ def main() -> None:
         b.update(pristine_builtins)
 
     denied = [*payload["denied_dirs"], os.path.join(payload["root"], "solutions")]
-    _install_audit_hook(denied, payload["workdir"])
+    _install_audit_hook(denied, payload["workdir"], payload.get("salt", ""), payload.get("denied_digests", ()))
     emit(p.Ready())
 
     learner: dict = {"__name__": "__main__", "__builtins__": builtins}

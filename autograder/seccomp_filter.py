@@ -13,6 +13,10 @@ EPERM, the system calls that reach into other processes or widen the child's wor
   service, also where no network namespace is available;
 - System V IPC (shared memory, message queues, semaphores) and POSIX message queues: keyed by name,
   so without an IPC namespace two children could use them to pass answers to each other;
+- ``flock``, ``fcntl`` lock, lease and notify commands, ``inotify_init*``, ``fanotify_*``, ``mincore``,
+  ``cachestat`` and ``fadvise(DONTNEED)``: every child of a run (and every submission of a batch) sees
+  the same staged files, and a lock on one of them, a notification of someone opening it, or whether
+  its pages are cached is a bit one child could set and another read (no grading child needs any);
 - namespaces, mounts, kernel modules, BPF, perf, keyrings, io_uring, ``userfaultfd``, handle-based
   opens: kernel surface that learner code never needs; ``clone`` with a namespace flag is refused,
   and ``clone3`` answers ENOSYS so that the C library falls back to ``clone``, whose flags the
@@ -42,7 +46,16 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", 
           # namespace (the fallback level) two children could meet there
           "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
           "semget", "semop", "semtimedop", "semctl",
-          "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
+          "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+          # kernel objects attached to a shared (read-only) file: a bit one child sets and another reads
+          "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
+          "mincore", "cachestat")
+# fcntl commands that lock, lease or watch a file (the 64-bit-offset variants of 32-bit ABIs too);
+# compared on the low 32 bits, as the kernel reads ``cmd`` as an unsigned int
+FCNTL_DENIED = {"F_GETLK": 5, "F_SETLK": 6, "F_SETLKW": 7, "F_GETLK64": 12, "F_SETLK64": 13, "F_SETLKW64": 14,
+                "F_OFD_GETLK": 36, "F_OFD_SETLK": 37, "F_OFD_SETLKW": 38,
+                "F_SETLEASE": 1024, "F_GETLEASE": 1025, "F_NOTIFY": 1026}
+POSIX_FADV_DONTNEED = 4  # drops a shared file's pages from the page cache, which another child can time
 # (syscall, index of the pid-like argument): refused unless that argument is 0 (the caller itself)
 OTHER_PROCESS = (("prlimit64", 0), ("setpriority", 1), ("ioprio_set", 1))
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
@@ -66,9 +79,17 @@ def _binding():
         raise SeccompUnavailable(f"no libseccomp binding: {exc}") from None
 
 
-@functools.lru_cache(maxsize=1)
-def compile_filter() -> bytes:
-    """The filter as a classic BPF program (struct sock_filter array), for this machine's ABI."""
+CLONE_THREAD = 0x00010000
+
+
+@functools.lru_cache(maxsize=2)
+def compile_filter(single_process: bool = False) -> bytes:
+    """The filter as a classic BPF program (struct sock_filter array), for this machine's ABI.
+
+    ``single_process``: also refuse every new process (``fork``, ``vfork``, a ``clone`` that is not a
+    thread): where no cgroup bounds a child's process tree, this keeps the tree to the one address
+    space ``RLIMIT_AS`` bounds (grading children start no program: the audit hook refuses it too).
+    """
     sc = _binding()
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
@@ -77,9 +98,17 @@ def compile_filter() -> bytes:
         _add(sc, f, deny, name)
     for name, arg in OTHER_PROCESS:
         _add(sc, f, deny, name, sc.Arg(arg, sc.NE, 0))
+    for name in ("fcntl", "fcntl64"):
+        for cmd in FCNTL_DENIED.values():
+            _add(sc, f, deny, name, sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, cmd))
+    _add(sc, f, deny, "fadvise64", sc.Arg(3, sc.MASKED_EQ, 0xFFFFFFFF, POSIX_FADV_DONTNEED))
     for flag in CLONE_NAMESPACE_FLAGS:
         _add(sc, f, deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     _add(sc, f, sc.ERRNO(errno.ENOSYS), "clone3")
+    if single_process:
+        _add(sc, f, deny, "fork")
+        _add(sc, f, deny, "vfork")
+        _add(sc, f, deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     with tempfile.TemporaryFile() as out:
         f.export_bpf(out)
         out.seek(0)

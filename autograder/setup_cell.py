@@ -45,13 +45,16 @@ if importlib.util.find_spec("autograder") is None:
             raise CourseNotInstalled()
 from autograder.runtime import start
 start(stage="{stage}", build="{build}", lang="{lang}", update={update})
-from autograder import check, demo, hint, reveal, set_language, tr
+# {progress}
+from autograder import check, demo, hint, progress, reveal, set_language, tr
 '''
 
 _COMMENT = L("Course setup: use the course next to this notebook or installed; otherwise install it with pip\n"
              "# (it never touches torch), then check that it matches this notebook.",
              "课程环境：优先使用笔记本旁边或已安装的课程；否则用 pip 安装（不会动 torch），\n"
              "# 然后检查它与本笔记本是否匹配。")
+_PROGRESS = L("progress() shows every stage's TODOs with their last check() result (kept on this machine only).",
+              "progress() 列出各阶段每个 TODO 最近一次 check() 的结果（只保存在本机）。")
 _TRYING = L("installing the course runtime from source {i}/{n}: {src} (at most {t} s)",
             "正在从第 {i}/{n} 个来源安装课程运行时：{src}（最多 {t} 秒）")
 _NO_TRACEBACK = L("Jupyter shows the message above, not a traceback", "Jupyter 只显示上面的说明，不显示 traceback")
@@ -79,4 +82,4 @@ def setup_cell(course: Course, lang: str, stage: str, build: str) -> str:
     return _BOOT.format(comment=text(_COMMENT, lang), sources=lit(list(course.sources)), trying=lit(text(_TRYING, lang)),
                         timed_out=lit(text(_TIMED_OUT, lang)), timeout=course.timeout_s, manual=lit(manual),
                         stage=stage, build=build, lang=lang, update=lit(update),
-                        no_traceback=text(_NO_TRACEBACK, lang))
+                        no_traceback=text(_NO_TRACEBACK, lang), progress=text(_PROGRESS, lang))

@@ -103,11 +103,17 @@ class Check:
     name: str
     probe: Probe
     hint: L | str
-    call: str = ""
+    call: L | str = ""   # the input, as the learner reads it (bilingual when it has words, not only code)
     hidden: bool = False
     atol: float | None = None
     secret: bool = False  # never show expected or got (a quiz answer), only the hint
     title: L | str = ""   # what the check checks, in words (defaults to its name)
+    # How narrow the mistake is that this check's hint names: when several checks of a TODO fail, the
+    # most specific one leads (its hint is about the mistake made); ties keep the stage's order.
+    specificity: int = 0
+    # A hidden check's visible sibling: the public check of the same TODO that exercises the same rule
+    # on other inputs, so that no rule is enforced by hidden checks alone (tests/test_feedback.py).
+    sibling: str = ""
 
     @property
     def key(self) -> str:
@@ -173,17 +179,22 @@ class Stage:
         todo: str,
         *,
         hint: L | str,
-        call: str = "",
+        call: L | str = "",
         hidden: bool = False,
         atol: float | None = None,
         name: str | None = None,
         title: L | str = "",
+        specificity: int = 0,
+        sibling: str = "",
     ) -> Callable[[Probe], Probe]:
         """Decorator: register ``probe`` as a check of ``todo``."""
         self.todo(todo)  # validates the id before anything is registered
+        if sibling and not hidden:
+            raise ValueError(f"{todo}: only a hidden check names a visible sibling")
 
         def register(probe: Probe) -> Probe:
-            check = Check(todo, name or probe.__name__, probe, hint, call, hidden, atol, title=title)
+            check = Check(todo, name or probe.__name__, probe, hint, call, hidden, atol, title=title,
+                          specificity=specificity, sibling=sibling)
             if any(c.key == check.key for c in self.checks):
                 raise ValueError(f"duplicate check {check.key}")
             self.checks.append(check)
@@ -200,6 +211,10 @@ class Stage:
 
     def checks_for(self, todo_id: str, *, hidden: bool | None = None) -> list[Check]:
         return [c for c in self.checks if c.todo == todo_id and (hidden is None or c.hidden == hidden)]
+
+    def sibling_of(self, check: Check) -> Check | None:
+        """The visible check a hidden check names as its sibling (None when it names none or no such check)."""
+        return next((c for c in self.checks_for(check.todo, hidden=False) if c.name == check.sibling), None)
 
     @property
     def max_score(self) -> int:

@@ -16,6 +16,8 @@ below ``base``; after :meth:`GradingRun.close` nothing of the run is left on dis
 """
 from __future__ import annotations
 
+import atexit
+import ctypes
 import os
 import secrets
 import shutil
@@ -29,6 +31,27 @@ from autograder import layout, twins
 from autograder.childfs import child_user, make_scratch, stage_tree
 from autograder.isolation import Isolation
 from autograder.spec import Todo
+
+
+SCRATCH_MB = 64  # what a child may write (grading writes almost nothing); a tmpfs of this size
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
+_libc = ctypes.CDLL(None, use_errno=True)
+_cache_lock = threading.Lock()
+
+
+def private_library_caches() -> None:
+    """Give this grader process's own library caches a folder it removes when it exits.
+
+    The grader computes reference outcomes in-process; importing ``torch._dynamo`` makes
+    ``$TMPDIR/torchinductor_<user>`` and keeps it. Set once per process, before torch reads it (a
+    value the caller set stays)."""
+    with _cache_lock:
+        if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+            return
+        folder = tempfile.mkdtemp(prefix="pcw-grader-cache-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "torchinductor")
+        os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(folder, "triton"))
+        atexit.register(remove_tree, folder)
 
 
 def always_hidden() -> list[str]:
@@ -97,11 +120,16 @@ class GradingRun:
             self._children += 1
             uid = self._uid_base + self._children
         uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
-        return make_scratch(self.isolation, self.base, prefix="child-", uid=uid), uid
+        path = make_scratch(self.isolation, self.base, prefix="child-", uid=uid)
+        if "namespaces" not in self.isolation.layers:
+            # under namespaces the launcher gives the child a tmpfs of this size in its own mount view
+            _mount_tmpfs(path, SCRATCH_MB, uid)
+        return path, uid
 
     @staticmethod
     def discard(scratch: str) -> None:
         """Remove a child's scratch dir once the child is gone (whatever modes it left inside)."""
+        _unmount(scratch)
         remove_tree(scratch)
 
     def close(self) -> None:
@@ -116,16 +144,88 @@ class GradingRun:
         self.close()
 
 
+def _mount_tmpfs(path: str, size_mb: int, uid: int | None) -> bool:
+    """Without namespaces, a root grader bounds a scratch dir by mounting a tmpfs of ``size_mb`` on it
+    (owned by the child's user); False where it may not mount (then only RLIMIT_FSIZE bounds each file)."""
+    if os.geteuid() != 0:
+        return False
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    opts = f"size={size_mb}m,nr_inodes=65536,mode=0700{owner}".encode()
+    res = _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts)
+    return res == 0
+
+
+def _unmount(path: str) -> None:
+    if os.path.ismount(path):
+        _libc.umount2(os.fsencode(path), _MNT_DETACH)
+
+
 def remove_tree(path: str) -> None:
-    """``rm -rf``, also through directories a child made unreadable or unwritable (mode 000)."""
-    if not os.path.lexists(path):
-        return
-    if not os.path.islink(path):
+    """``rm -rf`` of whatever a child can build in its scratch dir; never raises.
+
+    Iterative, one open directory at a time, by name relative to its parent's descriptor: a tree
+    10,000 levels deep (deeper than Python's recursion limit, paths longer than ``PATH_MAX``), folders
+    made unreadable or unwritable (mode 000), symlinks (removed, never followed) and special files.
+    """
+    try:
+        if os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)
+            return
         _owner_access(path)
-    for root, dirs, _files in os.walk(path):  # top-down: each dir is opened before walk enters it
-        for d in dirs:
-            _owner_access(os.path.join(root, d))
-    shutil.rmtree(path, ignore_errors=True)
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        return
+    names: list[str] = []  # the path from ``path`` down to ``fd``, by name
+    while True:
+        sub = _empty_but_one_dir(fd)
+        if sub is not None:
+            try:
+                os.chmod(sub, 0o700, dir_fd=fd)  # a directory, not a link: checked by the scan
+                child = os.open(sub, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                sub = None  # cannot enter: leave it, still try the rest
+            else:
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+        if not names:
+            os.close(fd)
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            return
+        try:
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return
+        os.close(fd)
+        fd = parent
+        try:
+            os.rmdir(names.pop(), dir_fd=fd)
+        except OSError:
+            return  # something in it could not be removed: stop rather than loop
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _empty_but_one_dir(fd: int) -> str | None:
+    """Remove every non-directory in the directory ``fd``; the name of one subdirectory left, if any."""
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        return entry.name
+                    os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return None
 
 
 def _owner_access(path: str) -> None:

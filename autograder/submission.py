@@ -19,7 +19,10 @@ from autograder.i18n import notebook_language
 from autograder.reports import shown_path
 from autograder.spec import Stage, available_stages, load_stage
 
-MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
+# The limit is on what is graded: the code cells' source. A notebook file may be much larger than that
+# (saved plots and logs); the file limit only keeps one file from taking the grader's memory.
+MAX_SOURCE_CHARS = 20 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 100 * 1024 * 1024
 
 
 class SubmissionError(Exception):
@@ -64,7 +67,7 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise SubmissionError(f"{name} is not a regular file ({_kind(st.st_mode)}); only notebook files are read")
         if st.st_size > limit:
-            raise SubmissionError(f"{name} is larger than {limit // 2**20} MiB")
+            raise SubmissionError(_too_large(name, limit))
         os.set_blocking(fd, True)
         chunks, size = [], 0
         while size <= limit:
@@ -78,8 +81,12 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     finally:
         os.close(fd)
     if size > limit:
-        raise SubmissionError(f"{name} is larger than {limit // 2**20} MiB")
+        raise SubmissionError(_too_large(name, limit))
     return b"".join(chunks)
+
+
+def _too_large(name: str, limit: int) -> str:
+    return f"{name} is larger than {limit // 2**20} MiB (outputs included: clear its outputs and save it again)"
 
 
 def _kind(mode: int) -> str:
@@ -124,6 +131,8 @@ def read_submission(path: Path) -> Submission:
     nb = parse_notebook(raw, name)
     metas = [_nbgrader(c, i, name) for i, c in enumerate(nb["cells"])]
     code = [(i, cell_source(c)) for i, c in enumerate(nb["cells"]) if c.get("cell_type") == "code"]
+    if sum(len(s) for _, s in code) > MAX_SOURCE_CHARS:
+        raise SubmissionError(f"{name}: its code cells hold more than {MAX_SOURCE_CHARS // 2**20} Mi characters of source")
     known = set(available_stages())
     by_meta = _stage_from(metas)
     by_name = layout.stage_of_notebook(path.stem)

@@ -13,8 +13,10 @@ each child ran (its isolation, exit status and kept output).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -24,12 +26,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import messages
+from autograder import cgroup, messages
 from autograder.i18n import L, text
 from autograder.confine import EXIT_NOT_CONFINED
 from autograder.launch import ChildSpec, LaunchPlan, plan_child
 from autograder.protocol import Channel, ChildSummary, Event, summarize
-from autograder.staging import GradingRun
+from autograder.staging import SCRATCH_MB, GradingRun, always_hidden
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024
@@ -99,13 +101,37 @@ class ChildReport:
 
 def child_env(workdir: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
+    # every cache a library keeps under TMPDIR or HOME (torch's inductor and Triton caches, XDG) in scratch
     env.update(HOME=workdir, TMPDIR=workdir, USER="grading", LOGNAME="grading", MPLBACKEND="Agg", MPLCONFIGDIR=workdir,
+               XDG_CACHE_HOME=workdir, TORCHINDUCTOR_CACHE_DIR=os.path.join(workdir, "torchinductor"),
+               TRITON_CACHE_DIR=os.path.join(workdir, "triton"),
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
                PYTHONHASHSEED="0", PCW_GRADING="1")
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # machine-specific safety settings, see RECIPES
         if k in os.environ:
             env[k] = os.environ[k]
     return env
+
+
+def child_payload(payload: dict, limits: ChildLimits, hidden: Iterable[str], staging: Path, scratch: str,
+                  result_fd: int) -> dict:
+    """What the child reads on stdin: ``payload`` plus its limits, places and result pipe.
+
+    What the child must not open goes in for its audit hook's message (the kernel is what refuses):
+    the grader's own places by name, every other path (the batch's submissions, a class roster; an
+    nbgrader course's folders) only as a salted digest, so that no child learns another submission's name.
+    """
+    salt = secrets.token_hex(16)
+    own = set(always_hidden())
+    return {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
+            "workdir": scratch, "result_fd": result_fd, "root": str(staging),
+            "denied_dirs": [h for h in hidden if h in own], "salt": salt,
+            "denied_digests": [path_digest(salt, h) for h in hidden if h not in own]}
+
+
+def path_digest(salt: str, path: str) -> str:
+    """What a child is told of a path it must not open: a salted digest of its real path."""
+    return hashlib.sha256((salt + os.path.realpath(path)).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
@@ -125,17 +151,21 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
          channel: Channel, on_event: Callable[[Event], None] | None) -> ChildReport:
     read_fd, write_fd = os.pipe()
     out_r, out_w = os.pipe()
-    payload = {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
-               "workdir": scratch, "result_fd": write_fd, "root": str(staging), "denied_dirs": list(run.hidden)}
+    payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
     plan: LaunchPlan | None = None
+    group = None
     applied = f"{run.isolation.level} (audit hook only)" if not run.isolation.layers else run.isolation.level
     if uid is not None:
         applied += f", as uid {uid}"
     try:
         env = child_env(scratch)
         if run.isolation.layers:
+            hierarchy = cgroup.available()[0]
+            group = cgroup.ChildCgroup.create(hierarchy, limits.memory_limit_mb * 2**20) if hierarchy else None
             plan = plan_child(ChildSpec(sys.executable, "autograder.sandbox:main", str(staging), scratch,
-                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid), run.isolation)
+                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
+                                        memory_mb=limits.memory_limit_mb, cgroup_fd=group.procs_fd if group else None,
+                                        scratch_mb=SCRATCH_MB), run.isolation)
             kwargs = plan.popen_kwargs()
             applied += f", reading only {', '.join(plan.readable)} (and the system's libraries)"
         else:
@@ -146,11 +176,15 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     except Exception as exc:  # noqa: BLE001 - cannot launch: the grader's fault, reported as such
         for fd in (read_fd, out_r):
             os.close(fd)
+        if group is not None:
+            group.remove()
         return ChildReport([], "not started", grader_error=f"could not start a grading process: {exc}",
                            isolation=applied)
     finally:
         os.close(write_fd)
         os.close(out_w)
+        if group is not None:
+            group.close_fd()
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
                                               on_event)
@@ -161,6 +195,8 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
                 pass
     finally:
         LaunchPlan.kill(proc)  # the whole process group: whatever the child started ends with it
+        if group is not None:
+            group.remove()  # and whatever is still charged to its cgroup
         os.close(read_fd)
         os.close(out_r)
     rc = plan.returncode(proc.returncode) if plan is not None else proc.returncode
@@ -251,10 +287,11 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         sig = _signal_name(-rc)
         why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
                "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
+        # a signal is named only when it explains something: learner code can send itself any other
         report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=why) if why is not None else \
-            messages.STOP_SIGNAL.format(sig=sig)
+            messages.STOP_SIGNAL_OTHER
     else:
-        report.stopped = messages.STOP_EXIT.format(rc=rc)
+        report.stopped = messages.STOP_EXIT  # without the code: learner code chooses it
     return report
 
 

@@ -2,7 +2,8 @@
 
 The reference's outcome of every check, the setup cells (from the instructor notebook, never from a
 submission), and the ``solutions`` modules a child may import, the stage's own reference stubbed at
-the TODO under test (see :func:`autograder.layout.visible_modules` for the rule).
+the TODO under test (see :func:`autograder.layout.visible_modules` for the rule), and of the hidden
+checks only the TODO's own (a child never holds another TODO's hidden checks).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from autograder import layout
 from autograder.i18n import L
 from autograder.leaks import LeakGuard
 from autograder.probe import reference_outcome
-from autograder.pysource import stub_region
+from autograder.pysource import checks_only_of, stub_region
 from autograder.spec import Stage, Todo
 from autograder.submission import cell_source
 
@@ -52,8 +53,8 @@ def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
             files = layout.stage_files(stage.id)
             modules = {name: path.read_text(encoding="utf-8") for name, path in layout.visible_modules(stage.id).items()}
             modules[files.reference_module] = stub_region(files.reference, todo.target)
-            if files.hidden.exists():
-                modules[files.hidden_module] = files.hidden.read_text(encoding="utf-8")
+            if files.hidden.exists():  # this TODO's hidden checks only: the child runs no other
+                modules[files.hidden_module] = checks_only_of(files.hidden.read_text(encoding="utf-8"), todo.id)
             _modules[key] = modules
         return _modules[key]
 
@@ -103,7 +104,7 @@ def leak_guard(stage: Stage) -> LeakGuard:
                 if files.learner(lang).exists():
                     nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
                     public += [cell_source(c) for c in nb["cells"]]
-            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {c.call}" for c in stage.checks]
+            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {_both(c.call)}" for c in stage.checks]
             public += [" ".join([t.id, t.target, *map(_both, (t.title, t.contract, *t.hints))]) for t in stage.todos]
             public += [_both(stage.title), _both(stage.summary), stage.subtitle]
             _guards[stage.id] = LeakGuard(secrets, public)

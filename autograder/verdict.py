@@ -5,11 +5,12 @@ the notebook, in a CLI report and in nbgrader feedback, in the notebook's langua
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autograder import data, messages
 from autograder.display import first_difference, show
-from autograder.i18n import text
+from autograder.i18n import language, text
 from autograder.probe import todo_of_function
 from autograder.spec import Check, Stage
 
@@ -30,7 +31,24 @@ def check_title(check: Check, lang: str | None = None) -> str:
     return text(check.title, lang) or check.name
 
 
-def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None) -> CheckVerdict:
+def check_label(check: Check, lang: str | None = None) -> str:
+    """How a report names a check: its identifier in English; in Chinese its title with the identifier
+    after it (the identifier alone is English words run together)."""
+    title = text(check.title, lang)
+    if (lang or language()) != "zh" or not title or title == check.name:
+        return check.name
+    return text(messages.CHECK_NAMED, lang).format(title=title, name=check.name)
+
+
+def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None,
+          take: Callable[[str], str] | None = None) -> CheckVerdict:
+    """The verdict on one check. ``take``: the grader's report is being written, and every line
+    rendered from ``got`` passes it (:meth:`autograder.disclosure.Disclosure.take`); values are then
+    rendered compact (:func:`autograder.display.compact_value`). Without it (the notebook's own
+    check), the learner's value is shown as it is."""
+    compact = take is not None
+    take = take or (lambda piece: piece)
+
     def say(entry, **kw) -> str:
         return text(entry, lang).format(**kw)
 
@@ -55,13 +73,24 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | Non
     if check.secret:
         return CheckVerdict(check, False, say(messages.QUIZ_WRONG, q=title), detail=[hint])
     if check.hidden:
-        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check.name), detail=[hint, *note])
+        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check_label(check, lang)), detail=[hint, *note])
     lines = []
     if check.call:
-        lines.append(f"{say(messages.INPUT)} {check.call}")
-    lines += [f"{say(messages.EXPECTED)} {show(expected, lang)}", f"{say(messages.GOT)} {show(got, lang)}"]
-    if expected["kind"] == got["kind"] == "ok":
-        where = first_difference(data.decode(expected["value"]), data.decode(got["value"]), check.atol, lang=lang)
+        lines.append(f"{say(messages.INPUT)} {text(check.call, lang)}")
+    lines.append(f"{say(messages.EXPECTED)} {show(expected, lang)}")
+    shown = take(show(got, lang, compact))
+    if shown:  # "" when the report shows nothing of this value
+        lines.append(f"{say(messages.GOT)} {shown}")
+    if shown and expected["kind"] == got["kind"] == "ok":
+        where = first_difference(data.decode(expected["value"]), data.decode(got["value"]), check.atol, lang=lang,
+                                 compact=compact)
+        where = take(where) if where else ""
         if where:
             lines.append(f"{say(messages.WHERE)} {where}")
     return CheckVerdict(check, False, title, detail=[*lines, hint, *note])
+
+
+def lead_first(failed: list[CheckVerdict]) -> list[CheckVerdict]:
+    """Failed verdicts of one TODO, the one to lead with first: the most specific check (the narrowest
+    mistake, whose hint is about the mistake made), then the stage's order."""
+    return sorted(failed, key=lambda v: -v.check.specificity)

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from autograder.i18n import tr
 from kernels.flops import prefill_flops
 from kernels.kv_pool import KVPool
 from kernels.model import DecoderLM, ModelConfig, apply_rope, rope_cos_sin
@@ -63,7 +64,7 @@ def _interp_loglog(points: dict[int, float], x: float) -> float:
     """Piecewise linear in log-log between measured points; the end values beyond them."""
     xs = sorted(points)
     if not xs:
-        raise ValueError("nothing measured")
+        raise ValueError(tr("nothing measured", "没有任何测量"))
     if x <= xs[0]:
         return points[xs[0]]
     if x >= xs[-1]:
@@ -72,7 +73,7 @@ def _interp_loglog(points: dict[int, float], x: float) -> float:
         if lo <= x <= hi:
             w = (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
             return math.exp((1 - w) * math.log(points[lo]) + w * math.log(points[hi]))
-    raise AssertionError("unreachable")
+    raise AssertionError(tr("unreachable", "不应运行到这里"))
 
 
 def _interp_linear(points: dict[int, float], x: float) -> float:
@@ -84,7 +85,7 @@ def _interp_linear(points: dict[int, float], x: float) -> float:
         if x <= hi or hi == xs[-1]:
             w = (x - lo) / (hi - lo)
             return max(0.0, points[lo] + w * (points[hi] - points[lo]))
-    raise AssertionError("unreachable")
+    raise AssertionError(tr("unreachable", "不应运行到这里"))
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,12 @@ class Calibration:
     def __post_init__(self) -> None:
         rates = [*self.gemm_flops_per_s.values(), *self.attention_flops_per_s.values(), self.head_flops_per_s]
         if not self.gemm_flops_per_s or not self.attention_flops_per_s or not self.elementwise_s:
-            raise ValueError("a calibration needs GEMM, attention and element-wise measurements")
+            raise ValueError(tr("a calibration needs GEMM, attention and element-wise measurements",
+                                "校准需要 GEMM、attention 和逐元素运算三类测量"))
         if any(not r > 0 for r in rates):
-            raise ValueError("rates must be positive")
+            raise ValueError(tr("rates must be positive", "速率必须是正数"))
         if any(not t >= 0 for t in (*self.elementwise_s.values(), self.overhead_s, self.bookkeeping_s_per_token)):
-            raise ValueError("times must be non-negative")
+            raise ValueError(tr("times must be non-negative", "时间不能为负"))
 
     # -- lookups used by the cost model ---------------------------------------------------------
     def gemm_rate(self, rows: int) -> float:
@@ -358,7 +360,8 @@ def calibrate(model: DecoderLM, *, rows: Iterable[int], full_attention: Iterable
     elem = {r: median_seconds(elementwise_probe(model, r), device, reps) for r in rows}
     attn = {(n, n): median_seconds(full_attention_probe(model, n), device, reps) for n in set(full_attention) | {1}}
     if paged_attention and attention is None:
-        raise ValueError("paged attention shapes need the attention function to time")
+        raise ValueError(tr("paged attention shapes need the attention function to time",
+                            "计时 paged attention 的形状需要传入 attention 函数"))
     for q, c in paged_attention:
         attn[(q, c)] = median_seconds(paged_attention_probe(model, q, c, attention, write=write, block_size=block_size),
                                       device, reps)

@@ -12,13 +12,14 @@ reused:
 
 from __future__ import annotations
 
+from autograder.i18n import tr
 from kernels.model import ModelConfig
 
 
 def prefill_flops(cfg: ModelConfig, computed: int, cached: int = 0) -> dict[str, float]:
     """FLOPs of prefilling ``computed`` tokens after ``cached`` reused ones, by part, plus ``total``."""
     if computed < 1 or cached < 0:
-        raise ValueError("need computed >= 1 and cached >= 0")
+        raise ValueError(tr("need computed >= 1 and cached >= 0", "要求 computed >= 1 且 cached >= 0"))
     h, d = cfg.hidden_size, cfg.head_dim
     q_dim, kv_dim = cfg.num_attention_heads * d, cfg.num_key_value_heads * d
     per_token_linear = 2 * (h * q_dim + 2 * h * kv_dim + q_dim * h) + 2 * 3 * h * cfg.intermediate_size

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from autograder.i18n import tr
 from kernels.model import ModelConfig
 
 
@@ -21,6 +22,13 @@ class KVPool:
     Invariants: ``len(k) == len(v) == num_layers``; every ``k[i]`` and ``v[i]`` is a contiguous tensor
     of shape ``(num_blocks, block_size, n_kv_heads, head_dim)`` with the pool's dtype and device, so
     :meth:`flat_k` / :meth:`flat_v` are views (writing through them writes the pool).
+
+    [zh]
+    KV 池：每一层存放 ``num_blocks`` 个块的 K/V。
+
+    不变量：``len(k) == len(v) == num_layers``；每个 ``k[i]``、``v[i]`` 都是形状为
+    ``(num_blocks, block_size, n_kv_heads, head_dim)`` 的连续张量，dtype 和设备与 KV 池相同，因此
+    :meth:`flat_k` / :meth:`flat_v` 返回的是视图（通过它们写入就是写进 KV 池）。
     """
 
     def __init__(self, num_layers: int, num_blocks: int, block_size: int, n_kv_heads: int, head_dim: int,
@@ -28,7 +36,7 @@ class KVPool:
         for name, value in (("num_layers", num_layers), ("num_blocks", num_blocks), ("block_size", block_size),
                             ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)):
             if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
+                raise ValueError(tr(f"{name} must be >= 1, got {value}", f"{name} 必须 >= 1，实际是 {value}"))
         self.num_layers, self.num_blocks, self.block_size = num_layers, num_blocks, block_size
         self.n_kv_heads, self.head_dim = n_kv_heads, head_dim
         shape = (num_blocks, block_size, n_kv_heads, head_dim)
@@ -59,9 +67,17 @@ class KVPool:
         return 2 * self.num_layers * self.k[0].numel() * self.k[0].element_size()
 
     def flat_k(self, layer: int) -> Tensor:
-        """Layer ``layer``'s K as ``[num_slots, n_kv_heads, head_dim]`` (a view: slot-indexed)."""
+        """Layer ``layer``'s K as ``[num_slots, n_kv_heads, head_dim]`` (a view: slot-indexed).
+
+        [zh]
+        第 ``layer`` 层的 K，形状 ``[num_slots, n_kv_heads, head_dim]``（视图，按槽位索引）。
+        """
         return self.k[layer].view(self.num_slots, self.n_kv_heads, self.head_dim)
 
     def flat_v(self, layer: int) -> Tensor:
-        """Layer ``layer``'s V as ``[num_slots, n_kv_heads, head_dim]`` (a view: slot-indexed)."""
+        """Layer ``layer``'s V as ``[num_slots, n_kv_heads, head_dim]`` (a view: slot-indexed).
+
+        [zh]
+        第 ``layer`` 层的 V，形状 ``[num_slots, n_kv_heads, head_dim]``（视图，按槽位索引）。
+        """
         return self.v[layer].view(self.num_slots, self.n_kv_heads, self.head_dim)

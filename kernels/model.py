@@ -27,10 +27,12 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from autograder.i18n import tr
 from kernels.paged_attention import causal_attention
 
 #: ``attention(layer_index, q [T, Hq, D], k [T, Hkv, D], v [T, Hkv, D]) -> out [T, Hq, D]``.
 #: q and k already carry RoPE at the tokens' absolute positions.
+#: 中文：attention 的调用约定同上；q 和 k 已经按 token 的绝对位置做过 RoPE。
 AttentionFn = Callable[[int, Tensor, Tensor, Tensor], Tensor]
 
 
@@ -61,12 +63,14 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.head_dim == 0:
             if self.hidden_size % self.num_attention_heads:
-                raise ValueError("hidden_size must be a multiple of num_attention_heads")
+                raise ValueError(tr("hidden_size must be a multiple of num_attention_heads",
+                                    "hidden_size 必须是 num_attention_heads 的整数倍"))
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
         if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
+            raise ValueError(tr("num_attention_heads must be a multiple of num_key_value_heads",
+                                "num_attention_heads 必须是 num_key_value_heads 的整数倍"))
         if self.head_dim % 2:
-            raise ValueError("head_dim must be even for RoPE")
+            raise ValueError(tr("head_dim must be even for RoPE", "RoPE 要求 head_dim 是偶数"))
 
     # -- presets ---------------------------------------------------------------------------------
     @classmethod
@@ -91,12 +95,13 @@ class ModelConfig:
         """Read a Qwen2 or Llama ``config.json`` dict; unknown keys are ignored."""
         model_type = str(raw.get("model_type", "llama"))
         if model_type not in ("qwen2", "llama"):
-            raise ValueError(f"unsupported model_type {model_type!r} (qwen2 or llama)")
+            raise ValueError(tr(f"unsupported model_type {model_type!r} (qwen2 or llama)",
+                                f"不支持的 model_type {model_type!r}（只支持 qwen2 或 llama）"))
         if raw.get("mlp_bias"):
-            raise ValueError("mlp_bias is not supported")
+            raise ValueError(tr("mlp_bias is not supported", "不支持 mlp_bias"))
         scaling = raw.get("rope_scaling")
         if scaling and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
-            raise ValueError(f"rope_scaling {scaling!r} is not supported")
+            raise ValueError(tr(f"rope_scaling {scaling!r} is not supported", f"不支持 rope_scaling {scaling!r}"))
         names = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in raw.items() if k in names}
         kwargs["head_dim"] = int(raw.get("head_dim") or 0)
@@ -230,8 +235,22 @@ def _full_causal(layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
 class DecoderLM(nn.Module):
     """Decoder-only causal LM.
 
+    Call it as ``model(token_ids, positions, attention)``: each layer computes ``q [T, Hq, D]`` and
+    ``k, v [T, Hkv, D]`` for the given tokens (RoPE applied at ``positions``) and calls
+    ``attention(layer, q, k, v) -> [T, Hq, D]`` (see ``AttentionFn``).
+
     Invariants: parameter names equal the HF checkpoint names; with ``tie_word_embeddings`` the
     output head *is* the embedding matrix (one tensor, so a tied checkpoint has no ``lm_head.weight``).
+
+    [zh]
+    只有解码器的因果语言模型。
+
+    调用方式是 ``model(token_ids, positions, attention)``：每一层为给定的 token 算出 ``q [T, Hq, D]``
+    和 ``k, v [T, Hkv, D]``（已在 ``positions`` 上做过 RoPE），然后调用
+    ``attention(layer, q, k, v) -> [T, Hq, D]``（见 ``AttentionFn``）。
+
+    不变量：参数名与 HF checkpoint 中的名字一致；``tie_word_embeddings`` 时输出头*就是*嵌入矩阵
+    （同一个张量，所以共享权重的 checkpoint 里没有 ``lm_head.weight``）。
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -249,6 +268,12 @@ class DecoderLM(nn.Module):
 
         Linear weights ~ N(0, 1/fan_in) and embeddings ~ N(0, 1), so activations and logits are O(1)
         and greedy decoding has clear winners (HF's 0.02 init gives near-ties on tiny models).
+
+        [zh]
+        用固定种子生成随机权重的模型（种子、设备和 dtype 相同，权重就相同）。
+
+        线性层权重 ~ N(0, 1/fan_in)，嵌入 ~ N(0, 1)，这样激活值和 logits 都是 O(1) 量级，贪心解码
+        有明确的胜者（HF 的 0.02 初始化在很小的模型上会让候选几乎打平）。
         """
         cfg = cfg or ModelConfig.tiny()
         device = torch.device(device)
@@ -275,13 +300,20 @@ class DecoderLM(nn.Module):
         whole sequence (positions ``0..T-1``). ``last_only`` returns ``[vocab]`` for the last token
         only -- a prefill needs nothing else, and the head is the biggest matmul of a short suffix.
         Otherwise returns ``[T, vocab]``.
+
+        [zh]
+        ``token_ids [T]`` 在绝对位置 ``positions [T]``（默认 ``0..T-1``）上的 logits。
+
+        ``attention`` 默认是完整的因果 prefill，只有当这些 token 就是整个序列（位置 ``0..T-1``）时才对。
+        ``last_only`` 时只返回最后一个 token 的 ``[vocab]``——prefill 只需要它，而且对很短的后缀来说，
+        输出头是最大的一次矩阵乘。否则返回 ``[T, vocab]``。
         """
         if token_ids.dim() != 1 or token_ids.numel() == 0:
-            raise ValueError("token_ids must be a non-empty 1-D tensor")
+            raise ValueError(tr("token_ids must be a non-empty 1-D tensor", "token_ids 必须是非空的一维张量"))
         if positions is None:
             positions = torch.arange(token_ids.numel(), device=token_ids.device)
         if positions.shape != token_ids.shape:
-            raise ValueError("positions must have the shape of token_ids")
+            raise ValueError(tr("positions must have the shape of token_ids", "positions 的形状必须与 token_ids 相同"))
         attention = attention or _full_causal
         x = self.model.embed_tokens(token_ids)
         cos, sin = rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta, x.dtype)
@@ -322,7 +354,7 @@ def load_model(path: str | Path | None = None, *, dtype: torch.dtype = torch.flo
     cfg = ModelConfig.from_hf_dict(json.loads((directory / "config.json").read_text()))
     files = sorted(directory.glob("*.safetensors"))
     if not files:
-        raise FileNotFoundError(f"no *.safetensors in {directory}")
+        raise FileNotFoundError(tr(f"no *.safetensors in {directory}", f"{directory} 里没有 *.safetensors 文件"))
     state: dict[str, Tensor] = {}
     for f in files:
         state.update(load_file(str(f)))
@@ -335,8 +367,10 @@ def load_model(path: str | Path | None = None, *, dtype: torch.dtype = torch.flo
         expected.discard("lm_head.weight")
     missing, unexpected = expected - set(state), set(state) - expected
     if missing or unexpected:
-        raise ValueError(f"checkpoint does not match the model: missing {sorted(missing)[:5]}, "
-                         f"unexpected {sorted(unexpected)[:5]}")
+        raise ValueError(tr(f"checkpoint does not match the model: missing {sorted(missing)[:5]}, "
+                            f"unexpected {sorted(unexpected)[:5]}",
+                            f"checkpoint 与模型不匹配：缺少 {sorted(missing)[:5]}，"
+                            f"多出 {sorted(unexpected)[:5]}"))
     model.load_state_dict(state, strict=False, assign=True)
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight

@@ -32,6 +32,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from autograder.i18n import tr
+
 #: SDPA's fused backends: flash (CPU and CUDA), memory-efficient and cuDNN (CUDA). Everything but "math".
 FUSED_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION]
 
@@ -90,12 +92,13 @@ def paged_attention_torch(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tab
     t, hq, d = q.shape
     num_blocks, block_size, hkv, dk = k_cache.shape
     if k_cache.shape != v_cache.shape or dk != d or hq % hkv:
-        raise ValueError("shape mismatch between q and the pool")
+        raise ValueError(tr("shape mismatch between q and the pool", "q 与 KV 池的形状不匹配"))
     if offset < 0:
-        raise ValueError("offset must be >= 0")
+        raise ValueError(tr("offset must be >= 0", "offset 必须 >= 0"))
     n = offset + t
     if block_table.dim() != 1 or block_table.numel() * block_size < n:
-        raise ValueError(f"block table covers {block_table.numel() * block_size} tokens, need {n}")
+        raise ValueError(tr(f"block table covers {block_table.numel() * block_size} tokens, need {n}",
+                            f"块表只覆盖 {block_table.numel() * block_size} 个 token，需要 {n} 个"))
     slots = _context_slots(block_table, n, block_size)
     k = k_cache.reshape(num_blocks * block_size, hkv, d).index_select(0, slots)
     v = v_cache.reshape(num_blocks * block_size, hkv, d).index_select(0, slots)
@@ -129,12 +132,14 @@ def paged_decode_attention_torch(q: Tensor, k_cache: Tensor, v_cache: Tensor, bl
     r, hq, d = q.shape
     num_blocks, block_size, hkv, dk = k_cache.shape
     if k_cache.shape != v_cache.shape or dk != d or hq % hkv:
-        raise ValueError("shape mismatch between q and the pool")
+        raise ValueError(tr("shape mismatch between q and the pool", "q 与 KV 池的形状不匹配"))
     if block_tables.dim() != 2 or block_tables.shape[0] != r or context_lens.shape != (r,):
-        raise ValueError("block_tables must be [R, max_blocks] and context_lens [R]")
+        raise ValueError(tr("block_tables must be [R, max_blocks] and context_lens [R]",
+                            "block_tables 必须是 [R, max_blocks]，context_lens 必须是 [R]"))
     longest = int(context_lens.max())
     if int(context_lens.min()) < 1 or longest > block_tables.shape[1] * block_size:
-        raise ValueError("every context needs 1..max_blocks * block_size tokens")
+        raise ValueError(tr("every context needs 1..max_blocks * block_size tokens",
+                            "每个上下文需要 1..max_blocks * block_size 个 token"))
     pos = torch.arange(longest, device=q.device)
     slots = (block_tables.long().index_select(1, pos // block_size) * block_size + pos % block_size).view(-1)
     k = k_cache.reshape(num_blocks * block_size, hkv, d).index_select(0, slots).view(r, longest, hkv, d)

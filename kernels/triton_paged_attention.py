@@ -24,6 +24,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from autograder.i18n import tr
+
 
 @triton.jit
 def _paged_prefill_kernel(
@@ -91,16 +93,19 @@ def paged_attention_triton(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_ta
     t, hq, d = q.shape
     _, block_size, hkv, dk = k_cache.shape
     if k_cache.shape != v_cache.shape or dk != d or hq % hkv:
-        raise ValueError("shape mismatch between q and the pool")
+        raise ValueError(tr("shape mismatch between q and the pool", "q 与 KV 池的形状不匹配"))
     if offset < 0 or block_table.dim() != 1 or block_table.numel() * block_size < offset + t:
-        raise ValueError("block table does not cover offset + T tokens")
+        raise ValueError(tr("block table does not cover offset + T tokens", "块表没有覆盖 offset + T 个 token"))
     if d & (d - 1) or d < 16:
-        raise ValueError(f"head_dim must be a power of two >= 16 for tl.dot, got {d}")
+        raise ValueError(tr(f"head_dim must be a power of two >= 16 for tl.dot, got {d}",
+                            f"tl.dot 要求 head_dim 是 >= 16 的 2 的幂，实际是 {d}"))
     if q.device.type != "cuda" and not interpreter_enabled():
-        raise RuntimeError("Triton runs on CPU only with TRITON_INTERPRET=1 set before importing "
-                           "kernels.triton_paged_attention; use kernels.device.paged_attention_for(device)")
+        raise RuntimeError(tr("Triton runs on CPU only with TRITON_INTERPRET=1 set before importing "
+                              "kernels.triton_paged_attention; use kernels.device.paged_attention_for(device)",
+                              "只有在导入 kernels.triton_paged_attention 之前设置 TRITON_INTERPRET=1，Triton 才能在 CPU 上运行；"
+                              "请改用 kernels.device.paged_attention_for(device)"))
     if k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
-        raise ValueError("the pool's last dimension must be contiguous")
+        raise ValueError(tr("the pool's last dimension must be contiguous", "KV 池的最后一维必须是连续存储的"))
     q = q if q.stride(-1) == 1 else q.contiguous()
     table = block_table.to(device=q.device, dtype=torch.int32).contiguous()
     out = torch.empty_like(q)

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from autograder.i18n import tr
 from solutions.s03_block_pool import PoolFullError
 from solutions.traces import TraceRequest, request_tokens
 
@@ -39,7 +40,7 @@ def prehashed(pool_cls: type) -> type:
 
         def keys_of(self, tokens, extra_keys=None) -> list[bytes]:
             if extra_keys:
-                raise ValueError("pre-hashed ids carry no extra keys")
+                raise ValueError(tr("pre-hashed ids carry no extra keys", "预先哈希好的 id 不带附加 key"))
             return [k.to_bytes(8, "little") for k in tokens]
 
         cls = _PREHASHED[pool_cls] = type(f"Prehashed{pool_cls.__name__}", (pool_cls,),
@@ -140,7 +141,8 @@ def simulate(
     cross-checks on small traces). The pool's clock is the trace's timestamps.
     """
     if mode not in ("keys", "tokens"):
-        raise ValueError(f"mode must be 'keys' or 'tokens', got {mode!r}")
+        raise ValueError(tr(f"mode must be 'keys' or 'tokens', got {mode!r}",
+                            f"mode 只能是 'keys' 或 'tokens'，实际是 {mode!r}"))
     now = [0.0]
     kwargs = dict(max_pinned=policy.max_pinned, min_residence=policy.min_residence,
                   clock=lambda: now[0])
@@ -149,7 +151,7 @@ def simulate(
     else:
         sizes = {r.block_size for r in trace}
         if len(sizes) > 1:
-            raise ValueError("token mode needs one block size for the whole trace")
+            raise ValueError(tr("token mode needs one block size for the whole trace", "token 模式要求整个 trace 使用同一个块大小"))
         pool = pool_cls(num_blocks, sizes.pop() if sizes else 1, **kwargs)
     pinning = policy.max_pinned > 0
     use_counts: Counter[bytes] = Counter()
@@ -190,7 +192,7 @@ def belady(trace: Sequence[TraceRequest], num_blocks: int) -> SimResult:
     prefix, so all its hits are prefix hits.
     """
     if num_blocks <= 0:
-        raise ValueError("num_blocks must be positive")
+        raise ValueError(tr("num_blocks must be positive", "num_blocks 必须是正数"))
     flat = [k for r in trace for k in r.keys]
     never = len(flat)
     next_use = [never] * len(flat)

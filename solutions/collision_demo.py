@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from autograder.i18n import tr
 from kernels.model import DecoderLM
 from kernels.prefill import full_prefill
 from solutions.s03_block_pool import BlockPool
@@ -43,7 +44,8 @@ def colliding_prompts(pair: tuple[Sequence[int], Sequence[int]], *, rest_blocks:
     """Two prompts: each first block of ``pair``, then the same ``rest_blocks`` blocks and ``tail`` tokens."""
     first, second = list(pair[0]), list(pair[1])
     if len(first) != block_size or len(second) != block_size or first == second:
-        raise ValueError("pair must be two different blocks of block_size tokens")
+        raise ValueError(tr("pair must be two different blocks of block_size tokens",
+                            "pair 必须是两个不同的块，每块 block_size 个 token"))
     rng = random.Random(f"rest/{seed}")
     rest = [rng.randrange(vocab) for _ in range(rest_blocks * block_size + tail)]
     return first + rest, second + rest

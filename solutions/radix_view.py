@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from autograder.i18n import tr
+from solutions.contract import ResultError, expect
 
 Decode = Callable[[Sequence[int]], str]
 
@@ -59,17 +60,56 @@ class Step:
     dropped: tuple[str, ...]  # short descriptions of nodes that disappeared (evicted)
 
 
-def snapshot(cache: Any) -> tuple[NodeSnapshot, ...]:
-    """Every node of ``cache`` (root first, then depth first, siblings in key order)."""
+def snapshot(cache: Any, after: str | None = None) -> tuple[NodeSnapshot, ...]:
+    """Every node of ``cache`` (root first, then depth first, siblings in key order).
+
+    ``after`` is the TODO whose operation just ran: a tree that reaches a node twice (a cycle, or a
+    node filed under two parents) or a node whose tokens and slots differ in number stops with a
+    :class:`~solutions.contract.ResultError` naming it, instead of a walk that never ends.
+    """
     out: list[NodeSnapshot] = []
+    seen: set[int] = set()
     stack = [(cache.root, None, 0, 0)]
     while stack:
         node, parent, depth, start = stack.pop()
+        if id(node) in seen or len(node.key) != len(node.value):
+            problem = ("a tree in which a node is reached twice (a cycle, or a node under two parents)",
+                       "一棵有节点被走到两次的树（有环，或者一个节点挂在两个父节点下）") if id(node) in seen else \
+                (f"a node with {len(node.key)} tokens but {len(node.value)} slots",
+                 f"一个有 {len(node.key)} 个 token、却有 {len(node.value)} 个槽位的节点")
+            if after is None:
+                raise ValueError(tr(*problem))
+            raise ResultError(after, *problem)
+        seen.add(id(node))
         out.append(NodeSnapshot(node.id, parent, depth, start, tuple(node.key), tuple(node.value),
                                 node.lock_ref, node.last_access, not node.children))
         children = sorted(node.children.values(), key=lambda c: tuple(c.key), reverse=True)
         stack.extend((c, node.id, depth + 1, start + len(node.key)) for c in children)
     return tuple(out)
+
+
+def cached_length(nodes: Sequence[NodeSnapshot], tokens: Sequence[int], page_size: int = 1) -> int:
+    """How many leading ``tokens`` the snapshot's tree holds (whole pages), read from the snapshot alone."""
+    children: dict[int | None, list[NodeSnapshot]] = {}
+    for n in nodes:
+        children.setdefault(n.parent, []).append(n)
+    node, pos = nodes[0] if nodes else None, 0
+    while node is not None and pos < len(tokens):
+        step = None
+        for child in children.get(node.id, []):
+            common = 0
+            while common < len(child.key) and pos + common < len(tokens) and child.key[common] == tokens[pos + common]:
+                common += 1
+            common -= common % page_size
+            if common:
+                step = (child, common)
+                break
+        if step is None:
+            break
+        child, common = step
+        pos += common
+        node = child if common == len(child.key) else None
+    return pos
 
 
 def token_text(tokens: Sequence[int], decode: Decode | None = None, limit: int = 14) -> str:
@@ -190,41 +230,55 @@ class RadixView:
         """``cache.insert``; without ``slots``, fresh slot ids are made up for the picture."""
         tokens = list(tokens)
         slots = [next(self._slots) for _ in tokens] if slots is None else list(slots)
+        cached = cached_length(self.steps[-1].nodes, tokens, getattr(self.cache, "page_size", 1))
         already = self.cache.insert(tokens, slots)
-        self._record(f"{tr('insert', '插入')} {self._text(tokens)}",
+        expect(isinstance(already, int) and not isinstance(already, bool) and already == cached,
+               "s05.insert", f"{already!r} for {len(tokens)} tokens of which {cached} were cached before "
+               "(it returns how many were cached already)",
+               f"{already!r}，而这 {len(tokens)} 个 token 里插入前已缓存的是 {cached} 个（它应返回插入前已缓存的个数）")
+        self._record("s05.insert", f"{tr('insert', '插入')} {self._text(tokens)}",
                      tr(f"{already} tokens were cached already", f"其中 {already} 个 token 原本已缓存"))
         return already
 
     def match(self, tokens: Sequence[int]) -> Any:
         """``cache.match_prefix``; returns its match (pass it to :meth:`lock`)."""
         match = self.cache.match_prefix(list(tokens))
-        self._record(f"{tr('match', '匹配')} {self._text(tokens)}",
+        slots = getattr(match, "slots", None)
+        n = len(slots) if isinstance(slots, list) else "?"
+        expect(isinstance(slots, list) and len(slots) <= len(tokens) and hasattr(match, "last_node"),
+               "s05.match_prefix", f"a match of {n} slots for {len(tokens)} tokens",
+               f"一个有 {n} 个槽位的匹配，而提示词只有 {len(tokens)} 个 token")
+        self._record("s05.match_prefix", f"{tr('match', '匹配')} {self._text(tokens)}",
                      tr(f"hit {match.length} tokens, slots {match.slots}", f"命中 {match.length} 个 token，槽位 {match.slots}"))
         return match
 
     def lock(self, node_or_match: Any) -> int:
         node = getattr(node_or_match, "last_node", node_or_match)
         moved = self.cache.inc_lock_ref(node)
-        self._record(f"{tr('lock', '加锁')} #{node.id}", tr(f"{moved} tokens became protected", f"{moved} 个 token 变为受保护"))
+        self._record("s05.inc_lock_ref", f"{tr('lock', '加锁')} #{node.id}", tr(f"{moved} tokens became protected", f"{moved} 个 token 变为受保护"))
         return moved
 
     def unlock(self, node_or_match: Any) -> int:
         node = getattr(node_or_match, "last_node", node_or_match)
         moved = self.cache.dec_lock_ref(node)
-        self._record(f"{tr('unlock', '解锁')} #{node.id}", tr(f"{moved} tokens became evictable", f"{moved} 个 token 变为可淘汰"))
+        self._record("s05.dec_lock_ref", f"{tr('unlock', '解锁')} #{node.id}", tr(f"{moved} tokens became evictable", f"{moved} 个 token 变为可淘汰"))
         return moved
 
     def evict(self, num_tokens: int) -> list[int]:
         freed = self.cache.evict(num_tokens)
-        self._record(f"{tr('evict', '淘汰')} {num_tokens}", tr(f"freed {len(freed)} slots {freed}", f"释放了 {len(freed)} 个槽位 {freed}"))
+        held = sum(len(n.value) for n in self.steps[-1].nodes)
+        n = len(freed) if isinstance(freed, list) else repr(freed)
+        expect(isinstance(freed, list) and len(freed) <= held, "s05.evict",
+               f"{n} slots from a tree that held {held}", f"{n} 个槽位，而树里一共只有 {held} 个")
+        self._record("s05.evict", f"{tr('evict', '淘汰')} {num_tokens}", tr(f"freed {len(freed)} slots {freed}", f"释放了 {len(freed)} 个槽位 {freed}"))
         return freed
 
     def _text(self, tokens: Sequence[int]) -> str:
         return token_text(list(tokens), self.decode, limit=40)
 
-    def _record(self, label: str, result: str) -> None:
+    def _record(self, todo: str, label: str, result: str) -> None:
         before = {n.id: n for n in self.steps[-1].nodes}
-        nodes = snapshot(self.cache)
+        nodes = snapshot(self.cache, after=todo)
         now = {n.id for n in nodes}
 
         def state(n: NodeSnapshot | None) -> tuple | None:  # moving down a level is not a change

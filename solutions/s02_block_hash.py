@@ -19,6 +19,8 @@ import hashlib
 import struct
 from collections.abc import Mapping, Sequence
 
+from autograder.i18n import tr
+
 #: Stands in for the parent of block 0. Change it (e.g. per model or per deployment) to keep caches
 #: that must never share a block apart.
 # zh: 代替第 0 个块的父 key。换一个根种子（比如按模型或按部署区分），就能让绝不能共享块的两个缓存彼此隔开。
@@ -71,8 +73,9 @@ def encode_tokens(tokens: Sequence[int]) -> bytes:
         # zh: struct 把“不是整数”和“超出范围”都报成 struct.error，这里把两者区分开。
         for t in tokens:
             if not isinstance(t, int) or isinstance(t, bool):
-                raise TypeError(f"token ids must be int, got {type(t).__name__}") from exc
-        raise ValueError(f"token ids must lie in 0..{MAX_TOKEN_ID}") from exc
+                raise TypeError(tr(f"token ids must be int, got {type(t).__name__}",
+                                   f"token id 必须是 int，实际是 {type(t).__name__}")) from exc
+        raise ValueError(tr(f"token ids must lie in 0..{MAX_TOKEN_ID}", f"token id 必须在 0..{MAX_TOKEN_ID} 之间")) from exc
 
 
 def normalize_extra_keys(
@@ -93,16 +96,18 @@ def normalize_extra_keys(
     if not extra_keys:
         return ()
     if isinstance(extra_keys, (str, bytes)):
-        raise TypeError("extra_keys must be a sequence of (kind, value) pairs, not a string")
+        raise TypeError(tr("extra_keys must be a sequence of (kind, value) pairs, not a string",
+                           "extra_keys 必须是 (kind, value) 对组成的序列，不能是字符串"))
     pairs = []
     for pair in extra_keys:
         if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError(f"each extra key must be a (kind, value) tuple, got {pair!r}")
+            raise TypeError(tr(f"each extra key must be a (kind, value) tuple, got {pair!r}",
+                               f"每个附加 key 都必须是 (kind, value) 元组，实际是 {pair!r}"))
         kind, value = pair
         if not isinstance(kind, str) or not isinstance(value, str):
-            raise TypeError(f"kind and value must be str, got {pair!r}")
+            raise TypeError(tr(f"kind and value must be str, got {pair!r}", f"kind 和 value 都必须是 str，实际是 {pair!r}"))
         if not kind:
-            raise ValueError("the kind of an extra key must not be empty")
+            raise ValueError(tr("the kind of an extra key must not be empty", "附加 key 的 kind 不能为空"))
         if value:
             pairs.append((kind, value))
     return tuple(sorted(pairs))
@@ -120,7 +125,8 @@ def split_blocks(tokens: Sequence[int], block_size: int) -> list[tuple[int, ...]
     未满的尾块（最后 ``len(tokens) % block_size`` 个 token）丢掉：它的 KV 块还在被填写，绝不能通过缓存共享。
     """
     if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
-        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
+        raise ValueError(tr(f"block_size must be a positive int, got {block_size!r}",
+                            f"block_size 必须是正整数，实际是 {block_size!r}"))
     # TODO 1 (s02.split_blocks)
     ### BEGIN SOLUTION
     num_full = len(tokens) // block_size
@@ -155,9 +161,10 @@ def hash_block(
     """
     if parent is None:
         if not isinstance(root_seed, bytes) or not root_seed:
-            raise ValueError("root_seed must be non-empty bytes")
+            raise ValueError(tr("root_seed must be non-empty bytes", "root_seed 必须是非空的 bytes"))
     elif not isinstance(parent, bytes):
-        raise TypeError(f"parent must be bytes or None, got {type(parent).__name__}")
+        raise TypeError(tr(f"parent must be bytes or None, got {type(parent).__name__}",
+                           f"parent 必须是 bytes 或 None，实际是 {type(parent).__name__}"))
     tags = normalize_extra_keys(extra_keys) if extra_keys else ()
     # TODO 2 (s02.hash_block)
     ### BEGIN SOLUTION

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from autograder.i18n import tr
 from solutions.s02_block_hash import ROOT_SEED, chain_keys, encode_tokens
 
 
@@ -93,19 +94,20 @@ class SimpleFreeQueue:
 
     def append(self, block: Block) -> None:
         if block in self._blocks:
-            raise ValueError(f"block {block.block_id} is already free (double free)")
+            raise ValueError(tr(f"block {block.block_id} is already free (double free)",
+                                f"块 {block.block_id} 已经是空闲的（重复释放）"))
         self._blocks[block] = None
 
     def popleft(self) -> Block:
         if not self._blocks:
-            raise IndexError("popleft from an empty free queue")
+            raise IndexError(tr("popleft from an empty free queue", "空闲队列是空的，无法 popleft"))
         return self._blocks.popitem(last=False)[0]
 
     def remove(self, block: Block) -> None:
         try:
             del self._blocks[block]
         except KeyError:
-            raise ValueError(f"block {block.block_id} is not in the free queue") from None
+            raise ValueError(tr(f"block {block.block_id} is not in the free queue", f"块 {block.block_id} 不在空闲队列里")) from None
 
     def __len__(self) -> int:
         return len(self._blocks)
@@ -203,12 +205,13 @@ class BlockPool:
     ) -> None:
         for name, value in (("num_blocks", num_blocks), ("block_size", block_size)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+                raise ValueError(tr(f"{name} must be a positive int, got {value!r}", f"{name} 必须是正整数，实际是 {value!r}"))
         if not isinstance(root_seed, bytes) or not root_seed:
-            raise ValueError("root_seed must be non-empty bytes")
+            raise ValueError(tr("root_seed must be non-empty bytes", "root_seed 必须是非空的 bytes"))
         queue: FreeQueue = SimpleFreeQueue() if free_queue is None else free_queue
         if len(queue) != 0:
-            raise ValueError("free_queue must start empty: the pool fills it with its blocks")
+            raise ValueError(tr("free_queue must start empty: the pool fills it with its blocks",
+                                "free_queue 一开始必须是空的：块池会自己把块放进去"))
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.root_seed = root_seed
@@ -263,18 +266,22 @@ class BlockPool:
         full block of a ``num_tokens``-token prompt (the caller's list may change later).
 
         [zh]
-        交给 :meth:`admit` 的 ``keys`` 的一份拷贝；先检查 ``num_tokens`` 个 token 的 prompt 每个满块
+        交给 :meth:`admit` 的 ``keys`` 的一份拷贝；先检查 ``num_tokens`` 个 token 的提示词每个满块
         恰好有一个 ``bytes`` 类型的 key（调用方之后可能会修改自己的列表）。
         """
         if isinstance(keys, (bytes, str)):
-            raise TypeError("keys must be a sequence of bytes keys, not a single bytes/str")
+            raise TypeError(tr("keys must be a sequence of bytes keys, not a single bytes/str",
+                               "keys 必须是由 bytes key 组成的序列，不能是单个 bytes/str"))
         checked = list(keys)
         if len(checked) != num_tokens // self.block_size:
-            raise ValueError(f"{len(checked)} keys for a {num_tokens}-token prompt: it has "
-                             f"{num_tokens // self.block_size} full blocks of {self.block_size}")
+            raise ValueError(tr(f"{len(checked)} keys for a {num_tokens}-token prompt: it has "
+                                f"{num_tokens // self.block_size} full blocks of {self.block_size}",
+                                f"{num_tokens} 个 token 的提示词给了 {len(checked)} 个 key：它只有 "
+                                f"{num_tokens // self.block_size} 个满块（每块 {self.block_size} 个 token）"))
         for key in checked:
             if not isinstance(key, bytes):
-                raise TypeError(f"keys must be bytes, got {type(key).__name__}")
+                raise TypeError(tr(f"keys must be bytes, got {type(key).__name__}",
+                                   f"key 必须是 bytes，实际是 {type(key).__name__}"))
         return checked
 
     # -- TODOs ------------------------------------------------------------------------------------
@@ -289,12 +296,12 @@ class BlockPool:
         [zh]
         ``keys`` 从头开始最长一段连续命中的缓存块；不改动任何状态。
 
-        ``keys`` 是一个 ``num_tokens`` 个 token 的 prompt 的各满块 key。至少要计算一个 token（prefill
-        必须产出 prompt 最后一个 token 的 logits），所以最多返回 ``(num_tokens - 1) // block_size`` 个块：
-        一个完全已缓存、长度正好是块大小整数倍的 prompt，要重新计算它的最后一个块。
+        ``keys`` 是一个 ``num_tokens`` 个 token 的提示词的各满块 key。至少要计算一个 token（prefill
+        必须产出提示词最后一个 token 的 logits），所以最多返回 ``(num_tokens - 1) // block_size`` 个块：
+        一个完全已缓存、长度正好是块大小整数倍的提示词，要重新计算它的最后一个块。
         """
         if num_tokens <= 0:
-            raise ValueError("a prompt has at least one token")
+            raise ValueError(tr("a prompt has at least one token", "提示词至少要有一个 token"))
         max_hits = (num_tokens - 1) // self.block_size
         hits: list[Block] = []
         # TODO 1 (s03.lookup)
@@ -320,7 +327,7 @@ class BlockPool:
         它原来的 key 不能再命中。
         """
         if len(self.free_queue) == 0:
-            raise PoolFullError("no free block")
+            raise PoolFullError(tr("no free block", "没有空闲块了"))
         # TODO 2 (s03.allocate_block)
         ### BEGIN SOLUTION
         block = self.free_queue.popleft()
@@ -365,18 +372,18 @@ class BlockPool:
         （见 :meth:`commit`）。
 
         如果给了 ``keys``，它必须等于之前算好的 ``self.keys_of(tokens, extra_keys)``（比如调度器在接纳
-        之前先查过这个 prompt）：这样 prompt 就不会被再哈希一遍，推理引擎也是把请求的块哈希存在请求上。
+        之前先查过这个提示词）：这样提示词就不会被再哈希一遍，推理引擎也是把请求的块哈希存在请求上。
         这里只检查它们的个数和类型（``ValueError``/``TypeError``，不改任何状态）；key 给错了，命中也会错。
         """
         if not isinstance(request_id, str):
-            raise TypeError("request_id must be a str")
+            raise TypeError(tr("request_id must be a str", "request_id 必须是 str"))
         if request_id in self.requests:
-            raise ValueError(f"request {request_id!r} is already admitted")
+            raise ValueError(tr(f"request {request_id!r} is already admitted", f"请求 {request_id!r} 已经被接纳过了"))
         if len(tokens) == 0:
-            raise ValueError("a prompt has at least one token")
+            raise ValueError(tr("a prompt has at least one token", "提示词至少要有一个 token"))
         if keys is None:
             # Hashed once here, reused by commit.
-            # zh: 在这里哈希一次，commit 时直接复用。
+            # zh: 在这里哈希一次，`commit` 时直接复用。
             keys = self.keys_of(tokens, extra_keys)
         else:
             keys = self._checked_keys(keys, len(tokens))
@@ -418,12 +425,12 @@ class BlockPool:
         prefill 已经写好了请求的 KV：让它的满块能通过 key 被找到。
 
         只登记新的满块（命中块本来就在缓存里；未满的尾块没有 key）。如果某个 key 已经由另一个块持有
-        （同一个 prompt 的两个请求都在对方提交之前被接纳），就保留先登记的那个块，新块不带 key：
+        （同一个提示词的两个请求都在对方提交之前被接纳），就保留先登记的那个块，新块不带 key：
         一个 key 只指向一个块。
         """
         state = self.requests[request_id]
         if state.committed:
-            raise ValueError(f"request {request_id!r} is already committed")
+            raise ValueError(tr(f"request {request_id!r} is already committed", f"请求 {request_id!r} 已经提交过了"))
         # TODO 4 (s03.commit)
         ### BEGIN SOLUTION
         for i in range(state.hit_blocks, len(state.keys)):
@@ -472,32 +479,39 @@ class BlockPool:
         for rid, state in self.requests.items():
             ids = [b.block_id for b in state.blocks]
             if len(set(ids)) != len(ids):
-                problems.append(f"request {rid!r} holds a block twice: {ids}")
+                problems.append(tr(f"request {rid!r} holds a block twice: {ids}", f"请求 {rid!r} 把同一个块持有了两次：{ids}"))
             for b in state.blocks:
                 holders[b.block_id] += 1
         for b in self.blocks:
             if b.ref_count < 0:
-                problems.append(f"block {b.block_id} has a negative ref_count {b.ref_count}")
+                problems.append(tr(f"block {b.block_id} has a negative ref_count {b.ref_count}",
+                                   f"块 {b.block_id} 的 ref_count 是负数 {b.ref_count}"))
             if b.ref_count != holders[b.block_id]:
-                problems.append(f"block {b.block_id}: ref_count {b.ref_count} but {holders[b.block_id]} "
-                                "live block tables hold it")
+                problems.append(tr(f"block {b.block_id}: ref_count {b.ref_count} but {holders[b.block_id]} "
+                                   "live block tables hold it",
+                                   f"块 {b.block_id}：ref_count 是 {b.ref_count}，但有 {holders[b.block_id]} "
+                                   "个仍在使用的块表持有它"))
             if b.key is not None and self.cached.get(b.key) is not b:
-                problems.append(f"block {b.block_id} has a key that does not map back to it")
+                problems.append(tr(f"block {b.block_id} has a key that does not map back to it",
+                                   f"块 {b.block_id} 有 key，但缓存表里这个 key 并不指向它"))
         for key, b in self.cached.items():
             if b.key != key:
-                problems.append(f"cached key {key.hex()[:8]} points at block {b.block_id}, whose key differs")
+                problems.append(tr(f"cached key {key.hex()[:8]} points at block {b.block_id}, whose key differs",
+                                   f"缓存的 key {key.hex()[:8]} 指向块 {b.block_id}，而这个块的 key 不一样"))
         in_use = self.num_in_use
         if len(self.free_queue) + in_use != self.num_blocks:
-            problems.append(f"free ({len(self.free_queue)}) + in use ({in_use}) != total ({self.num_blocks})")
+            problems.append(tr(f"free ({len(self.free_queue)}) + in use ({in_use}) != total ({self.num_blocks})",
+                               f"空闲 ({len(self.free_queue)}) + 使用中 ({in_use}) != 总数 ({self.num_blocks})"))
         # The protocol does not promise iteration.
         # zh: 协议并不保证队列可以迭代。
         if hasattr(self.free_queue, "__iter__"):
             free = list(self.free_queue)  # type: ignore[call-overload]
             if len({id(b) for b in free}) != len(free):
-                problems.append("a block is in the free queue twice")
+                problems.append(tr("a block is in the free queue twice", "有一个块在空闲队列里出现了两次"))
             for b in free:
                 if b.ref_count != 0:
-                    problems.append(f"block {b.block_id} is in the free queue with ref_count {b.ref_count}")
+                    problems.append(tr(f"block {b.block_id} is in the free queue with ref_count {b.ref_count}",
+                                       f"块 {b.block_id} 在空闲队列里，但 ref_count 是 {b.ref_count}"))
         return problems
 
     def check_invariants(self) -> None:
@@ -508,7 +522,8 @@ class BlockPool:
         """
         problems = self.violations()
         if problems:
-            raise AssertionError("block pool invariants broken:\n  " + "\n  ".join(problems))
+            raise AssertionError(tr("block pool invariants broken:\n  " + "\n  ".join(problems),
+                                    "块池的不变量被破坏了：\n  " + "\n  ".join(problems)))
 
 
 def quiz() -> dict:

@@ -31,6 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
+from autograder.i18n import tr
 from solutions.cache_sim import LRU, Policy, SimResult, belady, prehashed
 from solutions.cache_sim import simulate as simulate_with
 from solutions.s02_block_hash import ROOT_SEED
@@ -147,9 +148,11 @@ class LRUFreeQueue:
         抛出 ``ValueError``。
         """
         if block.prev_free is not None or block.next_free is not None:
-            raise ValueError(f"block {block.block_id} is already in a free queue (double free)")
+            raise ValueError(tr(f"block {block.block_id} is already in a free queue (double free)",
+                                f"块 {block.block_id} 已经在某个空闲队列里了（重复释放）"))
         if block.ref_count != 0:
-            raise ValueError(f"block {block.block_id} is still in use (ref_count {block.ref_count})")
+            raise ValueError(tr(f"block {block.block_id} is still in use (ref_count {block.ref_count})",
+                                f"块 {block.block_id} 还在使用中（ref_count {block.ref_count}）"))
         # TODO 1 (s04.append)
         ### BEGIN SOLUTION
         self._link_before(self._mid if block.key is None else self._tail, block)
@@ -165,7 +168,7 @@ class LRUFreeQueue:
         队列为空时抛出 ``IndexError``。
         """
         if self._len == 0:
-            raise IndexError("popleft from an empty free queue")
+            raise IndexError(tr("popleft from an empty free queue", "空闲队列是空的，无法 popleft"))
         # TODO 2 (s04.popleft)
         ### BEGIN SOLUTION
         block = self._head.next_free
@@ -261,9 +264,11 @@ class EvictionPool(BlockPool):
         # zh: 显式调用基类（不用 super()）：评分器会围绕学习者写的方法重新组装这个类。
         BlockPool.__init__(self, num_blocks, block_size, free_queue=LRUFreeQueue(), root_seed=root_seed)
         if not isinstance(max_pinned, int) or not 0 <= max_pinned < num_blocks:
-            raise ValueError(f"max_pinned must be an int in 0..num_blocks-1, got {max_pinned!r}")
+            raise ValueError(tr(f"max_pinned must be an int in 0..num_blocks-1, got {max_pinned!r}",
+                                f"max_pinned 必须是 0..num_blocks-1 之间的整数，实际是 {max_pinned!r}"))
         if not min_residence >= 0:
-            raise ValueError(f"min_residence must be >= 0, got {min_residence!r}")
+            raise ValueError(tr(f"min_residence must be >= 0, got {min_residence!r}",
+                                f"min_residence 必须 >= 0，实际是 {min_residence!r}"))
         self.max_pinned = max_pinned
         self.min_residence = float(min_residence)
         self.clock = clock
@@ -310,7 +315,8 @@ class EvictionPool(BlockPool):
         （``PoolFullError``），已经到期的持有也保持到期。
         """
         if isinstance(request_id, str) and request_id.startswith("#"):
-            raise ValueError(f"request ids starting with '#' are reserved, got {request_id!r}")
+            raise ValueError(tr(f"request ids starting with '#' are reserved, got {request_id!r}",
+                                f"以 '#' 开头的请求 id 是保留的，实际是 {request_id!r}"))
         self.expire()
         return BlockPool.admit(self, request_id, tokens, extra_keys, keys=keys)
 
@@ -350,7 +356,7 @@ class EvictionPool(BlockPool):
         if request_id not in self.requests:
             raise KeyError(request_id)
         if request_id == self.PIN_ID:
-            raise ValueError("unpin blocks with unpin(), not release()")
+            raise ValueError(tr("unpin blocks with unpin(), not release()", "固定的块要用 unpin() 解除，不能用 release()"))
         state = self.requests.pop(request_id)
         self.release_blocks(state.blocks)
 
@@ -372,7 +378,8 @@ class EvictionPool(BlockPool):
         """
         for block in blocks:
             if block.ref_count <= 0:
-                raise ValueError(f"block {block.block_id} is not referenced (ref_count {block.ref_count})")
+                raise ValueError(tr(f"block {block.block_id} is not referenced (ref_count {block.ref_count})",
+                                    f"块 {block.block_id} 没有被引用（ref_count {block.ref_count}）"))
         # TODO 4 (s04.release_blocks)
         ### BEGIN SOLUTION
         for block in reversed(blocks):
@@ -401,9 +408,10 @@ class EvictionPool(BlockPool):
         或者不属于这个块池时，抛出 ``ValueError``。
         """
         if block.key is None:
-            raise ValueError(f"block {block.block_id} holds no cached content to pin")
+            raise ValueError(tr(f"block {block.block_id} holds no cached content to pin",
+                                f"块 {block.block_id} 没有缓存内容，无法固定"))
         if not 0 <= block.block_id < self.num_blocks or self.blocks[block.block_id] is not block:
-            raise ValueError("not a block of this pool")
+            raise ValueError(tr("not a block of this pool", "这不是本块池的块"))
         if block.block_id in self._pinned:
             return True
         # TODO 5 (s04.pin)
@@ -425,7 +433,7 @@ class EvictionPool(BlockPool):
         撤销 :meth:`pin`；如果没有别的请求在用这个块，它就变成空闲块（最近使用的那一端）。
         """
         if block.block_id not in self._pinned:
-            raise ValueError(f"block {block.block_id} is not pinned")
+            raise ValueError(tr(f"block {block.block_id} is not pinned", f"块 {block.block_id} 没有被固定"))
         self._pinned.discard(block.block_id)
         # O(number of pins): unpinning is rare.
         # zh: 代价是 O(固定块数)：解除固定很少发生。

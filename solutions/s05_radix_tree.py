@@ -16,6 +16,7 @@ import heapq
 import itertools
 from typing import Callable, Iterator, Sequence
 
+from autograder.i18n import tr
 from solutions.radix_node import PrefixMatch, Tokens, TreeNode
 
 
@@ -51,7 +52,8 @@ class RadixCache:
 
     def __init__(self, page_size: int = 1, *, clock: Callable[[], float] | None = None) -> None:
         if not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be a positive int, got {page_size!r}")
+            raise ValueError(tr(f"page_size must be a positive int, got {page_size!r}",
+                                f"page_size 必须是正整数，实际是 {page_size!r}"))
         self.page_size = page_size
         self._clock: Callable[[], float] = clock if clock is not None else itertools.count(1).__next__
         self._ids = itertools.count(1)
@@ -121,7 +123,8 @@ class RadixCache:
         两个计数都不变：树里还是同样的 token，受同样的锁保护。
         """
         if child is self.root or not 0 < split_len < len(child.key) or split_len % self.page_size:
-            raise ValueError(f"cannot split a {len(child.key)}-token edge at {split_len}")
+            raise ValueError(tr(f"cannot split a {len(child.key)}-token edge at {split_len}",
+                                f"无法在位置 {split_len} 切分一条 {len(child.key)} 个 token 的边"))
         # TODO 1 (s05._split_node)
         ### BEGIN SOLUTION
         parent = child.parent
@@ -193,7 +196,8 @@ class RadixCache:
         得来的，由调用者自己释放。最后不满一页的部分同样不缓存，它的槽位仍归调用者。
         """
         if len(slots) != len(tokens):
-            raise ValueError(f"{len(tokens)} tokens but {len(slots)} slots")
+            raise ValueError(tr(f"{len(tokens)} tokens but {len(slots)} slots",
+                                f"{len(tokens)} 个 token，却有 {len(slots)} 个槽位"))
         key = self._page_aligned(tokens)
         value = tuple(slots[: len(key)])
         node = self.root
@@ -230,7 +234,7 @@ class RadixCache:
         返回有多少个 token 从可淘汰变成了受保护。
         """
         if node is not self.root and node.parent is None:
-            raise ValueError(f"{node!r} is not in the tree (evicted?)")
+            raise ValueError(tr(f"{node!r} is not in the tree (evicted?)", f"{node!r} 不在树里（已被淘汰？）"))
         moved = 0
         # TODO 4 (s05.inc_lock_ref)
         ### BEGIN SOLUTION
@@ -257,7 +261,7 @@ class RadixCache:
         if node is not self.root and (node.parent is None or node.lock_ref <= 0):
             # Ancestors hold at least node's locks, so checking node is enough.
             # zh: 祖先节点的锁数至少等于 node 的锁数，所以只检查 node 就够了。
-            raise ValueError(f"{node!r} is not locked")
+            raise ValueError(tr(f"{node!r} is not locked", f"{node!r} 没有被锁定"))
         moved = 0
         # TODO 5 (s05.dec_lock_ref)
         ### BEGIN SOLUTION
@@ -286,7 +290,7 @@ class RadixCache:
         不会被淘汰。
         """
         if num_tokens < 0:
-            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+            raise ValueError(tr(f"num_tokens must be >= 0, got {num_tokens}", f"num_tokens 必须 >= 0，实际是 {num_tokens}"))
         freed: list[int] = []
         # TODO 6 (s05.evict)
         ### BEGIN SOLUTION
@@ -391,7 +395,7 @@ class RadixCache:
         发现第一个被破坏的不变量时抛出 ``AssertionError`` 并说明是哪一个（见类的文档字符串）。
         """
         p = self.page_size
-        assert self.root.parent is None and not self.root.key and self.root.lock_ref == 0, "root"
+        assert self.root.parent is None and not self.root.key and self.root.lock_ref == 0, tr("root", "根节点")
         evictable = protected = 0
         seen_slots: set[int] = set()
         stack = [self.root]
@@ -399,14 +403,15 @@ class RadixCache:
             node = stack.pop()
             locks_below = 0
             for k, child in node.children.items():
-                assert child.parent is node, f"{child!r}: parent link is wrong"
-                assert child.key and len(child.key) == len(child.value), f"{child!r}: key/value"
-                assert len(child.key) % p == 0, f"{child!r}: edge is not whole pages"
-                assert k == self._child_key(child.key), f"{child!r}: filed under the wrong key"
-                assert child.lock_ref >= 0, f"{child!r}: negative lock_ref"
+                assert child.parent is node, tr(f"{child!r}: parent link is wrong", f"{child!r}：父节点链接不对")
+                assert child.key and len(child.key) == len(child.value), tr(f"{child!r}: key/value", f"{child!r}：key 与 value 不一致")
+                assert len(child.key) % p == 0, tr(f"{child!r}: edge is not whole pages", f"{child!r}：边的长度不是整页")
+                assert k == self._child_key(child.key), tr(f"{child!r}: filed under the wrong key", f"{child!r}：登记在错误的 key 下")
+                assert child.lock_ref >= 0, tr(f"{child!r}: negative lock_ref", f"{child!r}：lock_ref 为负")
                 assert node is self.root or node.last_access >= child.last_access, \
-                    f"{child!r}: accessed later than its parent {node!r}"
-                assert seen_slots.isdisjoint(child.value), f"{child!r}: a slot appears twice"
+                    tr(f"{child!r}: accessed later than its parent {node!r}",
+                       f"{child!r}：访问时间比父节点 {node!r} 还晚")
+                assert seen_slots.isdisjoint(child.value), tr(f"{child!r}: a slot appears twice", f"{child!r}：有槽位出现了两次")
                 seen_slots.update(child.value)
                 if child.lock_ref > 0:
                     protected += len(child.key)
@@ -415,10 +420,12 @@ class RadixCache:
                 locks_below += child.lock_ref
                 stack.append(child)
             assert node is self.root or node.lock_ref >= locks_below, \
-                f"{node!r}: fewer locks than its children"
+                tr(f"{node!r}: fewer locks than its children", f"{node!r}：锁数比子节点的锁数之和还少")
         assert (self.evictable_size, self.protected_size) == (evictable, protected), (
-            f"books say evictable={self.evictable_size} protected={self.protected_size}, "
-            f"tree has evictable={evictable} protected={protected}")
+            tr(f"books say evictable={self.evictable_size} protected={self.protected_size}, "
+               f"tree has evictable={evictable} protected={protected}",
+               f"账上记的是 evictable={self.evictable_size} protected={self.protected_size}，"
+               f"树里实际是 evictable={evictable} protected={protected}"))
 
 
 def quiz() -> dict:
@@ -434,6 +441,7 @@ def quiz() -> dict:
 
 
 # -- given: eviction without a scan of the tree ----------------------------------------------------
+# zh: -- 给定代码：不扫描整棵树的淘汰 ---------------------------------------------------------------
 class IncrementalEviction:
     """Mix in before a radix cache class (``class C(IncrementalEviction, RadixCache)``) to make
     ``evict`` cost O(log n) per dropped node instead of a scan of every leaf per call.
@@ -561,7 +569,7 @@ class IncrementalEviction:
         与 ``RadixCache.evict`` 的约定和结果完全相同，只是不必查看整棵树。
         """
         if num_tokens < 0:
-            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+            raise ValueError(tr(f"num_tokens must be >= 0, got {num_tokens}", f"num_tokens 必须 >= 0，实际是 {num_tokens}"))
         freed: list[int] = []
         heap = self._heap
         while heap and len(freed) < num_tokens:
@@ -589,7 +597,8 @@ class IncrementalEviction:
         super().check_invariants()
         valid = {e[2].id for e in self._heap if e[2].last_access == e[0]}
         for leaf in self._leaves():
-            assert leaf.lock_ref > 0 or leaf.id in valid, f"{leaf!r}: an eviction candidate without a heap entry"
+            assert leaf.lock_ref > 0 or leaf.id in valid, tr(f"{leaf!r}: an eviction candidate without a heap entry",
+                                                               f"{leaf!r}：是淘汰候选，却不在堆里")
 
 
 class IncrementalRadixCache(IncrementalEviction, RadixCache):

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from autograder.i18n import tr
 from kernels.kv_pool import KVPool
 from kernels.model import DecoderLM
 from kernels.prefill import PagedAttention, full_prefill, generate_full, pool_attention  # noqa: F401 (re-exported)
@@ -54,7 +55,8 @@ def suffix_positions(hit_tokens: int, num_tokens: int, device: str | torch.devic
     要求 ``0 <= hit_tokens < num_tokens``：至少计算一个 token。
     """
     if not 0 <= hit_tokens < num_tokens:
-        raise ValueError(f"need 0 <= hit_tokens < num_tokens, got {hit_tokens} and {num_tokens}")
+        raise ValueError(tr(f"need 0 <= hit_tokens < num_tokens, got {hit_tokens} and {num_tokens}",
+                            f"要求 0 <= hit_tokens < num_tokens，实际是 {hit_tokens} 和 {num_tokens}"))
     # TODO 1 (s06.suffix_positions)
     ### BEGIN SOLUTION
     positions = torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)
@@ -70,7 +72,7 @@ def slot_mapping(block_table: Sequence[int] | Tensor, positions: Tensor, block_s
     ``ValueError`` if a position is negative or beyond what the table covers.
 
     [zh]
-    每个位置对应的 pool 槽位（int64，和 positions 在同一设备上）：物理块 ``block_table[p // block_size]``
+    每个位置对应的 KV 池槽位（int64，和 positions 在同一设备上）：物理块 ``block_table[p // block_size]``
     里的第 ``p % block_size`` 行。
 
     块表里的块可以是任意块、任意顺序（打乱的、不连续的块表是常态）。
@@ -78,12 +80,13 @@ def slot_mapping(block_table: Sequence[int] | Tensor, positions: Tensor, block_s
     """
     table = torch.as_tensor(block_table, dtype=torch.long, device=positions.device)
     if table.dim() != 1 or positions.dim() != 1:
-        raise ValueError("block_table and positions must be 1-D")
+        raise ValueError(tr("block_table and positions must be 1-D", "block_table 和 positions 都必须是一维的"))
     # A meta tensor has no values to check (the device probes run on one).
     # zh: meta 张量没有数值可查（设备检查就在 meta 设备上运行）。
     if positions.numel() and positions.device.type != "meta" and (
             int(positions.min()) < 0 or int(positions.max()) >= table.numel() * block_size):
-        raise ValueError(f"positions must lie in [0, {table.numel() * block_size}) for this block table")
+        raise ValueError(tr(f"positions must lie in [0, {table.numel() * block_size}) for this block table",
+                            f"对这个块表，positions 必须落在 [0, {table.numel() * block_size}) 内"))
     # TODO 2 (s06.slot_mapping)
     ### BEGIN SOLUTION
     slots = table[positions // block_size] * block_size + positions % block_size
@@ -98,19 +101,20 @@ def write_kv(pool: KVPool, layer: int, slots: Tensor, k: Tensor, v: Tensor) -> i
     returns ``T``.
 
     [zh]
-    把第 ``layer`` 层的 ``k[i]`` 和 ``v[i]``（形状 ``[T, n_kv_heads, head_dim]``）写到 pool 的槽位 ``slots[i]``。
+    把第 ``layer`` 层的 ``k[i]`` 和 ``v[i]``（形状 ``[T, n_kv_heads, head_dim]``）写到 KV 池的槽位 ``slots[i]``。
 
     其他槽位、其他层都不变。写入之前先检查全部参数；返回 ``T``。
     """
     expected = (slots.numel(), pool.n_kv_heads, pool.head_dim)
     if slots.dim() != 1 or tuple(k.shape) != expected or tuple(v.shape) != expected:
-        raise ValueError(f"k and v must have shape {expected}, got {tuple(k.shape)} and {tuple(v.shape)}")
+        raise ValueError(tr(f"k and v must have shape {expected}, got {tuple(k.shape)} and {tuple(v.shape)}",
+                            f"k 和 v 的形状必须是 {expected}，实际是 {tuple(k.shape)} 和 {tuple(v.shape)}"))
     if not 0 <= layer < pool.num_layers:
-        raise ValueError(f"layer {layer} out of range")
+        raise ValueError(tr(f"layer {layer} out of range", f"层号 {layer} 超出范围"))
     # A meta tensor has no values to check (the device probes run on one).
     # zh: meta 张量没有数值可查（设备检查就在 meta 设备上运行）。
     if slots.numel() and slots.device.type != "meta" and (int(slots.min()) < 0 or int(slots.max()) >= pool.num_slots):
-        raise ValueError("slot out of range")
+        raise ValueError(tr("slot out of range", "槽位超出范围"))
     # TODO 3 (s06.write_kv)
     ### BEGIN SOLUTION
     pool.flat_k(layer)[slots] = k
@@ -128,16 +132,17 @@ def paged_attention(q: Tensor, pool: KVPool, layer: int, block_table: Sequence[i
     ``h // (Hq // Hkv)`` (grouped-query attention). Returns ``[T, Hq, D]`` on the device of ``q``.
 
     [zh]
-    新 query 对缓存的 key 和新 key 做因果 attention，K/V 通过块表从 pool 里读出。
+    新 query 对缓存的 key 和新 key 做因果 attention，K/V 通过块表从 KV 池里读出。
 
     ``q`` 的形状是 ``[T, Hq, D]``，对应位置 ``offset .. offset+T-1`` 上的 token（已经做过 RoPE）。
-    位置 ``0 .. offset+T-1`` 的 K/V 必须都已经在 pool 里（新 token 的那部分由 :func:`write_kv` 写入）。
+    位置 ``0 .. offset+T-1`` 的 K/V 必须都已经在 KV 池里（新 token 的那部分由 :func:`write_kv` 写入）。
     第 ``i`` 个 query 能看到 key ``0 .. offset+i``。第 ``h`` 个 query 头读第 ``h // (Hq // Hkv)`` 个
     kv 头（分组查询注意力，GQA）。返回 ``[T, Hq, D]``，和 ``q`` 在同一设备上。
     """
     t, hq, _ = q.shape
     if offset < 0 or hq % pool.n_kv_heads:
-        raise ValueError("offset must be >= 0 and Hq a multiple of the pool's kv heads")
+        raise ValueError(tr("offset must be >= 0 and Hq a multiple of the pool's kv heads",
+                            "offset 必须 >= 0，且 Hq 必须是 KV 池 kv 头数的整数倍"))
     group = hq // pool.n_kv_heads
     # TODO 4 (s06.paged_attention)
     ### BEGIN SOLUTION
@@ -170,9 +175,9 @@ class PagedPrefiller:
     (e.g. ``pool_attention(kernel)`` for a :mod:`kernels` kernel).
 
     [zh]
-    一个模型、一个分页的 K/V pool 和一个块管理器，每次对一个提示词做 prefill。
+    一个模型、一个分页的 K/V KV 池和一个块管理器，每次对一个提示词做 prefill。
 
-    不变量：``pool`` 为 ``model`` 的每一层准备了 ``blocks.num_blocks`` 个块，每块 ``blocks.block_size``
+    不变量：``KV 池`` 为 ``model`` 的每一层准备了 ``blocks.num_blocks`` 个块，每块 ``blocks.block_size``
     个 token，和模型在同一设备、同一 dtype；一个块的 K/V 是提交（commit）它的那次 prefill 写进去的，
     所以 ``blocks`` 报告命中的块，装的正是对这段前缀做完整 prefill 会算出的 K/V（只差浮点舍入）。
     没有传入别的第 3 阶段 :class:`BlockPool` 时，``blocks`` 是第 4 阶段的 :class:`EvictionPool`：
@@ -193,7 +198,8 @@ class PagedPrefiller:
         # zh: 调用方不自带块管理器时，用第 4 阶段的淘汰顺序。
         self.blocks = blocks if blocks is not None else EvictionPool(num_blocks, block_size)
         if (self.blocks.num_blocks, self.blocks.block_size) != (num_blocks, block_size):
-            raise ValueError("the block pool's shape differs from num_blocks/block_size")
+            raise ValueError(tr("the block pool's shape differs from num_blocks/block_size",
+                                "块池的形状与 num_blocks/block_size 不一致"))
         self.pool = KVPool.for_model(model.config, num_blocks, block_size, dtype=param.dtype, device=param.device)
         self.attention = attention if attention is not None else paged_attention
         self._ids = itertools.count()
@@ -206,9 +212,9 @@ class PagedPrefiller:
         tokens = list(prompt)
         vocab = self.model.config.vocab_size
         if not tokens:
-            raise ValueError("a prompt has at least one token")
+            raise ValueError(tr("a prompt has at least one token", "提示词至少要有一个 token"))
         if any(type(t) is not int or not 0 <= t < vocab for t in tokens):
-            raise ValueError(f"tokens must be ints in [0, {vocab})")
+            raise ValueError(tr(f"tokens must be ints in [0, {vocab})", f"token 必须是 [0, {vocab}) 内的整数"))
         return tokens
 
     def prefill(self, prompt: Sequence[int], *, request_id: str | None = None,
@@ -223,10 +229,10 @@ class PagedPrefiller:
         holds them until ``self.blocks.release(request_id)``. Tensors are created on ``self.device``.
 
         [zh]
-        复用已缓存的块对 ``prompt`` 做 prefill；返回（最后一个 token 的 logits ``[vocab]``，账目 ledger）。
+        复用已缓存的块对 ``提示词`` 做 prefill；返回（最后一个 token 的 logits ``[vocab]``，账目 ledger）。
 
         ledger 是 ``{"hit_tokens": h, "computed_tokens": len(prompt) - h}``，其中
-        ``h = min(admission.hit_tokens, len(prompt) - 1)``：即使块管理器报告整个提示词都已缓存，
+        ``h = min(admission.hit_tokens, len(提示词) - 1)``：即使块管理器报告整个提示词都已缓存，
         也至少计算最后一个 token。完成后，这个提示词的满块会留在缓存里供后续请求复用。
         ``keep=False``（默认）时请求在最后被释放，它的块变为空闲、但在被复用之前仍然保留缓存内容；
         ``keep=True`` 时请求一直持有这些块，直到调用 ``self.blocks.release(request_id)``。

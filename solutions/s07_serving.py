@@ -22,9 +22,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autograder.i18n import tr
 from kernels.cost_model import Calibration
 from kernels.flops import prefill_flops
 from kernels.model import ModelConfig
+from solutions.contract import ResultError
 
 #: The percentiles :func:`latency_summary` reports by default.
 # zh: :func:`latency_summary` 默认给出的分位数。
@@ -50,11 +52,11 @@ def latency_summary(values: Sequence[float], percentiles: Sequence[float] = PERC
     """
     xs = [float(v) for v in values]
     if not xs:
-        raise ValueError("no values to summarize")
+        raise ValueError(tr("no values to summarize", "没有可以汇总的数值"))
     if not all(math.isfinite(v) for v in xs):
-        raise ValueError("latencies must be finite numbers")
+        raise ValueError(tr("latencies must be finite numbers", "延迟必须是有限的数"))
     if any(not 0 <= p <= 100 for p in percentiles):
-        raise ValueError("percentiles must lie in [0, 100]")
+        raise ValueError(tr("percentiles must lie in [0, 100]", "分位数必须在 [0, 100] 之间"))
     summary: dict[str, float] = {"count": len(xs), "mean": sum(xs) / len(xs), "max": max(xs)}
     # TODO 1 (s07.latency_summary)
     ### BEGIN SOLUTION
@@ -94,7 +96,7 @@ def cache_accounting(ledger: Sequence[Mapping[str, int]], cfg: ModelConfig) -> d
     for i, entry in enumerate(ledger):
         n, hit, computed = entry["prompt_tokens"], entry["hit_tokens"], entry["computed_tokens"]
         if hit < 0 or computed < 1 or hit + computed != n:
-            raise ValueError(f"ledger entry {i} is inconsistent: {dict(entry)}")
+            raise ValueError(tr(f"ledger entry {i} is inconsistent: {dict(entry)}", f"账目第 {i} 条前后矛盾：{dict(entry)}"))
     # TODO 2 (s07.cache_accounting)
     ### BEGIN SOLUTION
     prompt = sum(e["prompt_tokens"] for e in ledger)
@@ -138,7 +140,8 @@ def predict_ttft(cfg: ModelConfig, computed: int, cached: int, cal: Calibration)
     除非 ``computed >= 1`` 且 ``cached >= 0``，否则抛出 ``ValueError``。
     """
     if computed < 1 or cached < 0:
-        raise ValueError(f"need computed >= 1 and cached >= 0, got {computed} and {cached}")
+        raise ValueError(tr(f"need computed >= 1 and cached >= 0, got {computed} and {cached}",
+                            f"要求 computed >= 1 且 cached >= 0，实际是 {computed} 和 {cached}"))
     # TODO 3 (s07.predict_ttft)
     ### BEGIN SOLUTION
     flops = prefill_flops(cfg, computed, cached)
@@ -182,11 +185,11 @@ def choose_setting(measurements: Sequence[Mapping[str, Any]], slo: Mapping[str, 
     返回被选中字典的副本。SLO 为空、或某个测量结果缺少 SLO 的指标时抛出 ``ValueError``。
     """
     if not slo:
-        raise ValueError("an SLO names at least one metric")
+        raise ValueError(tr("an SLO names at least one metric", "SLO 至少要指定一个指标"))
     for m in measurements:
         missing = [k for k in ("cache", "num_blocks", *slo) if k not in m]
         if missing:
-            raise ValueError(f"measurement {dict(m)} lacks {missing}")
+            raise ValueError(tr(f"measurement {dict(m)} lacks {missing}", f"测量结果 {dict(m)} 缺少 {missing}"))
     # TODO 4 (s07.choose_setting)
     ### BEGIN SOLUTION
     meeting = [m for m in measurements if _meets(m, slo)]
@@ -201,6 +204,63 @@ def choose_setting(measurements: Sequence[Mapping[str, Any]], slo: Mapping[str, 
 
 # -- given: tables and the decision record, built on the TODOs --------------------------------------
 # zh: -- 给定代码：建立在各 TODO 之上的结果表和决策记录 --
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _same_row(a: Any, b: Mapping[str, Any]) -> bool:
+    """Equal mappings, where NaN equals NaN (a metric nobody measured).
+
+    [zh]
+    两个映射相等，其中 NaN 与 NaN 视为相等（表示没人测过的指标）。
+    """
+    def same(x: Any, y: Any) -> bool:
+        return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+    return isinstance(a, Mapping) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in b)
+
+
+def _checked_summary(values: Sequence[float]) -> dict[str, float]:
+    """:func:`latency_summary` of ``values``, checked before a table uses it: every default key,
+    each a finite number, each percentile between the smallest and the largest value.
+
+    [zh]
+    ``values`` 的 :func:`latency_summary`，在结果表使用之前先检查：默认的每个键都在，每个值都是有限数，
+    每个分位数都落在最小值和最大值之间。
+    """
+    summary = latency_summary(values)
+    keys = ("count", "mean", "max", *(f"p{p:g}" for p in PERCENTILES))
+    lo, hi = min(values), max(values)
+    bad = [k for k in keys if not isinstance(summary, dict) or not _is_number(summary.get(k))]
+    bad += [k for k in keys[3:] if k not in bad and not lo - 1e-9 <= summary[k] <= hi + 1e-9]
+    if bad:
+        raise ResultError("s07.latency_summary",
+                          f"a summary whose {', '.join(map(repr, bad))} is missing, not a number, or outside "
+                          f"the values' range [{lo:.4g}, {hi:.4g}]",
+                          f"一个汇总，其中的 {'、'.join(map(repr, bad))} 缺失、不是数，或者超出了这组值的范围 "
+                          f"[{lo:.4g}, {hi:.4g}]")
+    return summary
+
+
+def _checked_accounting(ledger: Sequence[Mapping[str, int]], cfg: ModelConfig) -> dict[str, float]:
+    """:func:`cache_accounting` of ``ledger``, checked before a table uses it: the keys it promises,
+    as finite numbers, with rates between 0 and 1.
+
+    [zh]
+    ``ledger`` 的 :func:`cache_accounting`，在结果表使用之前先检查：它承诺的键都在、都是有限数，
+    比例都在 0 到 1 之间。
+    """
+    acct = cache_accounting(ledger, cfg)
+    keys = ("requests", "prompt_tokens", "hit_tokens", "hit_rate", "requests_with_hit", "saved_fraction")
+    bad = [k for k in keys if not isinstance(acct, dict) or not _is_number(acct.get(k))]
+    bad += [k for k in ("hit_rate", "saved_fraction") if k not in bad and not 0 <= acct[k] <= 1]
+    if bad:
+        raise ResultError("s07.cache_accounting",
+                          f"an account whose {', '.join(map(repr, bad))} is missing, not a number, or (a rate) "
+                          f"outside [0, 1]",
+                          f"一份账目，其中的 {'、'.join(map(repr, bad))} 缺失、不是数，或者（作为比例）不在 [0, 1] 之内")
+    return acct
+
+
 def summarize_run(record: Any, cfg: ModelConfig | None = None) -> dict[str, Any]:
     """One row of a results table from a :class:`solutions.serving.RunRecord`.
 
@@ -214,11 +274,11 @@ def summarize_run(record: Any, cfg: ModelConfig | None = None) -> dict[str, Any]
     运行的模型），吞吐量和显存来自运行自己的统计。
     """
     cfg = cfg or ModelConfig(**record.settings["model"])
-    ttft = latency_summary(record.column("ttft_s"))
+    ttft = _checked_summary(record.column("ttft_s"))
     tpots = record.column("tpot_s")
-    tpot = latency_summary(tpots) if tpots else {"p50": math.nan, "p90": math.nan}
-    e2e = latency_summary(record.column("e2e_s"))
-    acct = cache_accounting(record.ledger(), cfg)
+    tpot = _checked_summary(tpots) if tpots else {"p50": math.nan, "p90": math.nan}
+    e2e = _checked_summary(record.column("e2e_s"))
+    acct = _checked_accounting(record.ledger(), cfg)
     s = record.settings
     return {
         "workload": s.get("workload", ""),
@@ -387,6 +447,9 @@ def decision_record(workload: str, description: str, on: Mapping[str, Any], off:
     （或 ``None``），以及证据等级（用 ``lang`` 语言写）。
     """
     choice = choose_setting(sweep, slo)
+    if choice is not None and not any(_same_row(choice, m) for m in sweep):
+        raise ResultError("s07.choose_setting", "a setting that is not one of the measured ones (it returns a copy "
+                          "of one of them, or None)", "一个不在测过的设置之中的结果（应返回其中某一个的副本，或者 None）")
     keep = ("cache", "num_blocks", *dict.fromkeys((*slo, "hit_rate")))
     return {
         "workload": workload,

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from scipy import stats
 
+from autograder.i18n import tr
+
 #: A block of token ids, as stage 2 splits a prompt (a tuple: it can be compared and stored).
 # zh: 一个块的 token id，和第 2 阶段切分提示词时一样（用 tuple：可以比较，也可以存起来）。
 Block = tuple[int, ...]
@@ -68,10 +70,10 @@ def accuracy(threshold: float, hit: Sequence[float], miss: Sequence[float]) -> f
     """Fraction of samples that the rule "hit iff TTFT < threshold" labels right.
 
     [zh]
-    规则“TTFT < threshold 就判为命中”判对的样本所占的比例。
+    规则“TTFT < ``threshold`` 就判为命中”判对的样本所占的比例。
     """
     if not hit and not miss:
-        raise ValueError("no samples")
+        raise ValueError(tr("no samples", "没有样本"))
     right = sum(1 for t in hit if t < threshold) + sum(1 for t in miss if t >= threshold)
     return right / (len(hit) + len(miss))
 
@@ -85,14 +87,14 @@ def fit_threshold(hit: Sequence[float], miss: Sequence[float]) -> float:
     have one value, that value is returned. ``ValueError`` if ``hit`` or ``miss`` is empty.
 
     [zh]
-    为规则“TTFT < threshold 就判为命中”选一个阈值：在校准样本上判错最少的那个。
+    为规则“TTFT < 阈值就判为命中”选一个阈值：在校准样本上判错最少的那个。
 
     候选阈值是全部样本（命中和未命中合在一起）里相邻两个不同取值 ``a < b`` 的中点 ``(a + b) / 2``；
     判错是指命中样本 ``>= threshold``，或者未命中样本 ``< threshold``。判错同样少的候选里取最小的。
     所有样本都是同一个值时，返回这个值。``hit`` 或 ``miss`` 为空时抛出 ``ValueError``。
     """
     if not hit or not miss:
-        raise ValueError("need at least one hit and one miss sample")
+        raise ValueError(tr("need at least one hit and one miss sample", "命中和未命中样本至少各要一个"))
     values = sorted(set(hit) | set(miss))
     if len(values) == 1:
         return float(values[0])
@@ -127,9 +129,9 @@ def detect_sharing(hit: Sequence[float], miss: Sequence[float], alpha: float = 1
     就算检测到了缓存共享。
     """
     if not hit or not miss:
-        raise ValueError("need at least one hit and one miss sample")
+        raise ValueError(tr("need at least one hit and one miss sample", "命中和未命中样本至少各要一个"))
     if not 0.0 < alpha < 1.0:
-        raise ValueError("alpha must lie in (0, 1)")
+        raise ValueError(tr("alpha must lie in (0, 1)", "alpha 必须在 (0, 1) 之间"))
     # TODO 3 (s08.detect_sharing)
     ### BEGIN SOLUTION
     result = stats.ks_2samp(hit, miss, alternative="greater")
@@ -150,7 +152,7 @@ def tenant_extra_keys(tenant: str, extra_keys: Sequence[tuple[str, str]] | None 
     tenant comes from who is calling, never from what the request says).
 
     [zh]
-    ``tenant`` 的请求在缓存里用的附加 key：请求自己的附加 key（LoRA 适配器、cache salt……），
+    ``tenant`` 的请求在缓存里用的附加 key：请求自己的附加 key（LoRA 适配器、缓存盐值……），
     再加上 ``(TENANT_KIND, tenant)``。
 
     配合第 2 阶段的链式 key，两个租户不会共享任何块，同一个租户照常命中自己的块；同一租户里
@@ -159,7 +161,8 @@ def tenant_extra_keys(tenant: str, extra_keys: Sequence[tuple[str, str]] | None 
     ``ValueError``（租户由调用者的身份决定，绝不由请求内容决定）。
     """
     if not isinstance(tenant, str):
-        raise TypeError(f"tenant must be a str, got {type(tenant).__name__}")
+        raise TypeError(tr(f"tenant must be a str, got {type(tenant).__name__}",
+                           f"tenant 必须是 str，实际是 {type(tenant).__name__}"))
     # TODO 4 (s08.tenant_extra_keys)
     ### BEGIN SOLUTION
     if not tenant:

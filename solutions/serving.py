@@ -52,6 +52,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autograder.i18n import tr
 from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM, ModelConfig
 from kernels.paged_attention import decode_slots, paged_decode_attention_torch
@@ -96,7 +97,8 @@ class Request:
 
     def __post_init__(self) -> None:
         if not self.prompt or self.max_new_tokens < 1 or not self.arrival_s >= 0:
-            raise ValueError(f"request {self.request_id!r}: need a prompt, max_new_tokens >= 1 and arrival_s >= 0")
+            raise ValueError(tr(f"request {self.request_id!r}: need a prompt, max_new_tokens >= 1 and arrival_s >= 0",
+                                f"请求 {self.request_id!r}：需要非空的提示词、max_new_tokens >= 1 且 arrival_s >= 0"))
 
 
 def blocks_for(request: Request, block_size: int) -> int:
@@ -232,7 +234,8 @@ class ServingPool(EvictionPool):
         state = self.requests[request_id]
         extra = total_blocks - len(state.blocks)
         if extra > self.num_free:
-            raise RuntimeError(f"request {request_id!r} needs {extra} more blocks, {self.num_free} are free")
+            raise RuntimeError(tr(f"request {request_id!r} needs {extra} more blocks, {self.num_free} are free",
+                                  f"请求 {request_id!r} 还需要 {extra} 个块，但只有 {self.num_free} 个空闲"))
         state.blocks.extend(self.allocate_block() for _ in range(extra))
         return [b.block_id for b in state.blocks]
 
@@ -271,7 +274,7 @@ class ServingEngine:
     def __init__(self, model: DecoderLM, num_blocks: int, block_size: int = 16, *, cache: bool = True,
                  max_batch: int = 8, clock: Callable[[], float] = time.perf_counter) -> None:
         if max_batch < 1:
-            raise ValueError("max_batch must be >= 1")
+            raise ValueError(tr("max_batch must be >= 1", "max_batch 必须 >= 1"))
         self.model = model
         self.device = next(model.parameters()).device
         self.pool = ServingPool(num_blocks, block_size, cache=cache)
@@ -328,12 +331,13 @@ class ServingEngine:
         """
         pool, bs = self.pool, self.pool.block_size
         if len({r.request_id for r in requests}) != len(requests):
-            raise ValueError("request ids must be unique")
+            raise ValueError(tr("request ids must be unique", "请求 id 必须唯一"))
         too_big = [r.request_id for r in requests if blocks_for(r, bs) > pool.num_blocks]
         if too_big:
-            raise ValueError(f"requests {too_big[:3]} need more than the pool's {pool.num_blocks} blocks")
+            raise ValueError(tr(f"requests {too_big[:3]} need more than the pool's {pool.num_blocks} blocks",
+                                f"请求 {too_big[:3]} 需要的块比块池的 {pool.num_blocks} 个块还多"))
         if pool.requests.keys() - {pool.PIN_ID}:
-            raise RuntimeError("the engine is still serving another run")
+            raise RuntimeError(tr("the engine is still serving another run", "引擎还在服务另一次运行"))
         pending = deque(sorted(requests, key=lambda r: r.arrival_s))
         running: list[_Running] = []
         done: list[RequestRecord] = []
@@ -461,6 +465,6 @@ def compare_outputs(a: RunRecord, b: RunRecord) -> list[str]:
     """Request ids whose generated tokens differ between two runs of the same requests."""
     out_a, out_b = a.outputs(), b.outputs()
     if out_a.keys() != out_b.keys():
-        raise ValueError("the runs served different requests")
+        raise ValueError(tr("the runs served different requests", "两次运行服务的请求不一样"))
     return sorted(rid for rid in out_a if out_a[rid] != out_b[rid])
 

@@ -27,6 +27,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from autograder.i18n import tr
 from solutions.serving import SERVING_MODEL, Request
 from solutions.traces import MOONCAKE_BLOCK_SIZE, MOONCAKE_TRACES, data_dir
 
@@ -38,7 +39,7 @@ VOCAB = SERVING_MODEL.vocab_size
 def poisson_arrivals(n: int, rate: float, rng: random.Random) -> list[float]:
     """``n`` arrival times of a Poisson process of ``rate`` requests/s, the first at 0."""
     if rate <= 0:
-        raise ValueError("rate must be positive")
+        raise ValueError(tr("rate must be positive", "rate 必须是正数"))
     times, t = [], 0.0
     for i in range(n):
         if i:
@@ -73,7 +74,7 @@ def unique(*, num_requests: int = 40, prompt_len: tuple[int, int] | int = (256, 
            rate: float = 12.0, vocab: int = VOCAB, seed: int = 0) -> list[Request]:
     """``num_requests`` prompts that share nothing (each starts with its own first token)."""
     if num_requests > vocab:
-        raise ValueError("need a distinct first token per request")
+        raise ValueError(tr("need a distinct first token per request", "每个请求的第一个 token 必须互不相同"))
     rng = random.Random(f"unique/{seed}")
     firsts = rng.sample(range(vocab), num_requests)  # distinct first tokens: no block is ever shared
     times = poisson_arrivals(num_requests, rate, rng)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from autograder.i18n import tr
+from solutions.contract import ResultError
 from solutions.s03_block_pool import Admission, BlockPool, PoolFullError
 
 ExtraKeys = Sequence[tuple[str, str]] | None
@@ -45,7 +47,7 @@ class TenantPool(BlockPool):
     def acting_for(self, tenant: str) -> Iterator[None]:
         """Admissions inside the ``with`` block are on behalf of ``tenant``."""
         if not isinstance(tenant, str):
-            raise TypeError("tenant must be a str")
+            raise TypeError(tr("tenant must be a str", "tenant 必须是 str"))
         previous, self.tenant = self.tenant, tenant
         try:
             yield
@@ -55,9 +57,21 @@ class TenantPool(BlockPool):
     def admit(self, request_id: str, tokens: Sequence[int], extra_keys: ExtraKeys = None) -> Admission:
         if self.extra_keys_for is not None:
             if self.tenant is None:
-                raise RuntimeError("a salted pool admits only inside acting_for(tenant)")
+                raise RuntimeError(tr("a salted pool admits only inside acting_for(tenant)",
+                                      "加盐的块池只在 acting_for(tenant) 内接纳请求"))
             extra_keys = self.extra_keys_for(self.tenant, extra_keys)
+            _check_extra_keys(extra_keys)
         return super().admit(request_id, tokens, extra_keys)
+
+
+def _check_extra_keys(keys: object) -> None:
+    """What ``extra_keys_for`` returned, checked before it keys a block: ``(kind, value)`` string pairs
+    (anything else would fail deep inside stage 2's hashing, far from the TODO that made it)."""
+    pairs = isinstance(keys, (list, tuple)) and all(
+        isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in keys)
+    if not pairs:
+        raise ResultError("s08.tenant_extra_keys", f"{keys!r:.80}, not a list of (kind, value) string pairs",
+                          f"{keys!r:.80}，而不是由 (kind, value) 字符串对组成的列表")
 
 
 # -- a multi-tenant workload -----------------------------------------------------------------------
@@ -80,10 +94,11 @@ def make_tenant_workload(seed: int = 0, *, num_tenants: int = 8, shared_prompts:
     than a block: a short question, which is never cached, so only prompts compete for memory).
     """
     if num_tenants < 1 or shared_prompts < 0 or private_prompts < 0 or num_requests < 0:
-        raise ValueError("counts must be non-negative (and at least one tenant)")
+        raise ValueError(tr("counts must be non-negative (and at least one tenant)", "数量不能为负（且至少要有一个租户）"))
     if not 0.0 <= shared_fraction <= 1.0 or (shared_prompts == 0 and shared_fraction > 0) or \
             (private_prompts == 0 and shared_fraction < 1):
-        raise ValueError("shared_fraction must lie in [0, 1] and have prompts to pick from")
+        raise ValueError(tr("shared_fraction must lie in [0, 1] and have prompts to pick from",
+                            "shared_fraction 必须在 [0, 1] 之间，并且要有可选的提示词"))
     rng = random.Random(f"tenants/{seed}")
 
     def prompt() -> list[int]:
@@ -129,7 +144,8 @@ def replay(workload: Sequence[TenantRequest], *, extra_keys_for: ExtraKeysFor | 
             try:
                 admission = pool.admit(rid, req.tokens)
             except PoolFullError as exc:
-                raise ValueError(f"num_blocks={num_blocks} cannot hold one request") from exc
+                raise ValueError(tr(f"num_blocks={num_blocks} cannot hold one request",
+                                    f"num_blocks={num_blocks} 连一个请求都装不下")) from exc
         keys.update(pool.requests[rid].keys)
         pool.commit(rid)
         pool.release(rid)

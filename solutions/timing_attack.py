@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 from scipy import stats
 
+from autograder.i18n import tr
 from kernels.model import DecoderLM, ModelConfig
 from solutions.s06_paged_prefill import PagedPrefiller
 from solutions.tenant_isolation import ExtraKeysFor, TenantPool
@@ -85,7 +86,7 @@ class SharedEngine:
     def __init__(self, model: DecoderLM | None = None, *, num_blocks: int = 2048, block_size: int = 16,
                  extra_keys_for: ExtraKeysFor | None = None, clock: str = "cpu") -> None:
         if clock not in CLOCKS:
-            raise ValueError(f"clock must be one of {sorted(CLOCKS)}")
+            raise ValueError(tr(f"clock must be one of {sorted(CLOCKS)}", f"clock 必须是 {sorted(CLOCKS)} 之一"))
         self.clock = CLOCKS[clock]
         self.model = model if model is not None else DecoderLM.random(ModelConfig.tiny(), seed=0)
         self.pool = TenantPool(num_blocks, block_size, extra_keys_for=extra_keys_for)
@@ -148,7 +149,7 @@ def load_samples(path: str | Path) -> dict[str, TimingSamples]:
     """Read what :func:`save_samples` wrote."""
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     if raw.get("format") != "prefix-cache-workbook/ttft-samples/v1":
-        raise ValueError(f"{path}: not a TTFT sample file")
+        raise ValueError(tr(f"{path}: not a TTFT sample file", f"{path}：不是 TTFT 样本文件"))
     return {name: TimingSamples.from_dict(s) for name, s in raw["samples"].items()}
 
 
@@ -161,7 +162,7 @@ def roc_auc(hit: Sequence[float], miss: Sequence[float]) -> float:
     0.5 is chance, 1.0 perfect separation.
     """
     if not hit or not miss:
-        raise ValueError("need at least one hit and one miss sample")
+        raise ValueError(tr("need at least one hit and one miss sample", "命中和未命中样本至少各要一个"))
     u = stats.mannwhitneyu(miss, hit, alternative="greater").statistic
     return float(u) / (len(hit) * len(miss))
 
@@ -188,7 +189,8 @@ def sample_hit_miss(engine: SharedEngine, *, n: int, prompt_len: int, shared_len
     what the engine actually served from the cache on each hit trial.
     """
     if not 0 <= shared_len <= prompt_len - 1 or n < 1:
-        raise ValueError("need n >= 1 and 0 <= shared_len < prompt_len")
+        raise ValueError(tr("need n >= 1 and 0 <= shared_len < prompt_len",
+                            "要求 n >= 1 且 0 <= shared_len < prompt_len"))
     rng = random.Random(f"hit-miss/{seed}/{shared_len}")
     labels = [True] * n + [False] * n
     rng.shuffle(labels)
@@ -266,7 +268,7 @@ def recover_secret(engine: SharedEngine, *, num_candidates: int = 8, secret_len:
     the attacker probes every candidate (plus a suffix of its own) once, in random order, and
     guesses ``guess(ttfts)`` (default: the fastest). Probing order and secret are seeded."""
     if num_candidates < 2 or trials < 1:
-        raise ValueError("need at least 2 candidates and 1 trial")
+        raise ValueError(tr("need at least 2 candidates and 1 trial", "至少要有 2 个候选和 1 次试验"))
     pick = guess or (lambda ttfts: min(range(len(ttfts)), key=ttfts.__getitem__))
     rng = random.Random(f"recover/{seed}")
     correct, secret_t, other_t = 0, [], []

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from autograder.i18n import tr
+
 __all__ = [
     "TraceRequest",
     "KeyInterner",
@@ -77,12 +79,13 @@ class TraceRequest:
     def __post_init__(self) -> None:
         n = len(self.keys)
         if n == 0:
-            raise ValueError("a request needs at least one block")
+            raise ValueError(tr("a request needs at least one block", "一个请求至少要有一个块"))
         if self.block_size <= 0:
-            raise ValueError("block_size must be positive")
+            raise ValueError(tr("block_size must be positive", "block_size 必须是正数"))
         if not (n - 1) * self.block_size < self.num_tokens <= n * self.block_size:
             raise ValueError(
-                f"{self.num_tokens} tokens do not fill {n} blocks of {self.block_size}"
+                tr(f"{self.num_tokens} tokens do not fill {n} blocks of {self.block_size}",
+                   f"{self.num_tokens} 个 token 填不满 {n} 个大小为 {self.block_size} 的块")
             )
 
     def block_tokens(self, i: int) -> int:
@@ -142,7 +145,8 @@ def load_mooncake(
             keys = tuple(rec["hash_ids"])
             n_tok = int(rec["input_length"])
             if len(keys) != math.ceil(n_tok / MOONCAKE_BLOCK_SIZE):
-                raise ValueError(f"{path}:{lineno}: {len(keys)} hash_ids for {n_tok} tokens")
+                raise ValueError(tr(f"{path}:{lineno}: {len(keys)} hash_ids for {n_tok} tokens",
+                                    f"{path}:{lineno}：{n_tok} 个 token 却有 {len(keys)} 个 hash_id"))
             out.append(TraceRequest(rec["timestamp"] / 1000.0, keys, n_tok, MOONCAKE_BLOCK_SIZE))
     return out
 
@@ -170,7 +174,7 @@ def subsample(trace: Sequence[TraceRequest], every: int) -> list[TraceRequest]:
     compare policies on the same subsample, never across subsamples.
     """
     if every < 1:
-        raise ValueError("every must be >= 1")
+        raise ValueError(tr("every must be >= 1", "every 必须 >= 1"))
     return list(trace[::every])
 
 
@@ -196,7 +200,7 @@ class _Builder:
 
     def __init__(self, seed: int, block_size: int, rate: float) -> None:
         if block_size <= 0 or rate <= 0:
-            raise ValueError("block_size and rate must be positive")
+            raise ValueError(tr("block_size and rate must be positive", "block_size 和 rate 都必须是正数"))
         self.rng = random.Random(seed)
         self.block_size = block_size
         self.rate = rate
@@ -330,9 +334,9 @@ def mixed_traffic(*traces: Sequence[TraceRequest]) -> list[TraceRequest]:
     """Merge traces by timestamp, renumbering keys so that traces never share a prefix."""
     merged: list[TraceRequest] = []
     offset = 0
-    for tr in traces:
+    for trace in traces:
         top = -1
-        for r in tr:
+        for r in trace:
             merged.append(TraceRequest(r.timestamp, tuple(k + offset for k in r.keys),
                                        r.num_tokens, r.block_size))
             top = max(top, max(r.keys))

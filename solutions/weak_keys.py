@@ -27,6 +27,7 @@ import time
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from autograder.i18n import tr
 from solutions.s02_block_hash import ROOT_SEED, hash_block, split_blocks
 from solutions.s03_block_pool import Admission, Block, BlockPool
 from solutions.s04_eviction import LRUFreeQueue
@@ -42,7 +43,8 @@ def truncate_key(key: bytes, bits: int) -> bytes:
     ``bits`` bits agree.
     """
     if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 8 * len(key):
-        raise ValueError(f"bits must be an int in 1..{8 * len(key)}, got {bits!r}")
+        raise ValueError(tr(f"bits must be an int in 1..{8 * len(key)}, got {bits!r}",
+                            f"bits 必须是 1..{8 * len(key)} 之间的整数，实际是 {bits!r}"))
     top = int.from_bytes(key, "big") >> (8 * len(key) - bits)
     nbytes = (bits + 7) // 8
     return (top << (8 * nbytes - bits)).to_bytes(nbytes, "big")
@@ -249,7 +251,8 @@ def verification_cost(num_prompts: int = 64, blocks_per_prompt: int = 16, block_
         for p in prompts:
             rid = f"r{next(counter)}"
             if pool.admit(rid, p).hit_blocks != blocks_per_prompt:
-                raise AssertionError("a timed admission missed: the measurement would not be of hits")
+                raise AssertionError(tr("a timed admission missed: the measurement would not be of hits",
+                                        "有一次计时的接纳没有命中：这次测量测的就不是命中了"))
             pool.release(rid)
 
     out = {name: _best_seconds(lambda pool=pool: run(pool), 3, repeat) / num_prompts * 1e6 for name, pool in pools.items()}

@@ -10,11 +10,14 @@ import itertools
 import random
 from collections.abc import Iterator
 
+from autograder.i18n import tr
+
 
 def make_prompts(seed: int = 0, num_prompts: int = 200, prompt_len: int = 2048, vocab: int = 32_000) -> list[list[int]]:
     """The shared prompts of :func:`make_workload` (same seed, same prompts)."""
     if num_prompts <= 0 or prompt_len < 0 or vocab <= 0:
-        raise ValueError("num_prompts and vocab must be positive, prompt_len non-negative")
+        raise ValueError(tr("num_prompts and vocab must be positive, prompt_len non-negative",
+                            "num_prompts 和 vocab 必须是正数，prompt_len 不能为负"))
     rng = random.Random(f"prompts/{seed}")
     return [[rng.randrange(vocab) for _ in range(prompt_len)] for _ in range(num_prompts)]
 
@@ -42,7 +45,7 @@ def iter_workload(
     """The requests of :func:`make_workload` one at a time (its first ``n`` are the same), without
     holding them all; ``num_requests=None`` never stops. For runs too long to keep in memory."""
     if (num_requests is not None and num_requests < 0) or fresh_tokens < 0:
-        raise ValueError("num_requests and fresh_tokens must be non-negative")
+        raise ValueError(tr("num_requests and fresh_tokens must be non-negative", "num_requests 和 fresh_tokens 不能为负"))
     prompts = make_prompts(seed, num_prompts, prompt_len, vocab)  # validates the rest, here and now
     rng = random.Random(f"requests/{seed}")
 

@@ -14,6 +14,8 @@ Stage 1 only: it grades fastest, and isolation does not depend on the stage.
 """
 from __future__ import annotations
 
+import random
+
 from autograder import layout
 from tests.hostile_corpus import ALL, REF_CLASS, S01, Case, inject
 
@@ -517,8 +519,68 @@ except RuntimeError as _e:
     ]
 
 
+# The attacker's own cipher: a substitution no guard can know (a fixed shuffle of letters and digits),
+# and its inverse; the "two rounds" attack reads the reference out with it, then would submit it.
+CIPHER_FROM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+CIPHER_TO = "".join(random.Random(23).sample(CIPHER_FROM, len(CIPHER_FROM)))
+CIPHER = f"""
+_pcw_table = str.maketrans({CIPHER_FROM!r}, {CIPHER_TO!r})
+"""
+
+
+def decipher(text: str) -> str:
+    """What the attacker would do with its report: undo the cipher."""
+    return text.translate(str.maketrans(CIPHER_TO, CIPHER_FROM))
+
+
+def exfiltrators() -> list[Case]:
+    """Attacks on what a report can carry, through what the leak guard never reads as text: numbers,
+    dict keys, shapes, fields of forged events, exit statuses, an encoding of the attacker's own, and
+    pieces spread over every TODO. Each fails its TODO; what it gets out is bounded by the report's
+    budget (tests/test_report_bounds.py measures it on a real run)."""
+    spread_cls = REF_CLASS
+    for k, method in enumerate(["_normalize", "add_prefix", "match_prefix", "split_prompt", "cache_stats"]):
+        spread_cls = inject(method, "secret = _pcw_secret()\n"
+                                    f"return secret.translate(_pcw_table)[{k * 10}:{k * 10 + 10}]", cls=spread_cls)
+    secret_fn = """
+def _pcw_secret():
+    src = _sys.modules['solutions.s01_prefix_match'].__loader__.sources
+    secret = src['solutions.s01_prefix_match']
+    for name in ('def match_prefix', 'def add_prefix', 'def _normalize'):
+        if name in secret and '### BEGIN SOLUTION' in secret[secret.index(name):]:
+            i = secret.index('### BEGIN SOLUTION', secret.index(name)) + 18
+            return secret[i:]
+    return secret
+"""
+    return [
+        _smuggler("exfiltrate_as_one_huge_number", "return int.from_bytes(secret[:1500].encode(), 'big')"),
+        _smuggler("exfiltrate_in_dict_keys", "return {secret[i:i + 11]: i for i in range(0, 660, 11)}"),
+        _smuggler("exfiltrate_in_the_shape_of_lists", "return [[0] * ord(ch) for ch in secret[:60]]"),
+        _smuggler("exfiltrate_in_tensor_shape_fields", """
+return {'shape': [ord(ch) for ch in secret[:200]], 'dtype': secret.translate(_pcw_table)[:100],
+        'device': secret.translate(_pcw_table)[100:200], 'values': [0.0]}""", cell_code=CIPHER),
+        _smuggler("exfiltrate_in_forged_event_fields", """
+codes = int.from_bytes(secret[:40].encode(), 'big')
+events = [{"phase": "cell", "index": codes},
+          {"cell_errors": [{"cell": codes, "kind": secret[:30], "type": secret.translate(_pcw_table)[:60],
+                            "message": secret.translate(_pcw_table)[60:260]}]},
+          {"course_versions": [w for w in secret.split() if w.isidentifier()][:60]}]
+for fd in range(3, 64):
+    _pcw_try(_os.write, fd, "".join(_json.dumps(e) + "\\n" for e in events).encode())
+_os._exit(0)""", cell_code=CIPHER),
+        _smuggler("exfiltrate_in_the_exit_status", "_os._exit(ord(secret[0]) % 256)"),
+        _smuggler("exfiltrate_in_an_unknown_encoding", """
+coded = secret.translate(_pcw_table)
+return {'hit_tokens': coded[:300], 'uncached_tokens': coded[300:600], 'reuse_ratio': coded[600:900]}""",
+                  cell_code=CIPHER),
+        _smuggler("exfiltrate_unknown_encoding_in_an_exception", "raise ValueError(secret.translate(_pcw_table)[:400])",
+                  cell_code=CIPHER),
+        Case("exfiltrate_small_pieces_across_every_todo", PRELUDE + CIPHER + secret_fn + "\n" + spread_cls, set(), {}),
+    ]
+
+
 def cases(root: str) -> list[Case]:
-    out = thieves(root) + survivors(root) + smugglers()
+    out = thieves(root) + survivors(root) + smugglers() + exfiltrators()
     # the cell-error smuggler must raise at cell level: re-raise it after the class is defined
     for c in out:
         if c.name == "smuggle_in_a_cell_error":
@@ -527,3 +589,4 @@ def cases(root: str) -> list[Case]:
 
 
 LEAKERS = {c.name for c in smugglers()}
+EXFILTRATORS = {c.name for c in exfiltrators()}

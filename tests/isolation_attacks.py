@@ -173,3 +173,196 @@ def linger() -> None:
     """A child that leaves a detached grandchild behind and then hangs: the supervisor's timeout case."""
     _detached_grandchild(os.path.join(os.getcwd(), "marker"))
     time.sleep(60)
+
+
+# -- two children of one run, one staged tree: can a bit pass between them? ------------------------
+# The sender marks a staged file (read-only for both) in every way the kernel keeps outside the file's
+# content; the receiver, started first, watches the same file and then probes it. Both report what
+# each of their calls returned; the test decides whether a bit passed.
+_F_GETLK, _F_SETLK, _F_OFD_GETLK, _F_OFD_SETLK, _F_SETLEASE, _F_NOTIFY = 5, 6, 36, 37, 1024, 1026
+_DN_ACCESS, _DN_MULTISHOT = 0x1, 0x80000000
+_IN_OPEN, _IN_ACCESS, _IN_NONBLOCK = 0x20, 0x1, 0o4000
+
+
+def _errno_of(res: int) -> None:
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def _flock_struct(kind: int) -> bytes:
+    import struct
+
+    return struct.pack("hhqqi4x", kind, 0, 0, 0, 0)  # struct flock: type, whence, start, len (0: all), pid
+
+
+def _lock_owner_seen(fd: int, cmd: int) -> bool:
+    """F_GETLK / F_OFD_GETLK asking for a write lock: True when someone else holds a conflicting lock."""
+    import fcntl
+    import struct
+
+    res = fcntl.fcntl(fd, cmd, _flock_struct(fcntl.F_WRLCK))
+    return struct.unpack("hhqqi4x", res)[0] != fcntl.F_UNLCK
+
+
+def covert_send() -> None:
+    """Hold every mark it can on the shared file, say so, keep them until stdin closes."""
+    import fcntl
+
+    t = json.loads(sys.stdin.readline())
+    path, out, held = t["shared"], {}, []
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def opened():
+        fd = os.open(path, os.O_RDONLY)
+        held.append(fd)
+        return fd
+
+    out["open_and_read"] = _try(lambda: os.read(opened(), 16))  # what inotify, fanotify and dnotify watch
+    out["flock"] = _try(lambda: fcntl.flock(opened(), fcntl.LOCK_SH | fcntl.LOCK_NB))
+    out["posix_lock"] = _try(lambda: fcntl.fcntl(opened(), _F_SETLK, _flock_struct(fcntl.F_RDLCK)))
+    out["ofd_lock"] = _try(lambda: fcntl.fcntl(opened(), _F_OFD_SETLK, _flock_struct(fcntl.F_RDLCK)))
+    out["lease"] = _try(lambda: fcntl.fcntl(opened(), _F_SETLEASE, fcntl.F_RDLCK))
+    out["fadvise_dontneed"] = _try(lambda: os.posix_fadvise(opened(), 0, 0, os.POSIX_FADV_DONTNEED))  # last
+    out["fanotify_init"] = _try(lambda: _errno_of(libc.fanotify_init(0, 0)))
+    os.write(t["result_fd"], (json.dumps(out) + "\n").encode())
+    sys.stdin.read()  # hold everything until the test says stop
+    os._exit(0)
+
+
+def covert_receive() -> None:
+    """Arm the watchers, say so, wait for the go, then read every mark the sender could have left."""
+    import fcntl
+    import signal as _signal
+
+    t = json.loads(sys.stdin.readline())
+    path, out = t["shared"], {}
+    libc = ctypes.CDLL(None, use_errno=True)
+    notified = []
+    _signal.signal(_signal.SIGIO, lambda *_: notified.append(1))
+    _signal.signal(_signal.SIGRTMIN, lambda *_: notified.append(1))
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    out["arm:dnotify"] = _try(lambda: fcntl.fcntl(dir_fd, _F_NOTIFY, _DN_ACCESS | _DN_MULTISHOT))
+    ino = libc.inotify_init1(_IN_NONBLOCK)
+    out["arm:inotify"] = _try(lambda: _errno_of(ino)) if ino < 0 else \
+        _try(lambda: _errno_of(libc.inotify_add_watch(ino, path.encode(), _IN_OPEN | _IN_ACCESS)))
+    fan = libc.fanotify_init(0, 0)
+    out["arm:fanotify"] = _try(lambda: _errno_of(fan))
+    os.write(t["result_fd"], b'{"armed": true}\n')
+    sys.stdin.readline()  # the sender has done everything it could
+    time.sleep(0.2)
+    fd = os.open(path, os.O_RDONLY)
+    seen = {}
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        seen["flock"] = False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError as exc:
+        seen["flock"] = True if exc.errno == errno.EWOULDBLOCK else errno.errorcode.get(exc.errno, "?")
+    for name, cmd in (("posix_lock", _F_GETLK), ("ofd_lock", _F_OFD_GETLK)):
+        try:
+            seen[name] = _lock_owner_seen(fd, cmd)
+        except OSError as exc:
+            seen[name] = errno.errorcode.get(exc.errno, "?")
+    if ino >= 0:
+        try:
+            seen["inotify"] = len(os.read(ino, 4096)) > 0
+        except BlockingIOError:
+            seen["inotify"] = False
+    seen["dnotify"] = bool(notified)
+    try:
+        libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                                  ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        addr = libc.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        vec = (ctypes.c_ubyte * 1)()
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        _errno_of(libc.mincore(addr, 4096, vec))
+        seen["page_cache"] = not (vec[0] & 1)  # evicted: the sender's fadvise reached this child
+    except OSError as exc:
+        seen["page_cache"] = errno.errorcode.get(exc.errno, "?")
+    out["seen"] = seen
+    os.write(t["result_fd"], (json.dumps(out) + "\n").encode())
+    os._exit(0)
+
+
+# -- what one child may hold: memory over its whole process tree, and its scratch dir ----------------
+def _report(t: dict, out: dict) -> None:
+    data = json.dumps(out).encode()
+    while data:
+        data = data[os.write(t["result_fd"], data):]
+
+
+def fork_hogs() -> None:
+    """Start ``forks`` processes that each fill ``mb`` MB and hold it until a common moment; report how
+    many could start, how many filled their share, and how many were still alive holding it then."""
+    t = json.loads(sys.stdin.read())
+    release = time.monotonic() + t["hold_s"]
+    r, w = os.pipe()
+    pids, refused = [], None
+    for _ in range(t["forks"]):
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            refused = errno.errorcode.get(exc.errno, "?")
+            break
+        if pid == 0:
+            try:
+                block = bytearray(t["mb"] * 2**20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1  # really held, page by page
+                os.write(w, b"+")
+                time.sleep(max(0.0, release - time.monotonic()))
+                os._exit(0 if block[-4096] == 1 else 3)
+            except MemoryError:
+                os._exit(2)
+        pids.append(pid)
+    os.close(w)
+    survivors = sum(1 for pid in pids if os.waitpid(pid, 0)[1] == 0)
+    filled = len(os.read(r, 1024))
+    _report(t, {"started": len(pids), "refused": refused, "filled": filled, "survivors": survivors})
+    os._exit(0)
+
+
+def fill_scratch() -> None:
+    """Write 10 MB files into the scratch dir until something stops it (or ``mb`` MB are written)."""
+    t = json.loads(sys.stdin.read())
+    written, error, chunk = 0, None, b"x" * 2**20
+    try:
+        while written < t["mb"] * 2**20:
+            with open(os.path.join(os.getcwd(), f"fill-{written // 2**20}"), "wb") as f:
+                for _ in range(10):
+                    f.write(chunk)
+                    f.flush()
+                    written += len(chunk)
+    except OSError as exc:
+        error = errno.errorcode.get(exc.errno, type(exc).__name__)
+    _report(t, {"written_mb": written // 2**20, "error": error})
+    os._exit(0)
+
+
+def deep_tree() -> None:
+    """Leave a tree up to ``depth`` folders deep (some locked with mode 000) with a file and a link at
+    each level, building for at most ``seconds`` (Landlock checks every access up the whole path, so
+    each level costs more than the last)."""
+    t = json.loads(sys.stdin.read())
+    stop = time.monotonic() + t["seconds"]
+    fd = os.open(os.getcwd(), os.O_RDONLY | os.O_DIRECTORY)
+    made = 0
+    try:
+        for i in range(t["depth"]):
+            if time.monotonic() > stop:
+                break
+            os.mkdir("d", dir_fd=fd)
+            os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+            os.symlink("/", "up", dir_fd=fd)
+            sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            if i % 997 == 1:
+                os.fchmod(fd, 0)  # this level: no access for anyone but root
+            os.close(fd)
+            fd = sub
+            made += 1
+    except OSError as exc:
+        _report(t, {"depth": made, "error": errno.errorcode.get(exc.errno, "?")})
+        os._exit(0)
+    _report(t, {"depth": made, "error": None})
+    os._exit(0)

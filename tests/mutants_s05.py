@@ -122,6 +122,12 @@ MUTANTS = {
     "s05.evict/evicts_internal_nodes": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace("self._leaves()", "self.nodes()"))]),
     "s05.evict/ignores_locks": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace(" if leaf.lock_ref == 0", ""))]),
     "s05.evict/parent_never_a_candidate": ("s05.evict", [(EVICT_PUSH, "            if False:\n")]),
+    # a heap of (time, node): equal access times compare two nodes, which raises TypeError
+    "s05.evict/heap_without_a_tie_break": ("s05.evict", [
+        (EVICT_HEAP, EVICT_HEAP.replace("(leaf.last_access, leaf.id, leaf)", "(leaf.last_access, leaf)")),
+        ("            _, _, leaf = heapq.heappop(heap)\n", "            _, leaf = heapq.heappop(heap)\n"),
+        ("                heapq.heappush(heap, (parent.last_access, parent.id, parent))\n",
+         "                heapq.heappush(heap, (parent.last_access, parent))\n")]),
     "s05.evict/most_recent_first": ("s05.evict", [(EVICT_HEAP, EVICT_HEAP.replace("(leaf.last_access,", "(-leaf.last_access,"))]),
     "s05.evict/one_node_too_many": ("s05.evict", [(EVICT_LOOP, EVICT_LOOP.replace("<", "<="))]),
     "s05.evict/evicted_node_keeps_its_parent": ("s05.evict", [

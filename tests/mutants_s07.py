@@ -29,6 +29,13 @@ MUTANTS = {
         "p / 100 * (len(ordered) - 1)", "min(p / 100 * len(ordered), len(ordered) - 1)"))]),
     "s07.latency_summary/floor_without_interpolation": ("s07.latency_summary", [(INTERP, INTERP.replace(
         "ordered[lo] + (rank - lo) * (ordered[hi] - ordered[lo])", "ordered[lo]"))]),
+    "s07.latency_summary/p50_is_the_mean": ("s07.latency_summary", [(INTERP, INTERP + """        if p == 50:
+            summary["p50"] = summary["mean"]
+""")]),
+    "s07.latency_summary/sorts_the_callers_list": ("s07.latency_summary", [("    ordered = sorted(xs)\n", """    if isinstance(values, list):
+        values.sort()
+    ordered = sorted(xs)
+""")]),
     # TODO 2: cache_accounting
     "s07.cache_accounting/mean_of_request_hit_rates": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
         "hit / prompt if prompt else 0.0",
@@ -70,9 +77,47 @@ MUTANTS = {
         '*(float(m[k]) for k in slo)', 'float(m[next(iter(slo))])'))]),
     "s07.choose_setting/returns_the_original": ("s07.choose_setting", [(
         "        chosen = dict(best)\n", "        chosen = best\n")]),
+    "s07.choose_setting/ignores_nan": ("s07.choose_setting", [(MEETING, MEETING.replace(
+        "_meets(m, slo)", "not any(float(m[k]) > b for k, b in slo.items())"))]),
+    "s07.cache_accounting/empty_ledger_divides_by_zero": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
+        "hit / prompt if prompt else 0.0", "hit / prompt"))]),
     # TODO 5: quiz
     "s07.quiz/share_of_requests_that_hit": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q1": 0.71', '"q1": 0.75'))]),
     "s07.quiz/decode_reads_the_cache": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
     "s07.quiz/fastest_pool_not_smallest": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q6": 192', '"q6": 256'))]),
     "s07.quiz/unanswered": ("s07.quiz", [(ANSWERS, '    return {"q1": 0.71}\n')]),
+}
+
+# The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
+LEADS = {
+    "s07.latency_summary/nearest_rank": "five_values",
+    "s07.latency_summary/not_sorted": "five_values",
+    "s07.latency_summary/rank_scaled_by_count": "five_values",
+    "s07.latency_summary/floor_without_interpolation": "five_values",
+    "s07.latency_summary/p50_is_the_mean": "skewed_with_repeats",
+    "s07.latency_summary/sorts_the_callers_list": "skewed_with_repeats",
+    "s07.cache_accounting/mean_of_request_hit_rates": "three_requests",
+    "s07.cache_accounting/prefix_attention_counted_as_saved": "long_prefix_attention_remains",
+    "s07.cache_accounting/every_request_counted_as_hit": "three_requests",
+    "s07.cache_accounting/saved_over_with_cache": "long_prefix_attention_remains",
+    "s07.cache_accounting/empty_ledger_divides_by_zero": "no_requests",
+    "s07.predict_ttft/gemm_rate_at_prompt_rows": "cached_prefill",
+    "s07.predict_ttft/attention_ignores_cached_context": "cached_prefill",
+    "s07.predict_ttft/one_rate_for_everything": "cached_prefill",
+    "s07.predict_ttft/flops_without_the_prefix": "cached_prefill",
+    "s07.predict_ttft/head_at_the_gemm_rate": "cached_prefill",
+    "s07.predict_ttft/flops_only_no_other_time": "cached_prefill",
+    "s07.choose_setting/fastest_not_cheapest": "smallest_pool_that_meets",
+    "s07.choose_setting/strict_bound": "bound_nan_and_copy",
+    "s07.choose_setting/first_metric_only": "every_metric_counts",
+    "s07.choose_setting/first_in_input_order": "smallest_pool_that_meets",
+    "s07.choose_setting/prefers_cache_on_at_ties": "tie_at_equal_pool_size",
+    "s07.choose_setting/tie_break_always_on_ttft": "tie_at_equal_pool_size",
+    "s07.choose_setting/tie_break_on_the_first_metric_only": "tie_at_equal_pool_size",
+    "s07.choose_setting/returns_the_original": "bound_nan_and_copy",
+    "s07.choose_setting/ignores_nan": "bound_nan_and_copy",
+    "s07.quiz/share_of_requests_that_hit": "q1",
+    "s07.quiz/decode_reads_the_cache": "q2",
+    "s07.quiz/fastest_pool_not_smallest": "q6",
+    "s07.quiz/unanswered": "q2",
 }

@@ -110,6 +110,19 @@ MUTANTS = {
         memo[cache_key] = fresh
     keys = memo[cache_key]
 """)]),
+    # ids that differ only by case, spaces or Unicode form merged into one tenant: a cross-tenant hit
+    "s08.tenant_extra_keys/case_folded_tenant": ("s08.tenant_extra_keys", [(ADD, "    keys.append((TENANT_KIND, tenant.casefold()))\n")]),
+    "s08.tenant_extra_keys/stripped_tenant": ("s08.tenant_extra_keys", [(ADD, "    keys.append((TENANT_KIND, tenant.strip()))\n")]),
+    "s08.tenant_extra_keys/unicode_normalized_tenant": ("s08.tenant_extra_keys", [(ADD, """    keys.append((TENANT_KIND, __import__("unicodedata").normalize("NFKC", tenant)))
+""")]),
+    # identity where equality is meant: passes only when the request's kind is the very constant object
+    "s08.tenant_extra_keys/kind_compared_by_identity": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
+        "kind == TENANT_KIND", "kind is TENANT_KIND"))]),
+    # a Chinese tenant name crashes admission
+    "s08.tenant_extra_keys/ascii_only_tenant": ("s08.tenant_extra_keys", [(ADD, """    keys.append((TENANT_KIND, tenant.encode("ascii").decode()))
+""")]),
+    "s08.birthday_search/same_block_by_identity": ("s08.birthday_search", [(SEEN, SEEN.replace(
+        "elif earlier != block:", "elif earlier is not block:"))]),
     # quiz
     "s08.quiz/full_key_search_cost": ("s08.quiz", [(ANSWERS, ANSWERS.replace('"q1": "B"', '"q1": "D"'))]),
     "s08.quiz/only_the_first_block_hits": ("s08.quiz", [(ANSWERS, ANSWERS.replace('"q2": 4', '"q2": 1'))]),
@@ -138,4 +151,47 @@ EQUIVALENT = {
         raise ValueError("the tenant comes from the caller")
     keys = [(TENANT_KIND, tenant), *(extra_keys or ())]
 """)],
+}
+
+# The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
+LEADS = {
+    "s08.birthday_search/only_against_the_first": "sha256_cut_to_12_bits",
+    "s08.birthday_search/repeat_is_a_collision": "repeated_block_is_not_a_collision",
+    "s08.birthday_search/tries_off_by_one": "small_by_hand",
+    "s08.birthday_search/pair_swapped": "small_by_hand",
+    "s08.birthday_search/pairwise_rehash": "counts_what_it_takes",
+    "s08.birthday_search/repeats_not_counted": "repeated_block_is_not_a_collision",
+    "s08.birthday_search/materialises_the_stream": "counts_what_it_takes",
+    "s08.birthday_search/same_block_by_identity": "counts_what_it_takes",
+    "s08.fit_threshold/midpoint_of_medians": "separated",
+    "s08.fit_threshold/between_largest_hit_and_smallest_miss": "overlapping",
+    "s08.fit_threshold/sample_values_as_candidates": "separated",
+    "s08.fit_threshold/largest_on_a_tie": "tie_takes_the_smallest",
+    "s08.fit_threshold/balanced_errors": "every_sample_counts_once",
+    "s08.fit_threshold/hits_above": "separated",
+    "s08.detect_sharing/two_sided": "hits_slower_is_not_sharing",
+    "s08.detect_sharing/wrong_direction": "hits_faster_is_detected",
+    "s08.detect_sharing/samples_swapped": "hits_faster_is_detected",
+    "s08.detect_sharing/statistic_against_alpha": "alpha_given_is_used",
+    "s08.detect_sharing/rejects_at_equality": "alpha_given_is_used",
+    "s08.detect_sharing/fixed_level": "alpha_given_is_used",
+    "s08.detect_sharing/asymptotic_p_value": "same_distribution",
+    "s08.tenant_extra_keys/drops_request_keys": "request_extra_keys_are_kept",
+    "s08.tenant_extra_keys/tenant_as_salt": "tenant_and_salt_stay_apart",
+    "s08.tenant_extra_keys/empty_tenant_allowed": "empty_tenant_is_refused",
+    "s08.tenant_extra_keys/request_may_name_tenant": "request_cannot_choose_its_tenant",
+    "s08.tenant_extra_keys/python_hash": "fresh_list_per_call",
+    "s08.tenant_extra_keys/mutates_caller_list": "request_extra_keys_are_kept",
+    "s08.tenant_extra_keys/memoized_per_tenant": "request_extra_keys_are_kept",
+    "s08.tenant_extra_keys/returns_a_shared_list": "fresh_list_per_call",
+    "s08.tenant_extra_keys/case_folded_tenant": "ids_kept_exactly",
+    "s08.tenant_extra_keys/stripped_tenant": "ids_kept_exactly",
+    "s08.tenant_extra_keys/unicode_normalized_tenant": "ids_kept_exactly",
+    "s08.tenant_extra_keys/kind_compared_by_identity": "fresh_list_per_call",
+    "s08.tenant_extra_keys/ascii_only_tenant": "ids_kept_exactly",
+    "s08.quiz/full_key_search_cost": "q1",
+    "s08.quiz/only_the_first_block_hits": "q2",
+    "s08.quiz/partial_blocks_leak": "q3",
+    "s08.quiz/salts_block_everyone": "q4",
+    "s08.quiz/unanswered": "q2",
 }

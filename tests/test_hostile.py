@@ -61,6 +61,8 @@ MECHANISMS = {
     "verdict channel: lines after done, keys twice": ["forge_done_on_own_channel_at_cell_level", "report_a_check_twice"],
     "cell-level hangs": ["cpu_hang_at_cell_level", "sleep_forever_at_cell_level"],
     "output floods": ["output_flood_and_warnings"],
+    "report channels: numbers, keys, shapes, forged fields, exit statuses, own encodings, spread pieces":
+        sorted(attack_corpus.EXFILTRATORS),
 }
 # Under nbgrader, what differs from the CLI is around the child: nbgrader's process above it, the
 # course folder (source/, submitted/, gradebook.db) and the run's reports. The attacks on those run
@@ -243,7 +245,7 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
     expected = expected_outcomes(stage)
     trusted = [in_lang(x, lang) for lang in ("en", "zh") for x in [*(c.hint for c in stage.checks), *(c.title for c in stage.checks),
                                                                *(t.title for t in stage.todos)] if in_lang(x, lang)]
-    trusted += [c.call for c in stage.checks]
+    trusted += [in_lang(c.call, lang) for lang in ("en", "zh") for c in stage.checks if c.call]
     trusted += [display.show(expected[c.key]) for c in stage.checks if not c.hidden]
     public = [json.dumps(nbformat.read(S01.learner(), as_version=4)), S01.spec.read_text(encoding="utf-8")]
     public += [f"hidden check '{c.name}' failed | hint: check '{c.name}' failed | {c.name} | input: " for c in stage.checks]

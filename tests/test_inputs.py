@@ -1,5 +1,6 @@
 """Inputs that must not take a batch down, each graded next to an honest notebook in one CLI run:
-a FIFO and a link to /dev/zero named *.ipynb, an oversized file, a folder named *.ipynb, malformed
+a FIFO and a link to /dev/zero named *.ipynb, an oversized file, a notebook heavy with outputs and
+one heavy with code, a folder named *.ipynb, malformed
 nbgrader metadata, names with a newline or undecodable bytes, TODO cells that lost their metadata
 (a real jupytext round trip), and notebooks whose stage does not match their name or folder."""
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from autograder import layout
 from autograder.spec import load_stage
+from autograder.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_CHARS
 from tests.conftest import ROOT
 
 S01, S02 = layout.stage_files("s01"), layout.stage_files("s02")
@@ -49,7 +51,14 @@ def graded(tmp_path_factory):
     os.mkfifo(d / "fifo.ipynb")
     os.symlink("/dev/zero", d / "zero.ipynb")
     with open(d / "huge.ipynb", "wb") as f:
-        f.truncate(21 * 2**20)  # sparse: over the limit without writing it
+        f.truncate(MAX_NOTEBOOK_BYTES + 1)  # sparse: over the file limit without writing it
+    heavy = nbformat.read(S01.instructor(), as_version=4)
+    next(c for c in heavy.cells if c.cell_type == "code").outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="step\n" * (25 * 2**20 // 5))]  # 25 MB of saved output
+    nbformat.write(heavy, d / "output_heavy.ipynb")
+    big = nbformat.read(S01.learner(), as_version=4)
+    big.cells.append(nbformat.v4.new_code_cell("x = 1  # " + "y" * (MAX_SOURCE_CHARS + 1)))
+    nbformat.write(big, d / "source_heavy.ipynb")
     (d / "folder.ipynb").mkdir()
     bad = nbformat.read(S01.instructor(), as_version=4)
     next(c for c in bad.cells if c.metadata.get("nbgrader", {}).get("solution")).metadata["nbgrader"] = ["oops"]
@@ -88,8 +97,15 @@ def test_inputs_batch_goes_on_and_the_honest_notebook_keeps_full_marks(graded):
 def test_inputs_only_regular_files_are_read(graded):
     assert "a FIFO" in _error(graded, "fifo.ipynb")
     assert "a character device" in _error(graded, "zero.ipynb")
-    assert "larger than 20 MiB" in _error(graded, "huge.ipynb")
+    assert f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB" in _error(graded, "huge.ipynb")
     assert "is a folder" in _error(graded, "folder.ipynb")
+
+
+def test_inputs_the_size_limit_is_on_what_is_graded_not_on_outputs(graded):
+    """25 MB of saved outputs: graded in full (as nbgrader, which clears outputs first, would); more code
+    than the limit: refused, saying so."""
+    assert graded["subs"]["output_heavy.ipynb"]["score"] == FULL
+    assert "Mi characters of source" in _error(graded, "source_heavy.ipynb")
 
 
 def test_inputs_malformed_metadata_is_a_one_line_error(graded):

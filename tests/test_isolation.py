@@ -337,3 +337,250 @@ def test_fallback_child_becomes_nobody_where_it_can_reach_the_interpreter(tmp_pa
         assert proc.stdout.split() == ["65534", "65534", "[]"], proc.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- what two children share ------------------------------------------------------------------------
+def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
+    """A receiver and then a sender child, both reading one staged file (as every child of a run, and
+    every submission of a batch, reads the run's staging dir); returns what each reported."""
+    world = tempfile.mkdtemp(prefix="pcw-iso-test-")
+    procs = []
+    try:
+        os.chmod(world, 0o755)
+        shared = Path(world, "answer.txt")
+        shared.write_text("x" * 8192)
+        staging = isolation.stage_tree(Path(world) / "staging", {
+            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py",
+            "shared/answer.txt": shared})
+        target = str(staging / "shared" / "answer.txt")
+
+        def start(entry: str, uid: int | None) -> tuple[subprocess.Popen, int]:
+            read_fd, write_fd = os.pipe()
+            if iso is None:
+                scratch = tempfile.mkdtemp(dir=world)
+                argv = [sys.executable, "-I", "-c", (f"import sys; sys.path[0:0] = [{str(staging)!r}]; "
+                                                     f"import isolation_attacks as a; a.{entry}()")]
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, pass_fds=(write_fd,), cwd=scratch,
+                                        start_new_session=True)
+            else:
+                own = uid if isinstance(isolation.child_user(iso, uid), tuple) else None
+                scratch = isolation.make_scratch(iso, world, uid=own)
+                plan = isolation.plan_child(isolation.ChildSpec(
+                    sys.executable, f"isolation_attacks:{entry}", str(staging), scratch, pass_fds=(write_fd,),
+                    hidden=HIDDEN, uid=own, env={"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch}), iso)
+                proc = subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE)
+            os.close(write_fd)
+            procs.append(proc)
+            proc.stdin.write(json.dumps({"shared": target, "result_fd": write_fd}).encode() + b"\n")
+            proc.stdin.flush()
+            return proc, read_fd
+
+        def line(fd: int) -> dict:
+            data = b""
+            deadline = time.monotonic() + 60
+            while not data.endswith(b"\n") and time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.1)[0]:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            assert data, "a child of the pair reported nothing"
+            return json.loads(data)
+
+        receiver, r_fd = start("covert_receive", 0x4F000001)
+        armed = line(r_fd)
+        sender, s_fd = start("covert_send", 0x4F000002)
+        sent = line(s_fd)
+        receiver.stdin.write(b"go\n")
+        receiver.stdin.flush()
+        seen = line(r_fd)
+        sender.stdin.close()
+        for fd in (r_fd, s_fd):
+            os.close(fd)
+        return sent, {**armed, **seen}
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                isolation.LaunchPlan.kill(proc)
+        shutil.rmtree(world, ignore_errors=True)
+
+
+def test_unconfined_pair_can_pass_a_bit_through_a_shared_file():
+    """The control: without the filter each of these marks reaches the other child."""
+    sent, got = _covert_pair(None)
+    assert {k: sent[k] for k in ("flock", "posix_lock", "ofd_lock", "lease", "open_and_read")} == \
+        dict.fromkeys(("flock", "posix_lock", "ofd_lock", "lease", "open_and_read"), "ok")
+    assert got["seen"]["flock"] is True and got["seen"]["posix_lock"] is True and got["seen"]["ofd_lock"] is True
+    assert got["seen"]["inotify"] is True and got["seen"]["dnotify"] is True
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
+    """Locks (flock, POSIX, open-file-description), leases, dnotify, inotify, fanotify and the page
+    cache of a read-only staged file: each refused to the sender or the receiver, and nothing seen."""
+    iso = _select(level)
+    if "seccomp" not in iso.layers:
+        pytest.skip("these kernel objects are refused by the seccomp layer, missing here")
+    sent, got = _covert_pair(iso)
+    assert sent["open_and_read"] == "ok"  # reading the staged file is what children are there for
+    refused = {k: v for k, v in sent.items() if k != "open_and_read"}
+    assert all(v == "EPERM" for v in refused.values()), refused
+    assert {k: got[k] for k in ("arm:dnotify", "arm:inotify", "arm:fanotify")} == \
+        dict.fromkeys(("arm:dnotify", "arm:inotify", "arm:fanotify"), "EPERM")
+    assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "dnotify": False,
+                           "page_cache": "EPERM"}, got["seen"]
+
+
+# -- what one child may hold ------------------------------------------------------------------------
+def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_mb: int = 512,
+                   use_cgroup: bool = True) -> tuple[dict, dict]:
+    """Run ``entry`` as the supervisor runs a grading child: in a run's scratch dir, with a memory
+    budget for its whole process tree (its own cgroup where the kernel offers one) and a bounded
+    scratch dir. Returns its report and facts (the cgroup's peak, what was left on disk)."""
+    from autograder import cgroup
+    from autograder.staging import SCRATCH_MB, GradingRun
+
+    run = GradingRun.open(iso, HIDDEN)
+    try:
+        isolation.stage_tree(run.staging, {"isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+        scratch, uid = run.scratch()
+        hierarchy = cgroup.available()[0] if use_cgroup else None
+        group = cgroup.ChildCgroup.create(hierarchy, memory_mb * 2**20) if hierarchy else None
+        read_fd, write_fd = os.pipe()
+        plan = isolation.plan_child(isolation.ChildSpec(
+            sys.executable, f"isolation_attacks:{entry}", str(run.staging), scratch, pass_fds=(write_fd,),
+            hidden=run.hidden, uid=uid, memory_mb=memory_mb, cgroup_fd=group.procs_fd if group else None,
+            scratch_mb=SCRATCH_MB, env={"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch}), iso)
+        proc = subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE)
+        os.close(write_fd)
+        if group is not None:
+            group.close_fd()
+        proc.stdin.write(json.dumps({**payload, "result_fd": write_fd}).encode())
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=120)
+        finally:
+            plan.kill(proc)
+        raw = _read_until_closed(read_fd, seconds=5)
+        facts = {"cgroup": group is not None, "peak": group.peak_bytes() if group else None, "rc": proc.returncode}
+        if group is not None:
+            group.remove()
+            facts["cgroup_left"] = os.path.exists(group.path)
+        run.discard(scratch)
+        facts["scratch_left"] = os.path.lexists(scratch)
+        assert raw, f"the child reported nothing (exit {proc.returncode})"
+        return json.loads(raw), facts
+    finally:
+        run.close()
+        assert not os.path.exists(run.base)
+
+
+@pytest.mark.parametrize("use_cgroup", [True, False], ids=["cgroup", "no-cgroup"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_forks_cannot_hold_more_than_the_childs_memory_together(level, use_cgroup):
+    """Six forks of a child with 512 MB each fill 300 MB and hold it to the same moment: at most one
+    can (its own cgroup kills the others, or, without one, no fork starts at all)."""
+    from autograder import cgroup
+
+    iso = _select(level)
+    if "seccomp" not in iso.layers and not (use_cgroup and cgroup.available()[0]):
+        pytest.skip("without a cgroup or seccomp nothing keeps a child's processes within its memory")
+    out, facts = _bounded_child(iso, "fork_hogs", {"forks": 6, "mb": 300, "hold_s": 4}, use_cgroup=use_cgroup)
+    assert out["survivors"] * 300 <= 512, (out, facts)
+    if facts["cgroup"]:
+        assert out["started"] == 6 and facts["peak"] <= 512 * 2**20 and not facts["cgroup_left"], (out, facts)
+    else:
+        assert out["started"] == 0 and out["refused"] == "EPERM", out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_scratch_dir_is_bounded_and_removed(level):
+    """A child that writes 320 MB into its scratch dir stops at the bound, and nothing is left after it."""
+    from autograder.staging import SCRATCH_MB
+
+    iso = _select(level)
+    if "namespaces" not in iso.layers and os.geteuid() != 0:
+        pytest.skip("without namespaces only a root grader can mount a bounded scratch dir")
+    out, facts = _bounded_child(iso, "fill_scratch", {"mb": 320}, memory_mb=1024)
+    assert out["error"] in ("ENOSPC", "EDQUOT") and out["written_mb"] <= SCRATCH_MB, out
+    assert not facts["scratch_left"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_deep_tree_left_in_scratch_is_removed(level):
+    """Nested folders far deeper than the recursion limit (some mode 000, a link to / at each level),
+    as deep as a child gets in 20 s: removed, no RecursionError."""
+    iso = _select(level)
+    out, facts = _bounded_child(iso, "deep_tree", {"depth": 10_000, "seconds": 20}, memory_mb=1024)
+    assert out["error"] is None and out["depth"] > 2000 and not facts["scratch_left"], (out, facts)
+
+
+def test_remove_tree_survives_what_a_child_leaves(tmp_path):
+    """Directly, without a child: deeper than the recursion limit and PATH_MAX, locked folders,
+    links (never followed), a FIFO."""
+    from autograder.staging import remove_tree
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    top = tmp_path / "scratch"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for i in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        os.symlink(str(outside), "link", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        if i % 500 == 3:
+            os.fchmod(fd, 0)
+        os.close(fd)
+        fd = sub
+    os.mkfifo("fifo", dir_fd=fd)
+    os.close(fd)
+    remove_tree(str(top))
+    assert not top.exists() and outside.read_text() == "keep"
+
+
+HOSTILE_CELL = '''
+import os, time
+_fd, _depth, _stop = os.open(os.getcwd(), os.O_RDONLY), 0, time.monotonic() + 4
+while _depth < 10_000 and time.monotonic() < _stop:  # as deep as it gets in 4 s
+    os.mkdir("d", dir_fd=_fd)
+    _sub = os.open("d", os.O_RDONLY, dir_fd=_fd)
+    os.close(_fd)
+    _fd, _depth = _sub, _depth + 1
+_written = 0
+try:
+    for _i in range(32):  # 320 MB in 10 MB files, each under the per-file limit
+        with open(os.path.join(os.environ["TMPDIR"], f"fill-{_i}"), "wb") as _f:
+            for _ in range(10):
+                _f.write(b"x" * 2**20)
+                _written += 1
+except OSError:
+    pass
+'''
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_after_grading_nothing_the_run_made_is_left(level, tmp_path):
+    """The CLI, with its own empty TMPDIR, grades an honest notebook and one whose cell builds a deep
+    tree and fills its scratch dir: a report for both, and TMPDIR is empty again afterwards."""
+    import nbformat
+
+    _select(level)
+    s01 = layout.stage_files("s01")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(nbformat.read(s01.instructor(), as_version=4), subs / "honest.ipynb")
+    hostile = nbformat.read(s01.instructor(), as_version=4)
+    cell = next(c for c in hostile.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    cell.source = HOSTILE_CELL + "\n" + cell.source
+    nbformat.write(hostile, subs / "hostile.ipynb")
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--no-progress", "--isolation",
+                        "best" if level == "namespaces" else "no-namespaces", "--format", "json"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    graded = {s["path"].rsplit("/", 1)[-1]: s for s in json.loads(p.stdout)["submissions"]}
+    assert set(graded) == {"honest.ipynb", "hostile.ipynb"} and graded["honest.ipynb"]["score"] == 12
+    assert sorted(os.listdir(tmpdir)) == []

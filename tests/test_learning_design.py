@@ -63,43 +63,19 @@ def _failures_of_other_todos(stage_id: str, todo_id: str, ns: dict) -> list:
     return out
 
 
-def _todos_call_each_other(stage_id: str) -> bool:
-    """Whether some TODO's reference code names another TODO's function (then a slip can travel)."""
-    import ast
-    import textwrap
-
-    from autograder.pysource import definition_span
-
-    stage = load_stage(stage_id, hidden=False)
-    text = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
-    names = {t.function_name for t in stage.todos if t.target != "quiz"}
-    for t in stage.todos:
-        if t.target == "quiz":
-            continue
-        start, end = definition_span(text, t.target, with_comments_above=False)
-        body = textwrap.dedent("\n".join(text.splitlines()[start:end]))
-        used = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(ast.parse(body))
-                if isinstance(n, (ast.Name, ast.Attribute))} if body else set()
-        if used & (names - {t.function_name}):
-            return True
-    return False
-
-
 @pytest.mark.parametrize("stage_id", stage_params())
-def test_early_slip_is_blamed_on_its_own_todo_inline(stage_id):
-    """A slip in an early TODO: every later TODO's failing inline check names that TODO, never its own hint."""
-    blamed, slips = 0, 0
+def test_early_slip_never_fails_a_later_todo_inline(stage_id):
+    """A slip in an early TODO: every other TODO's inline check still passes, because ``check()`` judges
+    a TODO with the course's code for the others, as grading does (the slip shows on its own TODO)."""
+    slips = 0
     for name, todo_id, edits in _early_mutants(stage_id):
-        failures = _failures_of_other_todos(stage_id, todo_id, learner_module(stage_id, edits, name))
-        for other, v in failures:
-            assert v.blamed == todo_id, (name, other, v.check.name, v.detail)
-            assert todo_id in v.detail[0] and "hint" not in v.detail[0].lower(), v.detail
-            blamed += 1
-        slips += bool(failures)
+        ns = learner_module(stage_id, edits, name)
+        failures = _failures_of_other_todos(stage_id, todo_id, ns)
+        assert not failures, (name, [(other, v.check.name, v.detail) for other, v in failures])
+        slips += not run_check(todo_id, namespace=ns, quiet=True).passed
         if slips >= 3:
-            break  # three slips that reached later TODOs are enough evidence; keep the test fast
-    assert blamed > 0 or not _todos_call_each_other(stage_id), \
-        f"no early slip of {stage_id} reached a later TODO: pick other mutants"
+            break  # three slips caught on their own TODO are enough evidence; keep the test fast
+    assert slips > 0, f"no early wrong answer of {stage_id} fails its own visible checks"
 
 
 def test_blame_without_the_reference_uses_what_the_check_called(monkeypatch):

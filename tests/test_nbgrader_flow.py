@@ -116,3 +116,79 @@ def test_autograde_refuses_without_a_kernel_boundary(course):
     finally:
         text = (course / "nbgrader_config.py").read_text()
         (course / "nbgrader_config.py").write_text(text.replace('\nc.IsolatedGrade.isolation = "in-process"\n', ""))
+
+
+# -- gradebook parity: what the CLI grades, the gradebook records -----------------------------------
+def _stripped(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Through jupytext's percent format with every cell's metadata filtered out, and back."""
+    import jupytext
+
+    back = jupytext.reads(jupytext.writes(nb, fmt="py:percent"), fmt="py:percent")
+    back.metadata.pop("jupytext", None)
+    for cell in back.cells:
+        cell.metadata = {}
+    return back
+
+
+def _output_heavy(nb: nbformat.NotebookNode, mb: int = 25) -> nbformat.NotebookNode:
+    """The same notebook with ``mb`` MB of saved output (a long training log, say) in one cell."""
+    cell = next(c for c in nb.cells if c.cell_type == "code")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="loss 0.123456789\n" * (mb * 2**20 // 17))]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def odd_class(tmp_path_factory):
+    """Correct work handed in in the ways a class of 200 does: under another file name (a copy, a
+    Chinese desktop's copy), without nbgrader metadata, with 25 MB of outputs; and one student with two
+    renamed copies (which one to grade is the instructor's call)."""
+    root = tmp_path_factory.mktemp("odd_class")
+    run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT)
+    run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
+    correct = lambda: nbformat.read(S01.instructor(), as_version=4)  # noqa: E731
+    spaced = ASSIGNMENT.replace("_", " ")
+    subs = {"renamed": {f"{ASSIGNMENT} copy.ipynb": correct()},
+            "renamed_zh": {f"{spaced} – 副本 (1).ipynb": correct()},
+            "stripped": {f"{ASSIGNMENT}.ipynb": _stripped(correct())},
+            "heavy": {f"{ASSIGNMENT}.ipynb": _output_heavy(correct())},
+            "two_copies": {f"{ASSIGNMENT} (1).ipynb": correct(), f"{ASSIGNMENT} (2).ipynb": correct()}}
+    for student, files in subs.items():
+        d = root / "submitted" / student / ASSIGNMENT
+        d.mkdir(parents=True)
+        for name, nb in files.items():
+            nbformat.write(nb, d / name)
+    handed_in = {student: [root / "submitted" / student / ASSIGNMENT / n for n in files] for student, files in subs.items()}
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root, capture_output=True,
+                       text=True, timeout=900)
+    return root, handed_in, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("student", ["renamed", "renamed_zh", "stripped", "heavy"])
+def test_gradebook_holds_the_cli_points_for_odd_submissions(odd_class, student):
+    root, handed_in, log = odd_class
+    (original,) = handed_in[student]
+    cli = cli_points(original)
+    assert sum(cli.values()) == 12, cli  # the CLI grades each of them in full
+    assert gradebook_points(root, student) == cli, log[-3000:]
+
+
+def test_renamed_notebook_is_named_in_the_log_and_never_blames_the_instructor(odd_class):
+    _, _, log = odd_class
+    assert f"student renamed, assignment {ASSIGNMENT}: no {ASSIGNMENT}.ipynb; graded '{ASSIGNMENT} copy.ipynb'" in log
+    # nbgrader's own words come only for the student with two copies (after our line explaining it)
+    sections = {part.split("'", 1)[0]: part for part in log.split("Creating/updating student with ID '")[1:]}
+    blamed = {student for student, part in sections.items() if "did you forget to run 'nbgrader generate_assignment'" in part}
+    assert set(sections) == {"renamed", "renamed_zh", "stripped", "heavy", "two_copies"} and blamed <= {"two_copies"}
+
+
+def test_restored_test_cells_are_logged_for_a_stripped_notebook(odd_class):
+    _, _, log = odd_class
+    assert "stripped" in log and "had lost their nbgrader metadata; restored them from the gradebook" in log
+
+
+def test_an_ambiguous_submission_is_explained_to_the_instructor(odd_class):
+    """Two renamed copies: the CLI grades both; nbgrader grades neither, and the log says why and what to do."""
+    root, handed_in, log = odd_class
+    assert all(sum(cli_points(p).values()) == 12 for p in handed_in["two_copies"])
+    assert f"student two_copies, assignment {ASSIGNMENT}: no {ASSIGNMENT}.ipynb to grade" in log
+    assert "more than one of this stage: rename the one to grade" in log

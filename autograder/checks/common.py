@@ -69,3 +69,22 @@ def within_budget(op: Callable[[int], Any], n_ops: int, budget_s: float, batch: 
         if _cpu_clock() - t0 > budget_s:
             return False
     return True
+
+
+def plain(x: Any) -> Any:
+    """``x`` with numpy's scalar numbers turned into Python's (``numpy.float64`` -> ``float``, ``numpy.int64``
+    -> ``int``, ``numpy.bool_`` -> ``bool``), inside dicts, lists and tuples too.
+
+    For TODOs whose contract asks for numbers: ``np.percentile`` or ``np.mean`` answer with numpy scalars,
+    which are numbers all the same. Any other type is left as it is (and compared as that type).
+    """
+    t = type(x)
+    if t is dict:
+        return {k: plain(v) for k, v in x.items()}
+    if t is list or t is tuple:
+        return t(plain(v) for v in x)
+    if t.__module__ == "numpy":
+        kind = getattr(getattr(x, "dtype", None), "kind", "")
+        if getattr(x, "ndim", None) == 0 and kind in "biuf" and kind:
+            return bool(x) if kind == "b" else int(x) if kind in "iu" else float(x)
+    return x

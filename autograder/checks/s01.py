@@ -13,8 +13,8 @@ from autograder.spec import Stage, Todo
 
 STAGE = Stage(
     id="s01",
-    title=L("Prefix cache matching and reuse", "Prefix Cache 匹配与复用"),
-    subtitle="Prefix Cache 匹配与复用",
+    title=L("Prefix cache matching and reuse", "前缀缓存的匹配与复用"),
+    subtitle="前缀缓存的匹配与复用",
     summary=L("longest-prefix match: normalize, register, match, split, the reuse ledger",
               "最长前缀匹配：规范化、登记、匹配、拆分、复用账本"),
     minutes=45,
@@ -82,7 +82,8 @@ STAGE = Stage(
                  "count, and neither does a prefix that merely looks like the prompt's start when written as\n"
                  "text (a prefix 1, 2 never matches a prompt 1, 23, ...).",
                  "把“`cached_prefix` 是否恰好就是提示词的开头”赋给 `is_match`：\n"
-                 "它的第 1 个 token 等于提示词的第 0 个 token，第 2 个等于第 1 个，一直到它的最后一个 token。\n"
+                 "前缀的每个 token 都等于提示词同一位置上的 token（前缀第 0 个对提示词第 0 个，第 1 个对第 1 个，\n"
+                 "依此类推），一直比到前缀的最后一个 token。\n"
                  "token 按完整的整数 id 比较：提示词中间出现相同的 token 不算；写成文本后“看起来像”开头也不算\n"
                  "（前缀 1, 2 绝不能匹配提示词 1, 23, ...）。"),
              hints=(
@@ -241,7 +242,7 @@ def rejects_string_token(impl):
 
 # -- TODO 2: add_prefix -------------------------------------------------------------------------
 @STAGE.check("s01.add_prefix", call="add_prefix([1,2,3]); add_prefix([1,2,9]); add_prefix([1,2,3]); cached_prefixes",
-             title=L("the seed's prefixes, stored once each as tuples", "种子练习的前缀：每个只存一次，存成 tuple"),
+             title=L("the seed's prefixes, stored once each as tuples", "基础示例的前缀：每个只存一次，存成 tuple"),
              hint=L("Store each prefix once, as a tuple, in the order it was first added.",
                     "每个前缀只存一次，存成 tuple，按第一次登记的顺序。"))
 def seed_registration(impl):
@@ -266,7 +267,7 @@ def bad_token_stores_nothing(impl):
 
 
 # -- TODO 3: match_prefix -----------------------------------------------------------------------
-@STAGE.check("s01.match_prefix", call="seed fixture; match_prefix([1, 2, 3, 9])",
+@STAGE.check("s01.match_prefix", call=L("seed fixture; match_prefix([1, 2, 3, 9])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；match_prefix([1, 2, 3, 9])"),
              title=L("a registered prefix at the start of the prompt", "提示词开头就是一个已登记前缀"),
              hint=L("[1, 2, 3] is exactly the beginning of the prompt, so 3 tokens hit.",
                     "[1, 2, 3] 恰好就是提示词的开头，所以命中 3 个 token。"))
@@ -274,7 +275,7 @@ def seed_match_3(impl):
     return seed_fixture(impl).match_prefix([1, 2, 3, 9])
 
 
-@STAGE.check("s01.match_prefix", call="seed fixture; match_prefix([1, 2, 9, 8])",
+@STAGE.check("s01.match_prefix", call=L("seed fixture; match_prefix([1, 2, 9, 8])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；match_prefix([1, 2, 9, 8])"),
              title=L("the second registered prefix matches too", "第二个已登记前缀也能匹配"),
              hint=L("Try every registered prefix, not only the first one.",
                     "每个已登记的前缀都要试，不能只看第一个。"))
@@ -282,7 +283,7 @@ def seed_match_other_prefix(impl):
     return seed_fixture(impl).match_prefix([1, 2, 9, 8])
 
 
-@STAGE.check("s01.match_prefix", call="seed fixture; match_prefix([1, 2, 0])",
+@STAGE.check("s01.match_prefix", call=L("seed fixture; match_prefix([1, 2, 0])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；match_prefix([1, 2, 0])"),
              title=L("a prefix that matches only partly gives nothing", "只匹配了一部分的前缀不算"),
              hint=L("A prefix matches only when all of its tokens equal the prompt's first tokens.",
                     "只有前缀的所有 token 都等于提示词开头的 token，才算匹配。"))
@@ -301,8 +302,10 @@ def middle_does_not_count(impl):
 
 
 @STAGE.check("s01.match_prefix",
-             call="for each (prefix, prompt): add_prefix(prefix); match_prefix(prompt) with "
-                  "([1, 2], [1, 23, 4]), ([1, 23], [12, 3, 5]), ([1, 2], [1, 2, 34])",
+             call=L("for each (prefix, prompt): add_prefix(prefix); match_prefix(prompt) with "
+                    "([1, 2], [1, 23, 4]), ([1, 23], [12, 3, 5]), ([1, 2], [1, 2, 34])",
+                    "对每一组 (prefix, prompt)：add_prefix(prefix)；match_prefix(prompt)，三组分别是 "
+                    "([1, 2], [1, 23, 4])、([1, 23], [12, 3, 5])、([1, 2], [1, 2, 34])"),
              title=L("token boundaries: a prefix 1, 2 is not the start of 1, 23", "token 边界：1, 2 不是 1, 23 的开头"),
              hint=L("Compare token ids, not their text: as strings, \"1 2\" starts \"1 23\" and \"123\" equals "
                     "\"12\" + \"3\", but token 23 is not token 2.",
@@ -313,15 +316,15 @@ def token_boundaries(impl):
 
 
 # -- TODO 4: split_prompt -----------------------------------------------------------------------
-@STAGE.check("s01.split_prompt", call="seed fixture; split_prompt([1, 2, 3, 9])",
-             title=L("the seed's split", "种子练习的拆分"),
+@STAGE.check("s01.split_prompt", call=L("seed fixture; split_prompt([1, 2, 3, 9])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；split_prompt([1, 2, 3, 9])"),
+             title=L("the seed's split", "基础示例的拆分"),
              hint=L("The first hit_len tokens are the reusable prefix, the rest is the suffix; both are lists.",
                     "前 hit_len 个 token 是可复用前缀，其余是后缀；两者都是 list。"))
 def seed_split(impl):
     return split_record(seed_fixture(impl).split_prompt([1, 2, 3, 9]))
 
 
-@STAGE.check("s01.split_prompt", call="seed fixture; split_prompt([7, 8])",
+@STAGE.check("s01.split_prompt", call=L("seed fixture; split_prompt([7, 8])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；split_prompt([7, 8])"),
              title=L("no hit: the whole prompt is the suffix", "没有命中：整个提示词都是后缀"),
              hint=L("With no hit, the reusable prefix is empty and the suffix is the whole prompt.",
                     "没有命中时，可复用前缀为空，后缀就是整个提示词。"))
@@ -329,7 +332,7 @@ def split_without_hit(impl):
     return split_record(seed_fixture(impl).split_prompt([7, 8]))
 
 
-@STAGE.check("s01.split_prompt", call="seed fixture; split_prompt([1, 2, 3])",
+@STAGE.check("s01.split_prompt", call=L("seed fixture; split_prompt([1, 2, 3])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；split_prompt([1, 2, 3])"),
              title=L("a fully cached prompt leaves an empty suffix", "整个提示词都命中时后缀为空"),
              hint=L("When every token hits, nothing is left to prefill: the suffix is empty.",
                     "所有 token 都命中时，没有要 prefill 的内容：后缀为空。"))
@@ -338,15 +341,15 @@ def split_full_hit(impl):
 
 
 # -- TODO 5: cache_stats ------------------------------------------------------------------------
-@STAGE.check("s01.cache_stats", call="seed fixture; cache_stats([1, 2, 3, 9])",
-             title=L("the seed's ledger", "种子练习的账本"),
+@STAGE.check("s01.cache_stats", call=L("seed fixture; cache_stats([1, 2, 3, 9])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([1, 2, 3, 9])"),
+             title=L("the seed's ledger", "基础示例的账本"),
              hint=L("3 of 4 tokens hit, 1 is left to prefill: the ratio is 3 / 4.",
                     "4 个 token 命中了 3 个，剩 1 个要 prefill：复用率是 3 / 4。"))
 def seed_stats(impl):
     return seed_fixture(impl).cache_stats([1, 2, 3, 9])
 
 
-@STAGE.check("s01.cache_stats", call="seed fixture; cache_stats([])",
+@STAGE.check("s01.cache_stats", call=L("seed fixture; cache_stats([])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([])"),
              title=L("an empty prompt", "空提示词"),
              hint=L("An empty prompt has 0 hit, 0 uncached tokens and ratio 0.0: never divide by zero.",
                     "空提示词命中 0 个、未命中 0 个、复用率 0.0：不能除以零。"))
@@ -354,7 +357,7 @@ def empty_prompt_stats(impl):
     return seed_fixture(impl).cache_stats([])
 
 
-@STAGE.check("s01.cache_stats", call="seed fixture; cache_stats([5, 6])",
+@STAGE.check("s01.cache_stats", call=L("seed fixture; cache_stats([5, 6])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([5, 6])"),
              title=L("no hit", "没有命中"),
              hint=L("No hit: every token is uncached and the ratio is 0.0.",
                     "没有命中：每个 token 都未命中，复用率是 0.0。"))

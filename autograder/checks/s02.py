@@ -6,7 +6,7 @@ code; hint tiers go from the idea (1) over the approach (2) to a skeleton with b
 """
 from __future__ import annotations
 
-from autograder.checks.common import record
+from autograder.checks.common import record, within_budget
 from autograder.i18n import L
 from autograder.quiz import Question, Quiz
 from autograder.spec import Stage, Todo
@@ -350,3 +350,22 @@ def all_cached(impl):
              hint=L("A miss on the first key means no hit at all: 0.", "第一个 key 就未命中，说明一个也没命中：0。"))
 def first_key_missing(impl):
     return impl.longest_cached_run([b"x", b"a"], {b"a": 0})
+
+
+@STAGE.check("s02.longest_cached_run",
+             call="6,000 runs of 6 keys against a table of 60,000 keys, then a run of 6,000 hits 15 times: "
+                  "within 2 s of CPU?",
+             title=L("the cost grows with the run, not with the table", "开销随命中长度增长，而不随表的大小增长"),
+             hint=L("Look each key up in the table directly (one membership test per key, in order, each key "
+                    "once): never copy, convert or scan the table, and never re-check the keys already counted.",
+                    "直接在表里查每个 key（按顺序，每个 key 只做一次成员测试）：绝不复制、转换或扫描整张表，也不要"
+                    "重复检查已经数过的 key。"))
+def lookups_stay_cheap(impl):
+    table = {i.to_bytes(8, "big"): i for i in range(60_000)}
+    runs = [[(j * 7 + k).to_bytes(8, "big") for k in range(5)] + [b"absent!!"] for j in range(6_000)]
+    long_run = [i.to_bytes(8, "big") for i in range(6_000)] + [b"absent!!"]
+    calls = [lambda keys=keys: impl.longest_cached_run(keys, table) for keys in runs]
+    calls += [lambda: impl.longest_cached_run(long_run, table)] * 15
+    results: list = []
+    fast = within_budget(lambda i: results.append(calls[i]()), len(calls), 2.0, batch=1)
+    return record(within_budget=fast, results=sorted(set(results)) if fast else None)

@@ -35,19 +35,19 @@ STAGE = Stage(
                  "cache map per key, whatever the pool's size.",
                  "把 keys 从头开始、在缓存表里连续命中的\n"
                  "那一段所对应的块按 key 的顺序放进 `hits`：遇到第一个不在缓存里的 key 就停下，并且最多\n"
-                 "取 max_hits 个块（prefill 至少还要算一个 prompt token）。不改动任何状态：引用计数、\n"
+                 "取 max_hits 个块（prefill 至少还要算一个提示词 token）。不改动任何状态：引用计数、\n"
                  "空闲队列、缓存表都保持原样。代价：每个 key 在缓存表里查一次，与池的大小无关。"),
              hints=(
                  L("A block's KV depends on every token before it: once one key misses, the blocks after it "
                    "were computed for a different prefix, even if their own tokens match. And the last prompt "
                    "token must go through prefill to produce the logits of the first output token.",
                    "一个块的 KV 取决于它前面的所有 token：只要有一个 key 未命中，后面的块就是在另一个前缀下算出来的，"
-                   "哪怕它们自己的 token 一样。另外，prompt 的最后一个 token 必须经过 prefill，才能得到第一个输出 "
+                   "哪怕它们自己的 token 一样。另外，提示词的最后一个 token 必须经过 prefill，才能得到第一个输出 "
                    "token 的 logits。"),
                  L("Walk the first `max_hits` keys in order and look each one up in `self.cached` (a dict from "
                    "key to Block): one dict look-up per key, never a scan over the cached keys or the blocks. "
                    "Stop at the first key that is missing.",
-                   "按顺序遍历前 `max_hits` 个 key，逐个在 `self.cached`（key 到 Block 的字典）里查：每个 key "
+                   "按顺序遍历前 `max_hits` 个 key，逐个在 `self.cached`（key 到 `Block` 的字典）里查：每个 key "
                    "查一次字典，不要遍历所有缓存的 key 或所有块。遇到第一个查不到的 key 就停。"),
                  L("for key in keys[:___]:\n"
                    "    block = ___\n"
@@ -113,7 +113,7 @@ STAGE = Stage(
              hints=(
                  L("Reviving a free cached block takes it out of the free queue, so it cannot also be handed "
                    "out as a fresh block. Validate before you mutate: a refused request leaves no trace.",
-                   "复用（revive）一个空闲的缓存块会把它移出空闲队列，所以它不能同时再被当作新块分配出去。"
+                   "重新启用（revive）一个空闲的缓存块会把它移出空闲队列，所以它不能同时再被当作新块分配出去。"
                    "先校验、再修改：被拒绝的请求不能留下任何痕迹。"),
                  L("Count the hits whose ref count is 0; the request fits only if `num_new` is at most the number "
                    "of free blocks minus that count. Then take the hits (one more reference each; the free ones "
@@ -205,16 +205,16 @@ STAGE = Stage(
     quiz=Quiz(number=6, points=2, questions=(
         Question("q1", L("Block size 16. A 1,000-token prompt arrives, and its first 512 tokens are cached (32 full "
                          "blocks). How many fresh blocks does `admit` allocate?",
-                         "块大小为 16。来了一个 1,000 个 token 的 prompt，它的前 512 个 token 已经缓存（32 个满块）。"
+                         "块大小为 16。来了一个 1,000 个 token 的提示词，它的前 512 个 token 已经缓存（32 个满块）。"
                          "`admit` 要分配几个新块？"),
                  L("A block table has one entry per block_size tokens, partial tail included; hits fill the first "
                    "entries.", "块表每 block_size 个 token 占一项，未满的尾块也算一项；命中块占前面几项。"),
                  decimals=0),
         Question("q2", L("Block size 16. A 1,024-token prompt arrives, and all 64 of its full blocks are cached. "
                          "How many blocks does it hit?",
-                         "块大小为 16。一个 1,024 个 token 的 prompt 到达，它的 64 个满块全都已经缓存。它命中几个块？"),
+                         "块大小为 16。一个 1,024 个 token 的提示词到达，它的 64 个满块全都已经缓存。它命中几个块？"),
                  L("Prefill must compute at least one prompt token, to produce the logits of the first output "
-                   "token.", "prefill 至少要计算一个 prompt token，才能得到第一个输出 token 的 logits。"),
+                   "token.", "prefill 至少要计算一个提示词 token，才能得到第一个输出 token 的 logits。"),
                  decimals=0),
         Question("q3", L("Why are a request's new blocks registered under their keys in `commit`, not in `admit`?",
                          "为什么请求的新块要在 `commit` 里登记 key，而不是在 `admit` 里？"),
@@ -222,7 +222,7 @@ STAGE = Stage(
                    "想一想：在接纳之后、prefill 结束之前，命中这样一个块会读到什么。"),
                  choices=(L("hashing is cheaper after prefill", "prefill 之后算哈希更便宜"),
                           L("their KV does not exist until prefill has written it", "prefill 写完之前，它们的 KV 还不存在"),
-                          L("admit does not know the keys yet", "admit 时还不知道这些 key"))),
+                          L("admit does not know the keys yet", "`admit` 时还不知道这些 key"))),
         Question("q4", L("The pool has 100 free blocks. A request hits 30 of them (free cached blocks) and needs "
                          "some fresh blocks. At most how many fresh blocks can it get?",
                          "池里有 100 个空闲块。一个请求命中了其中 30 个（空闲的缓存块），还需要一些新块。"
@@ -335,18 +335,21 @@ def revive_twice(impl, num_blocks: int = 16) -> dict:
 
 # -- TODO 1: lookup -------------------------------------------------------------------------------
 @STAGE.check("s03.lookup",
-             call="pool = BlockPool(8, 4); admit + commit range(10); ids(pool.lookup(pool.keys_of(range(10)), 10))",
+             call=L("pool = BlockPool(8, 4); admit + commit range(10); ids(pool.lookup(pool.keys_of(range(10)), 10))",
+                    "pool = BlockPool(8, 4)；接纳并提交 range(10)；ids(pool.lookup(pool.keys_of(range(10)), 10))"),
              title=L("returns the cached Block objects of the leading keys", "返回开头各 key 对应的缓存块对象"),
              hint=L("Return the Block objects the cache map holds for the leading keys, in key order.",
-                    "返回缓存表里开头这些 key 对应的 Block 对象，按 key 的顺序。"))
+                    "返回缓存表里开头这些 key 对应的 `Block` 对象，按 key 的顺序。"))
 def hits_after_commit(impl):
     pool = committed(impl, 8, 4, list(range(10)))
     return ids(pool.lookup(pool.keys_of(list(range(10))), 10))
 
 
 @STAGE.check("s03.lookup",
-             call="same pool; keys = pool.keys_of(range(10)); ids(lookup([b'?' * 32] + keys[1:], 10)), "
-                  "ids(lookup(keys[:1] + [b'?' * 32], 10))",
+             call=L("same pool; keys = pool.keys_of(range(10)); ids(lookup([b'?' * 32] + keys[1:], 10)), "
+                    "ids(lookup(keys[:1] + [b'?' * 32], 10))",
+                    "同一个块池；keys = pool.keys_of(range(10))；ids(lookup([b'?' * 32] + keys[1:], 10))，"
+                    "ids(lookup(keys[:1] + [b'?' * 32], 10))"),
              title=L("stops at the first miss", "在第一个未命中处停下"),
              hint=L("Stop at the first key that is not cached: keys after a miss never count, even if they are cached.",
                     "遇到第一个不在缓存里的 key 就停：未命中之后的 key 都不算，哪怕它们在缓存里。"))
@@ -358,11 +361,13 @@ def stops_at_first_miss(impl):
 
 
 @STAGE.check("s03.lookup",
-             call="pool with range(8) committed (block size 4); keys = pool.keys_of(range(8)); "
-                  "[ids(pool.lookup(keys, n)) for n in (8, 9, 5, 4)]",
+             call=L("pool with range(8) committed (block size 4); keys = pool.keys_of(range(8)); "
+                    "[ids(pool.lookup(keys, n)) for n in (8, 9, 5, 4)]",
+                    "已提交 range(8) 的块池（块大小 4）；keys = pool.keys_of(range(8))；"
+                    "[ids(pool.lookup(keys, n)) for n in (8, 9, 5, 4)]"),
              title=L("leaves at least one token to compute", "至少留一个 token 给 prefill 计算"),
              hint=L("At most (num_tokens - 1) // block_size hits: even a fully cached prompt computes its last token.",
-                    "最多命中 (num_tokens - 1) // block_size 个块：即使 prompt 全部已缓存，最后一个 token 也要计算。"))
+                    "最多命中 (num_tokens - 1) // block_size 个块：即使提示词全部已缓存，最后一个 token 也要计算。"))
 def leaves_one_token_to_compute(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     keys = pool.keys_of(list(range(8)))
@@ -382,8 +387,10 @@ def fresh_pool(impl):
 
 
 @STAGE.check("s03.allocate_block",
-             call="pool = BlockPool(2, 2); admit, commit, release [1, 2, 3]; taken = allocate_block() twice; "
-                  "sorted(ids(taken)), pool_state(pool), ids(pool.lookup(pool.keys_of([1, 2, 3]), 3))",
+             call=L("pool = BlockPool(2, 2); admit, commit, release [1, 2, 3]; taken = allocate_block() twice; "
+                    "sorted(ids(taken)), pool_state(pool), ids(pool.lookup(pool.keys_of([1, 2, 3]), 3))",
+                    "pool = BlockPool(2, 2)；对 [1, 2, 3] 依次接纳、提交、释放；taken = 调用两次 allocate_block() 的结果；"
+                    "sorted(ids(taken))，pool_state(pool)，ids(pool.lookup(pool.keys_of([1, 2, 3]), 3))"),
              title=L("a reused block forgets its old key", "被重新分配的块忘掉原来的 key"),
              hint=L("A reused block's old key must stop hitting: remove it from self.cached and clear the block's key.",
                     "被重新分配的块，原来的 key 必须失效：从 self.cached 里删掉它，并清空块上的 key。"))
@@ -398,8 +405,10 @@ def reuse_forgets_the_old_key(impl):
 
 
 @STAGE.check("s03.allocate_block",
-             call="pool = BlockPool(3, 2); A = [1, 2, 3, 4, 5]: admit, commit, release; B = [7] * 5 (reuses all "
-                  "3 blocks): admit, commit, release; then C = A's prompt: admission(C), stale hits of C",
+             call=L("pool = BlockPool(3, 2); A = [1, 2, 3, 4, 5]: admit, commit, release; B = [7] * 5 (reuses all "
+                    "3 blocks): admit, commit, release; then C = A's prompt: admission(C), stale hits of C",
+                    "pool = BlockPool(3, 2)；A = [1, 2, 3, 4, 5]：接纳、提交、释放；B = [7] * 5（用掉全部 3 个块）："
+                    "接纳、提交、释放；然后 C = A 的提示词：admission(C)，以及 C 的过期命中"),
              title=L("no later request hits overwritten KV", "之后的请求不会命中已被覆盖的 KV"),
              hint=L("B's prefill overwrote A's blocks, so A's keys must be gone: drop a block's old key when you hand it out.",
                     "B 的 prefill 覆盖了 A 的块，所以 A 的 key 必须失效：分配块时要删掉它原来的 key。"))
@@ -436,8 +445,10 @@ def fresh_admission(impl):
 
 
 @STAGE.check("s03.admit",
-             call="pool = BlockPool(8, 4); admit + commit 'a' = range(10); "
-                  "admission(pool.admit('b', list(range(8)) + [42, 43])), pool_state(pool)",
+             call=L("pool = BlockPool(8, 4); admit + commit 'a' = range(10); "
+                    "admission(pool.admit('b', list(range(8)) + [42, 43])), pool_state(pool)",
+                    "pool = BlockPool(8, 4)；接纳并提交 'a' = range(10)；"
+                    "admission(pool.admit('b', list(range(8)) + [42, 43]))，pool_state(pool)"),
              title=L("hits share physical blocks", "命中块共享物理块"),
              hint=L("A hit shares the physical block: its ref count goes up by one, and it comes first in the block table.",
                     "命中就是共享同一个物理块：它的引用计数加 1，并排在块表的最前面。"))
@@ -450,7 +461,7 @@ def hits_share_physical_blocks(impl):
              call="pool = BlockPool(8, 2); pool.admit('a', [1, 2, 3]); admission(pool.admit('b', [1, 2, 3])), pool_state(pool)",
              title=L("no hit before commit", "提交之前不会命中"),
              hint=L("Register nothing in admit: a's KV is not written before its commit, so b must not hit it.",
-                    "admit 里不要登记任何东西：a 提交之前它的 KV 还没写好，b 不能命中它。"))
+                    "`admit` 里不要登记任何东西：a 提交之前它的 KV 还没写好，b 不能命中它。"))
 def no_hit_before_commit(impl):
     pool = impl.BlockPool(8, 2)
     pool.admit("a", [1, 2, 3])
@@ -470,9 +481,11 @@ def full_pool_refuses_cleanly(impl):
 
 
 @STAGE.check("s03.admit",
-             call="pool = BlockPool(16, 4); A = range(8) + [1, 2, 3]: admit, commit, release; "
-                  "B = range(8) + [4, 5, 6]: admission, commit, release; C = range(8) + [7, 8]: admission; pool_state(pool)",
-             title=L("a revived block can be revived again", "复用过的块还能再次复用"),
+             call=L("pool = BlockPool(16, 4); A = range(8) + [1, 2, 3]: admit, commit, release; "
+                    "B = range(8) + [4, 5, 6]: admission, commit, release; C = range(8) + [7, 8]: admission; pool_state(pool)",
+                    "pool = BlockPool(16, 4)；A = range(8) + [1, 2, 3]：接纳、提交、释放；"
+                    "B = range(8) + [4, 5, 6]：admission、提交、释放；C = range(8) + [7, 8]：admission；pool_state(pool)"),
+             title=L("a revived block can be revived again", "重新启用过的块还能再次重新启用"),
              hint=L("A hit on a free cached block revives it: take it out of the free queue and add a reference, "
                     "but keep its key, so the next request hits it too.",
                     "命中空闲的缓存块就是复用它：把它移出空闲队列、加一个引用，但保留它的 key，下一个请求才能继续命中。"))
@@ -492,17 +505,19 @@ def registers_full_blocks(impl):
     return pool_state(pool)
 
 
-@STAGE.check("s03.commit", call="pool = BlockPool(8, 4); admit + commit 'a' = range(10); admission(pool.admit('b', range(10))), pool_state(pool)",
+@STAGE.check("s03.commit", call=L("pool = BlockPool(8, 4); admit + commit 'a' = range(10); admission(pool.admit('b', range(10))), pool_state(pool)",
+                                  "pool = BlockPool(8, 4)；接纳并提交 'a' = range(10)；admission(pool.admit('b', range(10)))，pool_state(pool)"),
              title=L("a later request hits what was committed", "之后的请求能命中已提交的块"),
              hint=L("After commit, a request with the same prompt hits every registered block.",
-                    "提交之后，prompt 相同的请求能命中每一个已登记的块。"))
+                    "提交之后，提示词相同的请求能命中每一个已登记的块。"))
 def later_request_hits(impl):
     pool = committed(impl, 8, 4, list(range(10)))
     return record(b=admission(pool.admit("b", list(range(10)))), pool=pool_state(pool))
 
 
 @STAGE.check("s03.commit",
-             call="pool = BlockPool(8, 2); admit 'a' and 'b' = [1, 2, 3]; commit 'b'; commit 'a'; pool_state(pool)",
+             call=L("pool = BlockPool(8, 2); admit 'a' and 'b' = [1, 2, 3]; commit 'b'; commit 'a'; pool_state(pool)",
+                    "pool = BlockPool(8, 2)；接纳 'a' 和 'b' = [1, 2, 3]；先提交 'b'，再提交 'a'；pool_state(pool)"),
              title=L("the first writer keeps the key", "先提交的块保留 key"),
              hint=L("If a key is already cached, keep the block that holds it: don't re-point the key or tag a second block.",
                     "如果 key 已经在缓存里，就保留原来那个块：既不要把 key 改指向新块，也不要给第二个块记上这个 key。"))
@@ -517,8 +532,10 @@ def first_writer_wins(impl):
 
 # -- TODO 5: release ------------------------------------------------------------------------------
 @STAGE.check("s03.release",
-             call="pool = BlockPool(6, 2); admit + commit 'a' = [1, 2, 3]; pool.admit('b', [1, 2, 4]); "
-                  "pool.release('a'); pool_state(pool)",
+             call=L("pool = BlockPool(6, 2); admit + commit 'a' = [1, 2, 3]; pool.admit('b', [1, 2, 4]); "
+                    "pool.release('a'); pool_state(pool)",
+                    "pool = BlockPool(6, 2)；接纳并提交 'a' = [1, 2, 3]；pool.admit('b', [1, 2, 4])；"
+                    "pool.release('a')；pool_state(pool)"),
              title=L("drops one reference per block", "每个块去掉一个引用"),
              hint=L("One reference less per block; only blocks that reach 0 go to the free queue.",
                     "每个块引用计数减 1；只有减到 0 的块才进入空闲队列。"))
@@ -530,8 +547,10 @@ def drops_one_reference(impl):
 
 
 @STAGE.check("s03.release",
-             call="pool = BlockPool(4, 2); admit + commit 'a' = [1, 2, 3, 4, 5]; pool.release('a'); "
-                  "pool_state(pool), admission(pool.admit('b', [1, 2, 3, 4, 9]))",
+             call=L("pool = BlockPool(4, 2); admit + commit 'a' = [1, 2, 3, 4, 5]; pool.release('a'); "
+                    "pool_state(pool), admission(pool.admit('b', [1, 2, 3, 4, 9]))",
+                    "pool = BlockPool(4, 2)；接纳并提交 'a' = [1, 2, 3, 4, 5]；pool.release('a')；"
+                    "pool_state(pool)，admission(pool.admit('b', [1, 2, 3, 4, 9]))"),
              title=L("freed blocks stay cached", "释放的块仍然缓存着"),
              hint=L("A freed block keeps its key: it stays cached until it is handed out for other content.",
                     "被释放的块保留它的 key：在被分配给别的内容之前，它一直缓存着。"))
@@ -542,8 +561,10 @@ def freed_blocks_stay_cached(impl):
 
 
 @STAGE.check("s03.release",
-             call="pool = BlockPool(6, 2); admit + commit 'a' = [1, 2, 3]; pool.admit('b', [1, 2, 4]); "
-                  "pool.release('a'); admission(pool.admit('c', [9] * 9)) -> ?, pool_state(pool)",
+             call=L("pool = BlockPool(6, 2); admit + commit 'a' = [1, 2, 3]; pool.admit('b', [1, 2, 4]); "
+                    "pool.release('a'); admission(pool.admit('c', [9] * 9)) -> ?, pool_state(pool)",
+                    "pool = BlockPool(6, 2)；接纳并提交 'a' = [1, 2, 3]；pool.admit('b', [1, 2, 4])；"
+                    "pool.release('a')；admission(pool.admit('c', [9] * 9)) -> ?，pool_state(pool)"),
              title=L("a shared block is never handed out", "共享中的块不会被分配出去"),
              hint=L("Never put a block that a live request still holds into the free queue.",
                     "活跃请求还持有的块，绝不能放进空闲队列。"))

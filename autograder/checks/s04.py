@@ -29,7 +29,7 @@ STAGE = Stage(
                  "keyless block is reused before any cached one.\n"
                  "Invariant: afterwards the block is a member (its own links are set) and the length is one larger.",
                  "把这个块作为“最近使用”的空闲块链入队列，并计入长度。\n"
-                 "有 key 的块接到缓存段最近使用的一端（tail 哨兵正前方）；没有 key 的块接到无 key 段的末尾\n"
+                 "有 key 的块接到缓存段最近使用的一端（`tail` 哨兵正前方）；没有 key 的块接到无 key 段的末尾\n"
                  "（mid 哨兵正前方），这样任何无 key 的块都会先于缓存块被复用。\n"
                  "不变量：完成后这个块是队列成员（它自己的两个链接已设好），长度加一。"),
              hints=(L("LRU order is simply the order in which blocks became free: the block freed last is the most "
@@ -38,7 +38,7 @@ STAGE = Stage(
                       "所以它们单独排在前面一段。"),
                     L("Choose the sentinel to insert in front of from the block's key (no key: mid; a key: tail), let "
                       "the given linking helper do the pointer work, and keep the length counter in step.",
-                      "根据块有没有 key 选出要插在哪个哨兵前面（没有 key：mid；有 key：tail），指针操作交给给定的"
+                      "根据块有没有 key 选出要插在哪个哨兵前面（没有 key：`mid`；有 key：`tail`），指针操作交给给定的"
                       "插入辅助方法，同时让长度计数器保持同步。"),
                     L("# keyless blocks join the end of the keyless run, cached ones the end of the cached run\n"
                       "self._link_before(___, block)\n"
@@ -292,7 +292,7 @@ def run(pool, rid: str, tokens: list) -> int:
              title=L("cached blocks wait in the order they were freed", "缓存块按释放顺序排队"),
              hint=L("Each cached block goes to the most recent end (just before the tail sentinel), and every append "
                     "adds one to the length.",
-                    "每个缓存块都接到最近使用的一端（tail 哨兵正前方），每次 append 长度都要加一。"))
+                    "每个缓存块都接到最近使用的一端（`tail` 哨兵正前方），每次 `append` 长度都要加一。"))
 def cached_blocks_in_order(impl):
     q = impl.LRUFreeQueue()
     for b in keyed(impl, 0, 1, 2, 3):
@@ -331,7 +331,7 @@ def appended_blocks_are_members(impl):
 @STAGE.check("s04.popleft", call="q.append(Block(i, key=...)) for i in 0..3; [q.popleft().block_id for _ in range(2)], len(q)",
              title=L("the least recently freed block comes out first", "最早释放的块最先出来"),
              hint=L("Hand out the least recently used block, at the head end, not the most recent one at the tail end.",
-                    "要交出的是 head 一端最久未使用的块，而不是 tail 一端最近使用的块。"))
+                    "要交出的是 `head` 一端最久未使用的块，而不是 `tail` 一端最近使用的块。"))
 def least_recent_first(impl):
     q = impl.LRUFreeQueue()
     for b in keyed(impl, 0, 1, 2, 3):

@@ -792,3 +792,19 @@ def locked_inner_node_loses_its_last_child(impl):
 def stops_when_enough(impl):
     cache = make(impl, [1, 2], [3, 4])
     return record(zero=cache.evict(0), one=cache.evict(1), cache=checked(cache))
+
+
+@STAGE.check("s05.evict",
+             call="cache = RadixCache(clock=a clock that reads 2.0 every time); insert([7, 1]); insert([7, 2]); "
+                  "insert([3]); insert([4, 4]); evict(3); evict(2)",
+             title=L("equal access times: the older node goes first", "访问时间相同时：先建的节点先走"),
+             hint=L("Access times can be equal (a coarse clock): order candidates by (last_access, id), so that a "
+                    "tie goes to the older node and two nodes are never compared with each other.",
+                    "访问时间可能相同（时钟精度不够时）：按 (last_access, id) 给候选排序，这样平局时先建的节点先走，"
+                    "也永远不会拿两个节点本身去比较。"))
+def equal_access_times(impl):
+    cache = impl.RadixCache(1, clock=lambda: 2.0)
+    for i, tokens in enumerate(([7, 1], [7, 2], [3], [4, 4])):
+        cache.insert(tokens, slots_for(i, tokens))
+    first = cache.evict(3)
+    return record(first=first, then=cache.evict(2), cache=checked(cache))

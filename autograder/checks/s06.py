@@ -52,7 +52,7 @@ STAGE = Stage(
                       "positions = torch.arange(___, ___, dtype=___, device=___)"))),
         Todo("s06.slot_mapping", 2, target="slot_mapping", points=2,
              twins=("kernels.paged_attention:_context_slots",),
-             title=L("position → pool slot through the block table", "通过块表把位置映射到 pool 槽位"),
+             title=L("position → pool slot through the block table", "通过块表把位置映射到 KV 池槽位"),
              contract=L(
                  "Set slots: one int64 pool slot per entry of positions.\n"
                  "A position belongs to the request's block number position div block_size; the block table\n"
@@ -61,14 +61,14 @@ STAGE = Stage(
                  "Invariant: any table order works (tables are shuffled and non-contiguous in general), and\n"
                  "the slots are computed with tensor operations on the positions' device, without copying\n"
                  "the positions to the host.",
-                 "设置 slots：positions 里每个位置对应一个 int64 的 pool 槽位。\n"
-                 "一个位置属于请求的第（位置 整除 block_size）个块；块表给出这个块在 pool 里的物理块；\n"
+                 "设置 slots：positions 里每个位置对应一个 int64 的 KV 池槽位。\n"
+                 "一个位置属于请求的第（位置 整除 block_size）个块；块表给出这个块在 KV 池里的物理块；\n"
                  "块内的行号是 位置 模 block_size；平铺后的槽位 = 物理块号 × block_size + 行号。\n"
                  "不变量：块表是任意顺序都要对（块表一般是打乱的、不连续的）；槽位用张量运算在 positions 所在的\n"
                  "设备上算出来，不把 positions 拷回主机（CPU）。"),
              hints=(L("The block table translates the request's block number into the pool's physical block; "
                       "inside a block, the row is the same on both sides.",
-                      "块表把“请求里的第几个块”翻译成 pool 里的物理块；在块内部，行号两边是一样的。"),
+                      "块表把“请求里的第几个块”翻译成 KV 池里的物理块；在块内部，行号两边是一样的。"),
                     L("Divide each position by the block size (integer division) to get its request block and "
                       "take the remainder as its row. Index `table` (the given code already made it a tensor on "
                       "the positions' device) with the tensor of request blocks, then combine block and row. No "
@@ -81,30 +81,30 @@ STAGE = Stage(
                       "# 块表里的物理块号乘以块大小，再加上块内的行号\n"
                       "slots = table[___] * block_size + ___"))),
         Todo("s06.write_kv", 3, target="write_kv", points=2,
-             title=L("write the new K/V into the pool", "把新的 K/V 写进 pool"),
+             title=L("write the new K/V into the pool", "把新的 K/V 写进 KV 池"),
              contract=L(
                  "Store the new K and V rows in the pool, in place.\n"
                  "Row i of k and row i of v go to slot number i of slots, in layer `layer`: K into the pool's\n"
                  "K tensor, V into its V tensor (the layer's flat K and flat V are views of the pool, indexed\n"
                  "by slot).\n"
                  "Invariant: every other slot and every other layer keeps its content.",
-                 "把新的 K、V 行原地存进 pool。\n"
-                 "k 的第 i 行和 v 的第 i 行存到第 `layer` 层、slots 里第 i 个槽位上：K 写进 pool 的 K 张量，\n"
-                 "V 写进它的 V 张量（这一层的 flat K、flat V 是 pool 的视图，按槽位索引）。\n"
+                 "把新的 K、V 行原地存进 KV 池。\n"
+                 "k 的第 i 行和 v 的第 i 行存到第 `layer` 层、slots 里第 i 个槽位上：K 写进 KV 池的 K 张量，\n"
+                 "V 写进它的 V 张量（这一层的 flat K、flat V 是 KV 池的视图，按槽位索引）。\n"
                  "不变量：其他槽位、其他层的内容都保持不变。"),
              hints=(L("The pool is one big tensor per layer; a slot is one row of its flat view. Storing new "
                       "tokens' K/V means assigning rows of that view, in place.",
-                      "pool 每层就是一个大张量，一个槽位就是它平铺视图里的一行。存新 token 的 K/V，"
+                      "KV 池每层就是一个大张量，一个槽位就是它平铺视图里的一行。存新 token 的 K/V，"
                       "就是原地给这个视图的若干行赋值。"),
                     L("Take the layer's flat K view and assign k to the rows that slots selects (indexing with a "
                       "tensor on the left of an assignment writes in place); do the same for v with the flat V "
                       "view. A copy (clone, a new tensor) would leave the pool unchanged.",
                       "取这一层的 flat K 视图，把 k 赋给 slots 选中的那些行（赋值号左边用张量做索引就是原地写入）；"
-                      "v 也一样，写进 flat V 视图。先拷贝（clone、新建张量）再写，pool 本身不会变。"),
+                      "v 也一样，写进 flat V 视图。注意别写进副本：写进拷贝（clone 出来的或新建的张量）的话，KV 池本身一点都不会变。"),
                     L("# write through the flat view itself: a copy would leave the pool unchanged\n"
                       "pool.flat_k(layer)[___] = k\n"
                       "pool.flat_v(layer)[___] = ___",
-                      "# 直接通过展平视图写入：写到副本上，pool 不会变\n"
+                      "# 直接通过展平视图写入：写到副本上，KV 池不会变\n"
                       "pool.flat_k(layer)[___] = k\n"
                       "pool.flat_v(layer)[___] = ___"))),
         Todo("s06.paged_attention", 4, target="paged_attention", points=3,
@@ -120,9 +120,9 @@ STAGE = Stage(
                  "kv head h div group (grouped-query attention).\n"
                  "Every tensor you create (positions, slots, mask) lives on the device of q.\n"
                  "Invariant: no position after offset + T - 1 is read, whatever stale content its slot holds.",
-                 "设置 out，形状 [T, Hq, D]：经由 pool 的因果 attention。\n"
+                 "设置 out，形状 [T, Hq, D]：经由 KV 池的因果 attention。\n"
                  "T 个新 query（绝对位置 offset 到 offset + T - 1）对位置 0 到 offset + T - 1 的 key、value\n"
-                 "做 attention，K/V 通过块表从 pool 的第 `layer` 层读出。\n"
+                 "做 attention，K/V 通过块表从 KV 池的第 `layer` 层读出。\n"
                  "第 i 个 query 能看到第 j 个 key，当且仅当 j 不超过 offset + i。第 h 个 query 头读第\n"
                  "（h 整除 group）个 kv 头（分组查询注意力，GQA）。\n"
                  "你新建的张量（位置、槽位、掩码）都放在 q 所在的设备上。\n"
@@ -131,7 +131,7 @@ STAGE = Stage(
                       "plus the new tokens up to itself. So the causal mask is shifted by the hit length, and "
                       "K/V comes from the slots the block table gives, not from the start of the pool.",
                       "第 i 个新 query 就是绝对位置 offset + i 上的 token：它能看到整个缓存前缀，以及新 token 中"
-                      "它自己和它之前的那些。所以因果掩码要按命中长度平移，K/V 要从块表给出的槽位读，而不是从 pool 开头读。"),
+                      "它自己和它之前的那些。所以因果掩码要按命中长度平移，K/V 要从块表给出的槽位读，而不是从 KV 池开头读。"),
                     L("Gather the K/V rows of positions 0 to offset + T - 1 with TODO 2's slot arithmetic (or call "
                       "slot_mapping). Repeat each kv head group times next to itself so that query heads line up "
                       "with kv heads. Build a boolean mask [T, offset + T], True where the key position is at most "
@@ -184,23 +184,23 @@ STAGE = Stage(
                  "把提示词接纳（admit）进引擎的块管理器，只计算命中部分之后的 token：命中长度取 admission 的\n"
                  "hit_tokens，但最多是提示词长度减一（prefill 要的就是最后一个 token 的 logits）。在这些 token 的\n"
                  "绝对位置上运行模型，传入一个 attend 回调：它先把这一层新的 K/V 存到各自的槽位，再返回引擎的\n"
-                 "attention 在 pool 上的结果（块表，以及命中长度作为 offset）。然后提交（commit）这个请求，让它新的\n"
+                 "attention 在 KV 池上的结果（块表，以及命中长度作为 offset）。然后提交（commit）这个请求，让它新的\n"
                  "满块以后能被命中。设置 logits（模型给出的最后一个 token 的 logits）和 ledger——一个包含 hit_tokens\n"
                  "和 computed_tokens 的字典。\n"
                  "不变量：logits 与完整 prefill 的一致；你新建的张量（token id、位置、块表）都放在引擎的设备上。"),
              hints=(L("A cached prefill is an ordinary prefill of the suffix, except that attention also reads the "
                       "prefix's K/V from the pool. Whatever the block manager reports as cached must be read from "
                       "there, not recomputed.",
-                      "带缓存的 prefill 就是对后缀做一次普通的 prefill，只是 attention 还要从 pool 里读前缀的 K/V。"
-                      "块管理器说已经缓存的部分，必须从 pool 里读，不能重新计算。"),
+                      "带缓存的 prefill 就是对后缀做一次普通的 prefill，只是 attention 还要从 KV 池里读前缀的 K/V。"
+                      "块管理器说已经缓存的部分，必须从 KV 池里读，不能重新计算。"),
                     L("In order: admit; cap the hit so that at least one token is computed; positions (TODO 1) and "
                       "slots (TODO 2) on self.device; a nested attend(layer, q, k, v) that calls write_kv and then "
                       "returns self.attention(q, self.pool, layer, table, hit); run self.model on the suffix's token "
                       "ids with those positions and attend; commit; build the ledger.",
-                      "依次：admit；给命中长度封顶，保证至少计算一个 token；在 self.device 上算出位置（TODO 1）和槽位"
-                      "（TODO 2）；定义一个内部函数 attend(layer, q, k, v)，先调用 write_kv，再返回 "
-                      "self.attention(q, self.pool, layer, table, hit)；用后缀的 token id、这些位置和 attend 调用 "
-                      "self.model；commit；最后写 ledger。"),
+                      "依次：接纳（`admit`）；给命中长度封顶，保证至少计算一个 token；在 `self.device` 上算出位置"
+                      "（TODO 1）和槽位（TODO 2）；定义一个内部函数 `attend(layer, q, k, v)`，先调用 `write_kv`，再返回 "
+                      "`self.attention(q, self.pool, layer, table, hit)`；用后缀的 token id、这些位置和 `attend` 调用 "
+                      "`self.model`；提交（`commit`）；最后写 ledger。"),
                     L("admission = self.blocks.admit(request_id, tokens)\n"
                       "# at least the last token is computed\n"
                       "hit = min(___, ___)\n"
@@ -243,7 +243,7 @@ STAGE = Stage(
                    "位置从提示词开头数起，缓存的 token 也算在内：RoPE 就是按这个数旋转的。"),
                  decimals=0),
         Question("q2", L("Block table [7, 2, 5], block size 4. Which flat pool slot holds position 9?",
-                         "块表为 [7, 2, 5]，块大小为 4。位置 9 存在 pool 的哪个平铺槽位？"),
+                         "块表为 [7, 2, 5]，块大小为 4。位置 9 存在 KV 池的哪个平铺槽位？"),
                  L("Find the position's block in the request, look that block up in the table, then add the row.",
                    "先算出这个位置在请求里的第几个块，再去块表里查它的物理块，最后加上块内的行号。"),
                  decimals=0),
@@ -266,14 +266,14 @@ STAGE = Stage(
                           L("it reads both kv heads", "两个 kv 头都读"))),
         Question("q5", L("What does a prefix cache make cheaper?", "前缀缓存让什么变便宜了？"),
                  L("Ask which work is skipped when the K/V comes from the pool, and which work still reads it.",
-                   "想一想：K/V 从 pool 里读出来时，哪些计算被省掉了，哪些计算仍然要读它。"),
+                   "想一想：K/V 从 KV 池里读出来时，哪些计算被省掉了，哪些计算仍然要读它。"),
                  choices=(L("every decode step (TPOT) of a request whose prompt hit",
                             "提示词命中了的请求，其每一步 decode（TPOT）"),
                           L("the prefill of the cached tokens, and so TTFT", "已缓存 token 的 prefill，从而降低 TTFT"),
                           L("the new tokens' attention to the cached prefix", "新 token 对缓存前缀的 attention"))),
         Question("q6", L("The seed article counts about 97% of prefill compute saved for 4,096 cached and 128 new "
                          "tokens; the course's FLOP model gives about 96% on Qwen2.5-0.5B. Where does the gap come from?",
-                         "种子文章算出：4,096 个缓存 token、128 个新 token 时约省下 97% 的 prefill 计算；本课程的 FLOP 模型"
+                         "常见的入门估算是：缓存 4,096 个 token、新来 128 个 token 时，约省下 97% 的 prefill 计算；本课程的 FLOP 模型"
                          "在 Qwen2.5-0.5B 上给出约 96%。差距从哪里来？"),
                  L("Split prefill into work that scales with the tokens computed and work that scales with the keys "
                    "each of them reads.", "把 prefill 拆成两部分：随计算的 token 数增长的，和随每个 token 读的 key 数增长的。"),
@@ -491,7 +491,7 @@ def suffix_positions_only(impl):
              title=L("block size 1", "块大小为 1"),
              hint=L("With block size 1 every position is a block of its own: its slot is the table's entry for it, "
                     "so the table's order is the request's order, not the pool's.",
-                    "块大小为 1 时每个位置自成一块：它的槽位就是块表里对应的那一项——块表的顺序是请求的顺序，不是 pool 的顺序。"))
+                    "块大小为 1 时每个位置自成一块：它的槽位就是块表里对应的那一项——块表的顺序是请求的顺序，不是 KV 池的顺序。"))
 def block_size_one(impl):
     import torch
 
@@ -534,7 +534,7 @@ def _write_probe(impl, slots: list[int], layer: int = 0, num_layers: int = 1) ->
              title=L("each row lands in its slot", "每一行落在自己的槽位"),
              hint=L("Row i of k and v must end up in the pool itself, at slot slots[i] of the layer's flat view "
                     "(not at slot i, not in a copy).",
-                    "k、v 的第 i 行必须写进 pool 本身，落在这一层平铺视图的 slots[i] 槽位上（不是第 i 个槽位，也不是写进副本）。"))
+                    "k、v 的第 i 行必须写进 KV 池本身，落在这一层平铺视图的 slots[i] 槽位上（不是第 i 个槽位，也不是写进副本）。"))
 def rows_land_in_their_slots(impl):
     return _write_probe(impl, [13, 2, 7])
 
@@ -548,7 +548,7 @@ def only_its_layer(impl):
 
 
 @STAGE.check("s06.write_kv", call="write_kv(pool, 0, torch.tensor([15, 4]), k, v)  # v = -k",
-             title=L("V goes to the V pool", "V 写进 V 的 pool"),
+             title=L("V goes to the V pool", "V 写进 V 的 KV 池"),
              hint=L("v belongs in the layer's flat V view, k in its flat K view: never the same tensor for both.",
                     "v 写进这一层的 flat V 视图，k 写进 flat K 视图：两者不能写同一个张量。"))
 def v_is_not_k(impl):
@@ -578,7 +578,7 @@ def offset_shifts_the_mask(impl):
              title=L("K/V read through the block table", "通过块表读取 K/V"), atol=ATTN_ATOL,
              hint=L("Read K/V through the block table: position p is in physical block table[p // B], which is "
                     "not block p // B of the pool.",
-                    "要通过块表读 K/V：位置 p 在物理块 table[p // B] 里，而不是 pool 的第 p // B 个块。"))
+                    "要通过块表读 K/V：位置 p 在物理块 table[p // B] 里，而不是 KV 池的第 p // B 个块。"))
 def reads_through_the_table(impl):
     return attend(impl, 7, [3, 0], 0)
 
@@ -632,7 +632,7 @@ def hit_at_block_boundary(impl):
 @STAGE.check("s06.prefill", call="engine.prefill(p16); engine.prefill(p16)  # block size 4",
              title=L("the same prompt twice", "同一个提示词两次"), atol=ATOL,
              hint=L("Commit after the model ran: the second, identical prompt must hit the blocks the first one wrote.",
-                    "模型跑完之后要 commit：第二个完全相同的提示词必须命中第一个写下的块。"))
+                    "模型跑完之后要提交（`commit`）：第二个完全相同的提示词必须命中第一个写下的块。"))
 def whole_prompt_again(impl):
     model = tiny_model()
     prompt = rand_tokens(4, 16)
@@ -643,10 +643,10 @@ def whole_prompt_again(impl):
 
 
 @STAGE.check("s06.prefill", call="engine.prefill(system16 + [1]); engine.pool.k[layer] *= -1; engine.prefill(system16 + q3)",
-             title=L("the answer follows the pool", "结果随 pool 内容而变"), atol=1e-3,
+             title=L("the answer follows the pool", "结果随 KV 池内容而变"), atol=1e-3,
              hint=L("The cached tokens' K/V must be read from the pool, not recomputed: change the pool and the "
                     "answer must change with it.",
-                    "缓存 token 的 K/V 必须从 pool 里读，不能重新计算：pool 变了，结果也必须跟着变。"))
+                    "缓存 token 的 K/V 必须从 KV 池里读，不能重新计算：KV 池变了，结果也必须跟着变。"))
 def output_follows_the_pool(impl):
     import torch
 
@@ -666,7 +666,7 @@ def output_follows_the_pool(impl):
              title=L("at least one token is computed", "至少计算一个 token"), atol=ATOL,
              hint=L("Whatever the block manager reports, compute at least the last token: cap the hit at "
                     "len(prompt) - 1.",
-                    "不管块管理器报告什么，至少要计算最后一个 token：命中长度最多取 len(prompt) - 1。"))
+                    "不管块管理器报告什么，至少要计算最后一个 token：命中长度最多取 len(提示词) - 1。"))
 def manager_reports_everything_cached(impl):
     model = tiny_model()
     prompt = rand_tokens(7, 16)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 
+from autograder.checks.common import plain, record
 from autograder.i18n import L
 from autograder.quiz import Question, Quiz
 from autograder.spec import Stage, Todo
@@ -319,9 +320,18 @@ def ledger(seed: int, n: int, *, prefix: int = 512, hit_share: float = 0.7) -> l
 
 def in_gflop(totals) -> object:
     """``cache_accounting``'s dict with every FLOP count in GFLOP (anything else: as it came)."""
+    totals = plain(totals)  # numpy's scalars are numbers too (np.sum answers with them)
     if not isinstance(totals, dict):
         return f"not a dict: {type(totals).__name__}"
     return {k: (v / 1e9 if "flops" in k and isinstance(v, (int, float)) else v) for k, v in totals.items()}
+
+
+def token_fields(totals) -> object:
+    """Only the token counts and rates of ``cache_accounting``'s dict (a check of the FLOPs fails alone)."""
+    totals = in_gflop(totals)
+    if not isinstance(totals, dict):
+        return totals
+    return {k: v for k, v in totals.items() if "flops" not in k and k != "saved_fraction"}
 
 
 def calibration(kind: str = "cpu"):
@@ -379,7 +389,7 @@ def sweep() -> list[dict]:
                     "value to the 5th.",
                     "先排序；5 个值的 p90 位于位置 0.9 × 4 = 3.6：从第 4 小的值往第 5 小的值走 60%。"))
 def five_values(impl):
-    return impl.latency_summary([0.3, 0.1, 0.2, 0.5, 0.4])
+    return plain(impl.latency_summary([0.3, 0.1, 0.2, 0.5, 0.4]))
 
 
 @STAGE.check("s07.latency_summary", call="latency_summary([0.8, 0.2], percentiles=(0, 25, 50, 100))", atol=TIME_ATOL,
@@ -388,7 +398,7 @@ def five_values(impl):
                     "minimum and p100 the maximum.",
                     "落在两个位置之间就线性插值：[0.2, 0.8] 的 p25 是 0.2 + 0.25 × 0.6；p0 是最小值，p100 是最大值。"))
 def interpolates_between_two(impl):
-    return impl.latency_summary([0.8, 0.2], percentiles=(0, 25, 50, 100))
+    return plain(impl.latency_summary([0.8, 0.2], percentiles=(0, 25, 50, 100)))
 
 
 @STAGE.check("s07.latency_summary", call="latency_summary([5, 1, 4, 2, 3, 9, 7, 8, 6, 10, 11], (10, 50, 90))",
@@ -397,7 +407,39 @@ def interpolates_between_two(impl):
                     "and no scaling by the count.",
                     "有 11 个值时，p10 恰好位于位置 0.1 × 10 = 1：就是第 2 小的值，不需要取整，也不要乘以个数。"))
 def integer_ranks(impl):
-    return impl.latency_summary([5, 1, 4, 2, 3, 9, 7, 8, 6, 10, 11], (10, 50, 90))
+    return plain(impl.latency_summary([5, 1, 4, 2, 3, 9, 7, 8, 6, 10, 11], (10, 50, 90)))
+
+
+def skewed_latencies() -> list[float]:
+    """A long-tailed list with repeated values, built at run time: p50 is far below the mean, and a
+    percentile between two equal neighbours is that value."""
+    xs = latencies(11, 9) + [0.04] * 3 + [round(0.04 * 25, 6)]
+    random.Random(11).shuffle(xs)
+    return xs
+
+
+@STAGE.check("s07.latency_summary", call="xs = 13 long-tailed latencies, three equal; latency_summary(xs, (25, 50, 90, 99.5))",
+             atol=TIME_ATOL,
+             title=L("a long tail with repeated values, the caller's list unchanged",
+                     "带重复值的长尾列表，调用者的列表不变"),
+             hint=L("A percentile is read from the sorted values, never from the mean (a long tail pulls the mean "
+                    "far above p50); equal neighbours give that value; and sort a copy: the caller's list keeps its "
+                    "order.",
+                    "分位数要从排好序的值里读出来，不能用平均值代替（长尾会把平均值拉到远高于 p50 的地方）；"
+                    "两个相等的相邻值之间插值还是这个值；排序时要排副本：调用者的列表保持原来的顺序。"))
+def skewed_with_repeats(impl):
+    xs = skewed_latencies()
+    before = list(xs)
+    summary = plain(impl.latency_summary(xs, (25, 50, 90, 99.5)))
+    return record(summary=summary, input_unchanged=xs == before)
+
+
+@STAGE.check("s07.latency_summary", call="latency_summary([1.5], (25, 75))", atol=TIME_ATOL,
+             title=L("a single value", "只有一个值"),
+             hint=L("One value: every percentile is that value (there is no next rank to interpolate with).",
+                    "只有一个值时，每个分位数都是这个值（没有下一个位置可以插值）。"))
+def one_value(impl):
+    return plain(impl.latency_summary([1.5], (25, 75)))
 
 
 # -- TODO 2: cache_accounting ---------------------------------------------------------------------
@@ -411,29 +453,37 @@ def three_requests(impl):
     rows = [{"prompt_tokens": 528, "hit_tokens": 512, "computed_tokens": 16},
             {"prompt_tokens": 100, "hit_tokens": 0, "computed_tokens": 100},
             {"prompt_tokens": 540, "hit_tokens": 512, "computed_tokens": 28}]
-    return in_gflop(impl.cache_accounting(rows, model_config("small")))
+    return token_fields(impl.cache_accounting(rows, model_config("small")))
 
 
 @STAGE.check("s07.cache_accounting", call="cache_accounting(one 1000-token request with 992 hit + one 10-token miss)",
              atol=GFLOP_ATOL, title=L("the hit rate is weighted by tokens", "命中率按 token 加权"),
-             hint=L("Weight by tokens, not by requests: the big request's hits count for almost all of the hit rate; "
-                    "saved_fraction is saved FLOPs over the FLOPs without the cache.",
-                    "按 token 加权，而不是按请求：命中率几乎全由那个大请求的命中决定；saved_fraction 是省下的 FLOPs "
-                    "除以不开缓存时的 FLOPs。"))
+             hint=L("Weight by tokens, not by requests: the big request's hits count for almost all of the hit rate.",
+                    "按 token 加权，而不是按请求：命中率几乎全由那个大请求的命中决定。"))
 def token_weighted(impl):
     rows = [{"prompt_tokens": 1000, "hit_tokens": 992, "computed_tokens": 8},
             {"prompt_tokens": 10, "hit_tokens": 0, "computed_tokens": 10}]
-    return in_gflop(impl.cache_accounting(rows, model_config("small")))
+    return token_fields(impl.cache_accounting(rows, model_config("small")))
 
 
 @STAGE.check("s07.cache_accounting", call="cache_accounting(ledger(seed=1, n=20, prefix=4096), small model)",
              atol=GFLOP_ATOL, title=L("the question still attends to a long prefix", "问题部分仍要对长前缀做 attention"),
              hint=L("With a cache, the computed tokens still attend to the hit ones: count prefill_flops with the "
-                    "hit tokens as cached context, not the computed tokens alone.",
+                    "hit tokens as cached context, not the computed tokens alone; saved_fraction is saved FLOPs over "
+                    "the FLOPs without the cache.",
                     "开了缓存，computed token 仍然要对命中的 token 做 attention：prefill_flops 要把命中 token 作为缓存的"
-                    "上下文传进去，不能只算 computed token 自己。"))
+                    "上下文传进去，不能只算 computed token 自己；saved_fraction 是省下的 FLOPs 除以不开缓存时的 FLOPs。"))
 def long_prefix_attention_remains(impl):
     return in_gflop(impl.cache_accounting(ledger(1, 20, prefix=4096), model_config("small")))
+
+
+@STAGE.check("s07.cache_accounting", call="cache_accounting([], tiny model)", atol=GFLOP_ATOL,
+             title=L("an empty ledger", "空账目"),
+             hint=L("An empty ledger: zero requests and tokens, hit_rate and saved_fraction 0.0 (no division by "
+                    "zero).",
+                    "账目为空时：请求数和 token 数都是 0，hit_rate 和 saved_fraction 都是 0.0（不要除以 0）。"))
+def no_requests(impl):
+    return in_gflop(impl.cache_accounting([], model_config("tiny")))
 
 
 # -- TODO 3: predict_ttft -------------------------------------------------------------------------
@@ -493,3 +543,43 @@ def nothing_meets(impl):
                     "SLO 里的每个指标都必须在上限以内，而不只是第一个。"))
 def every_metric_counts(impl):
     return impl.choose_setting(sweep(), {"ttft_p90": 0.95, "tpot_p50": 0.0205})
+
+
+@STAGE.check("s07.choose_setting",
+             call="slo = {'tpot_p50': 0.05, 'ttft_p90': 0.5}; choose_setting([on/128/ttft 0.45/tpot 0.02, on/64/0.60, "
+                  "off/128/ttft 0.40/tpot 0.03, off/256/0.10], slo); also at 32 blocks on/off ttft 0.25/tpot 0.02 "
+                  "and 0.03 under {'ttft_p90': 0.5, 'tpot_p50': 0.05}, and the rows reversed",
+             title=L("a tie at equal pool size, broken by the SLO's metrics in its order",
+                     "块池一样大时的平局：按 SLO 中指标的顺序来比"),
+             hint=L("At equal pool size compare the SLO's metrics in the SLO's order (the first one, whatever its "
+                    "name, then the next one on a tie), then cache off before on; and the order of the measurements "
+                    "must not matter.",
+                    "块池一样大时，按 SLO 里指标的顺序比较（先比第一个，不管它叫什么；打平再比下一个），再是关缓存"
+                    "优先于开缓存；测量结果的排列顺序不能影响答案。"))
+def tie_at_equal_pool_size(impl):
+    rows = [setting(True, 128, 0.45, tpot_p50=0.020), setting(True, 64, 0.60),
+            setting(False, 128, 0.40, tpot_p50=0.030), setting(False, 256, 0.10)]
+    second = [setting(False, 32, 0.25, tpot_p50=0.03), setting(True, 32, 0.25, tpot_p50=0.02)]
+    full_tie = [setting(True, 32, 0.25), setting(False, 32, 0.25)]
+    slo = {"tpot_p50": 0.05, "ttft_p90": 0.5}
+    ttft_first = {"ttft_p90": 0.5, "tpot_p50": 0.05}
+    return record(tpot_first=impl.choose_setting(rows, slo), second_metric=impl.choose_setting(second, ttft_first),
+                  full_tie=impl.choose_setting(full_tie, slo), reversed_input=impl.choose_setting(rows[::-1], slo))
+
+
+@STAGE.check("s07.choose_setting", call="row = setting(on, 128, ttft_p90=0.5); "
+                                        "choose_setting([row, setting(off, 64, nan)], {'ttft_p90': 0.5})",
+             specificity=1,
+             title=L("a value at its bound meets the SLO, NaN never; the answer is a copy",
+                     "恰好等于上限算满足、NaN 永远不满足；返回的是副本"),
+             hint=L("A value equal to its bound meets the SLO (at most, not below) and a NaN never does; return a "
+                    "copy of the chosen measurement, so that changing it leaves the caller's list as it was.",
+                    "值恰好等于上限也算满足 SLO（是“不超过”，不是“低于”），NaN 永远不满足；返回被选中测量结果的副本，"
+                    "这样修改返回值不会改动调用者的列表。"))
+def bound_nan_and_copy(impl):
+    rows = [setting(True, 128, 0.25 * 2), setting(False, 64, float("nan"))]
+    chosen = impl.choose_setting(rows, {"ttft_p90": 0.5})
+    shown = dict(chosen) if isinstance(chosen, dict) else chosen
+    if isinstance(chosen, dict):
+        chosen["num_blocks"] = -1
+    return record(chosen=shown, caller_pool_sizes=[r["num_blocks"] for r in rows])

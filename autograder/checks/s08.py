@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+import unicodedata
 
-from autograder.checks.common import record
+from autograder.checks.common import attempt, plain, record
 from autograder.i18n import L
 from autograder.quiz import Question, Quiz
 from autograder.spec import Stage, Todo
@@ -118,8 +119,8 @@ STAGE = Stage(
                  "faster), by SciPy's default method. Set detected to whether that p-value is below alpha.\n"
                  "Invariant: hits that are slower than misses are never reported as sharing.",
                  "把 statistic 和 p_value 设为 SciPy\n"
-                 "两样本 Kolmogorov-Smirnov 检验（命中样本对未命中样本）的结果：单侧检验，备择假设是 hit\n"
-                 "的经验 CDF 位于 miss 的上方（命中更快），用 SciPy 的默认方法计算。detected 设为这个\n"
+                 "两样本 Kolmogorov-Smirnov 检验（命中样本对未命中样本）的结果：单侧检验，备择假设是命中样本\n"
+                 "的经验 CDF 位于未命中样本的上方（命中更快），用 SciPy 的默认方法计算。detected 设为这个\n"
                  "p 值是否小于 alpha。\n"
                  "不变量：命中比未命中慢时，绝不报告为共享。"),
              hints=(
@@ -157,7 +158,7 @@ STAGE = Stage(
              hints=(
                  L("Stage 2's chained keys already mix the extra keys (a LoRA adapter, a cache salt) into every "
                    "block key. A per-tenant salt is one more extra key: the hash then keeps tenants apart for you.",
-                   "第 2 阶段的链式 key 已经把附加 key（LoRA 适配器、cache salt）混进了每个块 key。按租户加盐"
+                   "第 2 阶段的链式 key 已经把附加 key（LoRA 适配器、缓存盐值）混进了每个块 key。按租户加盐"
                    "就是再多加一个附加 key：哈希会替你把不同租户分开。"),
                  L("Validate first (an empty tenant; a request that already names a tenant), then copy the "
                    "request's extra keys into a new list and append the tenant's own pair, with TENANT_KIND as "
@@ -276,7 +277,7 @@ def labelled(result, *names: str):
     """A result tuple as a record with field ``names``; anything else unchanged (so a wrong type or
     length is shown as it is, and differs from the reference's record)."""
     if type(result) is tuple and len(result) == len(names):
-        return record(**dict(zip(names, result)))
+        return record(**plain(dict(zip(names, result))))  # numpy's (SciPy's) scalars are numbers too
     return result
 
 
@@ -338,6 +339,34 @@ def no_collision_gives_none(impl):
 
 
 @STAGE.check("s08.birthday_search",
+             call="counted: birthday_search(counting sum_key, a counting stream of (2, 2), (2, 2), (1, 3), (0, 4), "
+                  "(9, 9)...); then [] and [(5, 5)]",
+             title=L("one key per candidate, nothing taken after the collision; no or one candidate",
+                     "每个候选块只算一次 key，碰撞之后一个也不取；没有或只有一个候选块"),
+             hint=L("Take the candidates one at a time, compute each one's key once, and stop at the collision "
+                    "(the stream may be endless); two equal blocks are one block (compare them with ==, not is); "
+                    "with no candidate or a single one there is no collision.",
+                    "一次取一个候选块，每个只算一次 key，碰到碰撞就停（候选流可能没有尽头）；两个相等的块就是同一个块"
+                    "（用 == 比较，不要用 is）；一个候选块也没有、或者只有一个时，没有碰撞。"))
+def counts_what_it_takes(impl):
+    calls, taken = [0], [0]
+
+    def key_of(block):
+        calls[0] += 1
+        return sum_key(block)
+
+    def stream():
+        # blocks built at run time: equal blocks are equal, not the same object
+        for a, b in [(2, 2), (2, 2), (1, 3), (0, 4), (9, 9), (8, 8)]:
+            taken[0] += 1
+            yield tuple([a, b])
+
+    result = found(impl.birthday_search(key_of, stream()))
+    return record(result=result, key_calls=calls[0], taken=taken[0],
+                  empty=impl.birthday_search(sum_key, []), single=impl.birthday_search(sum_key, [(5, 5)]))
+
+
+@STAGE.check("s08.birthday_search",
              call="birthday_search(truncated_first_block_key(12), itertools.islice(random_blocks(1), 5000))",
              title=L("SHA-256 cut to 12 bits", "截断到 12 位的 SHA-256"),
              hint=L("Compare each candidate's key with the keys of *all* earlier candidates (a dictionary), not "
@@ -387,6 +416,15 @@ def every_sample_counts_once(impl):
     return impl.fit_threshold([1.0, 4.0], [2.0, 3.0, 5.0, 6.0, 7.0, 8.0, 9.0])
 
 
+@STAGE.check("s08.fit_threshold", call="fit_threshold((3, 1, 2, 2, 7), (2, 6, 4, 4, 9))", atol=ATOL,
+             title=L("unsorted tuples, values shared by hits and misses", "未排序的元组，命中和未命中有相同的值"),
+             hint=L("Any sequence, in any order, with repeated values: the candidates are the midpoints of "
+                    "neighbouring *distinct* values of both samples together.",
+                    "任何序列、任何顺序、有重复值都一样：候选阈值是两组样本合在一起后，相邻的*不同*取值的中点。"))
+def shared_values_and_tuples(impl):
+    return plain(impl.fit_threshold((3, 1, 2, 2, 7), (2, 6, 4, 4, 9)))
+
+
 @STAGE.check("s08.fit_threshold",
              call="hit, miss = ttft_samples(1, 40, 40, miss_ms=3.0); t = fit_threshold(hit[:20], miss[:20]); "
                   "t, accuracy(t, hit[20:], miss[20:])",
@@ -405,7 +443,7 @@ def calibrate_then_hold_out(impl):
              title=L("faster hits are detected", "命中更快时能检测出来"),
              hint=L("Return SciPy's two-sample KS statistic and p-value for hits against misses, one-sided in the "
                     "direction 'hit's CDF lies above miss's', and detected = p-value below alpha.",
-                    "返回 SciPy 两样本 KS 检验（命中对未命中）的统计量和 p 值，单侧方向是“hit 的 CDF 位于 miss "
+                    "返回 SciPy 两样本 KS 检验（命中对未命中）的统计量和 p 值，单侧方向是“命中样本的 CDF 位于未命中样本"
                     "之上”；detected 表示 p 值小于 alpha。"))
 def hits_faster_is_detected(impl):
     hit, miss = ttft_samples(2, 30, 30)
@@ -447,14 +485,15 @@ def alpha_around_p(impl, hit, miss, **alphas):
 
 @STAGE.check("s08.detect_sharing",
              call="hit, miss = ttft_samples(43, 12, 12, miss_ms=2.4); alpha_around_p(impl, hit, miss, "
-                  "below_p=lambda p: p / 2, above_p=lambda p: (1 + p) / 2)",
+                  "below_p=lambda p: p / 2, at_p=lambda p: p, above_p=lambda p: (1 + p) / 2)", specificity=1,
              title=L("the alpha given is used", "用的是传入的 alpha"),
-             hint=L("Detected means p-value below the alpha passed in, not below a fixed level (and not the "
-                    "statistic compared with alpha).",
-                    "detected 的意思是 p 值小于传入的 alpha，而不是小于某个固定的水平（也不是拿统计量和 alpha 比）。"))
+             hint=L("Detected means p-value strictly below the alpha passed in (an alpha equal to the p-value does "
+                    "not reject), not below a fixed level (and not the statistic compared with alpha).",
+                    "detected 的意思是 p 值严格小于传入的 alpha（alpha 恰好等于 p 值时不拒绝），而不是小于某个固定的"
+                    "水平（也不是拿统计量和 alpha 比）。"))
 def alpha_given_is_used(impl):
     hit, miss = ttft_samples(43, 12, 12, miss_ms=2.4)
-    return alpha_around_p(impl, hit, miss, below_p=lambda p: p / 2, above_p=lambda p: (1 + p) / 2)
+    return alpha_around_p(impl, hit, miss, below_p=lambda p: p / 2, at_p=lambda p: p, above_p=lambda p: (1 + p) / 2)
 
 
 # -- TODO 4: tenant_extra_keys ----------------------------------------------------------------------
@@ -475,7 +514,7 @@ def tenants_share_nothing_but_with_themselves(impl):
              call="lora = [('lora', 'adapter-1')]; pool_hits(impl, [('alice_lora', 'alice', PROMPT, lora), "
                   "('alice', 'alice', PROMPT, None), ('alice_lora_again', 'alice', PROMPT, lora), "
                   "('bob_lora', 'bob', PROMPT, lora)])",
-             title=L("the request's own extra keys are kept", "保留请求自己的附加 key"),
+             specificity=1, title=L("the request's own extra keys are kept", "保留请求自己的附加 key"),
              hint=L("Keep the request's own extra keys (and compute them afresh for every call): a LoRA request "
                     "and a plain one of the same tenant must not share.",
                     "保留请求自己的附加 key（而且每次调用都重新算）：同一个租户的 LoRA 请求和普通请求不能共享。"))
@@ -495,7 +534,7 @@ def empty_tenant_is_refused(impl):
     return impl.tenant_extra_keys("")
 
 
-@STAGE.check("s08.tenant_extra_keys", call="tenant_extra_keys('mallory', [('tenant', 'alice')])",
+@STAGE.check("s08.tenant_extra_keys", call="tenant_extra_keys('mallory', [('tenant', 'alice')])", specificity=1,
              title=L("a request cannot choose its tenant", "请求不能自己指定租户"),
              hint=L("A request whose own extra keys name a tenant could read that tenant's cache: raise "
                     "ValueError.",
@@ -507,10 +546,60 @@ def request_cannot_choose_its_tenant(impl):
 @STAGE.check("s08.tenant_extra_keys",
              call="pool_hits(impl, [('x_salt_y', 'x', PROMPT, [('salt', 'y')]), ('y_salt_x', 'y', PROMPT, "
                   "[('salt', 'x')])])",
-             title=L("a tenant is not a salt", "租户不是盐值"),
+             specificity=2, title=L("a tenant is not a salt", "租户不是盐值"),
              hint=L("Give the tenant its own kind of extra key (TENANT_KIND): tenant 'x' with salt 'y' must not "
                     "look like tenant 'y' with salt 'x'.",
                     "租户要用它自己的附加 key 种类（TENANT_KIND）：租户 'x' 加盐值 'y'，不能和租户 'y' 加盐值 "
                     "'x' 看起来一样。"))
 def tenant_and_salt_stay_apart(impl):
     return pool_hits(impl, [("x_salt_y", "x", PROMPT, [("salt", "y")]), ("y_salt_x", "y", PROMPT, [("salt", "x")])])
+
+
+@STAGE.check("s08.tenant_extra_keys", specificity=2,
+             call="pool_hits(impl, tenants 'alice', 'Alice', ' alice', 'zoë' (NFC), 'zoë' (NFD), "
+                  "'租户甲' with [('lora', '适配器')] twice)",
+             title=L("tenant ids are kept exactly: case, spaces, Unicode form, Chinese names",
+                     "租户 id 原样保留：大小写、空格、Unicode 形式、中文名"),
+             hint=L("A tenant id is an opaque string: two ids that differ only in case, surrounding spaces or "
+                    "Unicode form are two tenants (merging them is a cross-tenant hit), and any text, Chinese "
+                    "included, is a valid id.",
+                    "租户 id 是一个不透明的字符串：只差大小写、首尾空格或 Unicode 形式的两个 id 就是两个租户"
+                    "（把它们合并就会跨租户命中），任何文字（包括中文）都是合法的 id。"))
+def ids_kept_exactly(impl):
+    nfc = "zo" + "\u00eb"
+    nfd = unicodedata.normalize("NFD", nfc)
+    lora = [("lora", "适配" + "器")]
+    return pool_hits(impl, [("alice", "".join(["ali", "ce"]), PROMPT, None), ("Alice", "Alice", PROMPT, None),
+                            ("spaced", " alice", PROMPT, None), ("zoe_nfc", nfc, PROMPT, None),
+                            ("zoe_nfd", nfd, PROMPT, None), ("zh", "租户" + "甲", PROMPT, lora),
+                            ("zh_again", "".join(["租户", "甲"]), PROMPT, list(lora))])
+
+
+@STAGE.check("s08.tenant_extra_keys", specificity=1,
+             call="salt = [('salt', 's')]; a = tenant_extra_keys('bob', salt); a.append(...); "
+                  "b = tenant_extra_keys('bob', tuple(salt)); the keys of b in another process",
+             title=L("a fresh list per call, the caller's keys untouched, the same keys in every process",
+                     "每次调用返回新列表、不改调用者的 key、在每个进程里 key 都一样"),
+             hint=L("Build a new list on every call from the request's keys (a list or a tuple), leave the "
+                    "caller's keys as they were, and put the tenant string itself into the key (never Python's "
+                    "hash(), which differs from process to process); a request key whose kind is 'tenant', however "
+                    "that string was built, is refused.",
+                    "每次调用都根据请求的 key（列表或元组）新建一个列表，不改调用者的 key，并且把租户字符串本身放进 "
+                    "key（不要用 Python 的 hash()，它在每个进程里都不一样）；kind 是 'tenant' 的请求 key，不管这个"
+                    "字符串是怎么拼出来的，都要拒绝。"))
+def fresh_list_per_call(impl):
+    from solutions.s02_block_hash import chain_keys
+
+    salt = [("salt", "s")]
+    first = impl.tenant_extra_keys("bob", salt)
+    # the order of the extra keys is free (a block's key does not depend on it): compare them sorted
+    first_copy = sorted(first, key=repr) if type(first) is list else first
+    if type(first) is list:
+        first.append(("lora", "x"))
+    second = impl.tenant_extra_keys("bob", tuple(salt))
+    named = "".join(["ten", "ant"])  # equal to TENANT_KIND, not the same object
+    keys = chain_keys(PROMPT, 4, second) if type(second) is list else []
+    return record(first=first_copy, second=sorted(second, key=repr) if type(second) is list else second,
+                  caller_keys=salt, keys=digest(keys),
+                  own_tenant=attempt(lambda: impl.tenant_extra_keys("mallory", [(named, "alice")])))
+

@@ -248,7 +248,7 @@ def _within_budget(calls) -> dict:
     return record(within_budget=fast, results=sorted(set(results)) if fast else None)
 
 
-@STAGE.check("s02.longest_cached_run", hidden=True,
+@STAGE.check("s02.longest_cached_run", hidden=True, sibling="lookups_stay_cheap",
              hint=L("The cost must not grow with the table: look each key up in it directly (one membership test "
                     "per key), never copy, convert or scan the table.",
                     "开销不能随表的大小增长：直接在表里查每个 key（每个 key 一次成员测试），绝不复制、转换或扫描整张表。"))
@@ -259,7 +259,7 @@ def cost_does_not_grow_with_the_table(impl):
     return _within_budget(lambda keys=keys: impl.longest_cached_run(keys, table) for keys in runs)
 
 
-@STAGE.check("s02.longest_cached_run", hidden=True,
+@STAGE.check("s02.longest_cached_run", hidden=True, sibling="lookups_stay_cheap",
              hint=L("The cost must grow linearly with the run: look at each key once, in order, and never re-check "
                     "the keys already counted (no slices of the keys so far, no searching the key list).",
                     "开销必须随命中长度线性增长：按顺序每个 key 只看一次，不要重复检查已经数过的 key"

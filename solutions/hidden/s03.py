@@ -108,7 +108,7 @@ def lookup_changes_nothing(impl):
 
 @STAGE.check("s03.lookup", hidden=True,
              hint=L("A one-token prompt never hits, and an empty list of keys finds nothing.",
-                    "只有一个 token 的 prompt 永远不会命中；空的 key 列表什么也找不到。"))
+                    "只有一个 token 的提示词永远不会命中；空的 key 列表什么也找不到。"))
 def tiny_prompts(impl):
     pool = committed(impl, 6, 1, [7, 8, 9])
     return record(one_token=ids(pool.lookup(pool.keys_of([7]), 1)), no_keys=ids(pool.lookup([], 3)),
@@ -117,7 +117,7 @@ def tiny_prompts(impl):
 
 @STAGE.check("s03.lookup", hidden=True,
              hint=L("Random prompts against a warm pool: the hits are the leading cached run, capped.",
-                    "随机 prompt 查一个已经有缓存的池：命中的是开头连续缓存的那一段，并且有上限。"))
+                    "随机提示词查一个已经有缓存的池：命中的是开头连续缓存的那一段，并且有上限。"))
 def random_lookups(impl):
     pool = impl.BlockPool(64, 2)
     out = []
@@ -222,7 +222,7 @@ def hit_on_a_block_in_use(impl):
 
 @STAGE.check("s03.admit", hidden=True,
              hint=L("A fully cached, block-aligned prompt hits all but its last block.",
-                    "完全已缓存、长度正好是块大小整数倍的 prompt，除最后一个块外全部命中。"))
+                    "完全已缓存、长度正好是块大小整数倍的提示词，除最后一个块外全部命中。"))
 def aligned_prompt_recomputes_last_block(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     return record(b=admission(pool.admit("b", list(range(8)))), pool=pool_state(pool))
@@ -275,7 +275,7 @@ def random_admissions(impl):
 @STAGE.check("s03.admit", hidden=True,
              hint=L("admit must not cost more on a bigger pool: count free blocks by the free queue's length and the "
                     "revived hits among the request's own hits; never walk the blocks (num_in_use does) or the free queue.",
-                    "池变大，admit 的代价不能跟着变大：空闲块数用空闲队列的长度，被复用的命中块只在本请求的命中块里数；"
+                    "池变大，`admit` 的代价不能跟着变大：空闲块数用空闲队列的长度，被复用的命中块只在本请求的命中块里数；"
                     "不要遍历所有块（num_in_use 就是这样做的），也不要遍历空闲队列。"))
 def admit_cost_does_not_grow_with_the_pool(impl):
     pool, keys = _big_cached_pool(impl)
@@ -294,7 +294,7 @@ def admit_cost_does_not_grow_with_the_pool(impl):
 # -- TODO 4 -------------------------------------------------------------------------------------
 @STAGE.check("s03.commit", hidden=True,
              hint=L("The recomputed last block of a fully cached prompt is a duplicate: leave it without a key.",
-                    "完全已缓存的 prompt 重新计算的最后一个块是重复内容：不要给它 key。"))
+                    "完全已缓存的提示词重新计算的最后一个块是重复内容：不要给它 key。"))
 def duplicate_of_a_cached_block(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     pool.admit("b", list(range(8)))
@@ -304,7 +304,7 @@ def duplicate_of_a_cached_block(impl):
 
 @STAGE.check("s03.commit", hidden=True,
              hint=L("Use the keys admit stored (hashed with the request's extra keys), not a fresh hash without them.",
-                    "用 admit 保存下来的 key（带着请求的附加 key 算的），不要不带附加 key 重新哈希。"))
+                    "用 `admit` 保存下来的 key（带着请求的附加 key 算的），不要不带附加 key 重新哈希。"))
 def keys_keep_extra_keys(impl):
     pool = impl.BlockPool(8, 2)
     pool.admit("a", [1, 2, 3, 4, 5], [("salt", "t1")])

@@ -97,8 +97,8 @@ def _random_queue_ops(impl, seed: int):
 @STAGE.check("s04.append", hidden=True,
              hint=L("Under a random mix of frees, reuses and hits, each freed block must land at the end of its own "
                     "run: keyless ones before mid, cached ones before tail, in the order they were freed.",
-                    "在随机混合的释放、复用和命中之下，每个被释放的块都必须落到它所属那一段的末尾：无 key 的在 mid "
-                    "前，缓存块在 tail 前，按释放顺序排列。"))
+                    "在随机混合的释放、复用和命中之下，每个被释放的块都必须落到它所属那一段的末尾：无 key 的在 `mid` "
+                    "前，缓存块在 `tail` 前，按释放顺序排列。"))
 def random_mix_append(impl):
     return _random_queue_ops(impl, 11)
 

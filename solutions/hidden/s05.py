@@ -403,3 +403,16 @@ def locked_inner_nodes_outlive_their_children(impl):
         cache.dec_lock_ref(deep_inner)
         out.append(record(page_size=page_size, steps=steps, held=held, then=cache.evict(100), cache=checked(cache)))
     return out
+
+
+
+@STAGE.check("s05.evict", hidden=True, sibling="equal_access_times",
+             hint=L("Access times can be equal: order candidates by (last_access, id), never by the nodes themselves.",
+                    "访问时间可能相同：按 (last_access, id) 给候选排序，绝不拿节点本身比较。"))
+def coarse_clock_ties(impl):
+    ticks = iter(range(1, 1_000))
+    cache = impl.RadixCache(1, clock=lambda: float(next(ticks) // 3))
+    for i, tokens in enumerate(([1, 2, 3], [1, 2, 4], [5, 6], [5, 7], [8], [9, 9])):
+        cache.insert(tokens, slots_for(i, tokens))
+    cache.match_prefix([5, 6])
+    return record(freed=[cache.evict(2) for _ in range(5)], cache=checked(cache))

@@ -91,7 +91,7 @@ def prefill_with_these_positions_matches(impl):
 # -- TODO 2 ----------------------------------------------------------------------------------------
 @STAGE.check("s06.slot_mapping", hidden=True,
              hint=L("Look every position up in the table, wherever its block is in the pool (a random table, a "
-                    "long suffix).", "每个位置都要去块表里查，不管它的块在 pool 的哪里（随机块表、较长的后缀）。"))
+                    "long suffix).", "每个位置都要去块表里查，不管它的块在 KV 池的哪里（随机块表、较长的后缀）。"))
 def random_table_suffix(impl):
     import torch
 
@@ -134,7 +134,7 @@ def overwrite_keeps_neighbours(impl):
 
 @STAGE.check("s06.write_kv", hidden=True,
              hint=L("Write into the pool's own tensors (flat_k is a view of them), and never replace them.",
-                    "写进 pool 自己的张量（flat_k 是它们的视图），不要把它们换成新张量。"))
+                    "写进 KV 池自己的张量（flat_k 是它们的视图），不要把它们换成新张量。"))
 def writes_the_pool_itself(impl):
     import torch
 
@@ -246,7 +246,7 @@ def partial_tail_is_computed(impl):
 
 @STAGE.check("s06.prefill", hidden=True, atol=ATOL,
              hint=L("Commit after the K/V is written: a follow-up turn hits the whole first turn.",
-                    "K/V 写完之后再 commit：下一轮对话会命中整个第一轮。"))
+                    "K/V 写完之后再提交（`commit`）：下一轮对话会命中整个第一轮。"))
 def multi_turn_hits_previous_turn(impl):
     model = tiny_model(seed=9)
     turn1 = rand_tokens(32, 13)

@@ -25,7 +25,7 @@
 # prints a hint; call it again for the next, more concrete one.
 
 # %% [markdown] lang="zh"
-# # 第 1 阶段 · Prefix Cache 匹配与复用
+# # 第 1 阶段 · 前缀缓存的匹配与复用
 #
 # **目标：** 对一个新来的提示词（prompt），判断它开头有多少个 token 可以复用之前请求已经算好的
 # KV cache（键值缓存），又有多少个 token 仍然需要 prefill（预填充）。
@@ -155,7 +155,7 @@ from solutions.predictions import why
 my_guess = None
 
 # %%
-with demo("s01.match_prefix"):
+with demo("s01.normalize", "s01.add_prefix", "s01.match_prefix"):
     boundary = PrefixCacheManager()
     boundary.add_prefix([1, 2])
     text_says = " ".join(map(str, [1, 23, 4])).startswith(" ".join(map(str, [1, 2])))
@@ -227,7 +227,7 @@ prompts = {
     tr("no system prompt", "没有 system prompt"): [9, 9, 9, 9, 9, 9, 9, 9],
 }
 
-with demo("s01.cache_stats"):
+with demo("s01.normalize", "s01.add_prefix", "s01.match_prefix", "s01.split_prompt", "s01.cache_stats"):
     manager = PrefixCacheManager()
     manager.add_prefix(SYSTEM_A)
     manager.add_prefix(SYSTEM_B)
@@ -321,7 +321,7 @@ with demo("s01.cache_stats"):
 # 相同**。提示词后面出现的相同 token 不算；写成文本后碰巧一样的数字（`[1, 2]` 对 `[1, 23, ...]`）也不算。
 #
 # 本阶段测得的数字：在玩具工作负载上，175 个提示词 token 里有 105 个（60%）来自缓存；只和 system
-# prompt A 共享一半的那个提示词一个 token 也没复用上，因为这个管理器只复用完整的已登记前缀。
+# 提示词 A 共享一半的那个提示词一个 token 也没复用上，因为这个管理器只复用完整的已登记前缀。
 #
 # ## 延伸阅读
 # - vLLM，*Automatic Prefix Caching* 设计文档（docs.vllm.ai/en/latest/design/prefix_caching/）：生产级推理

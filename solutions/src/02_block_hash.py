@@ -74,6 +74,7 @@
 
 # %% setup="course"
 from solutions.predictions import why
+from autograder.textwidth import pad
 
 # %% given="ROOT_SEED,MAX_TOKEN_ID,_TOKEN_STRUCTS,frame,encode_tokens,normalize_extra_keys"
 
@@ -190,7 +191,7 @@ for seed in ("1", "2"):
     env = dict(os.environ, PYTHONHASHSEED=seed)
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     runs[seed] = out.stdout.split()
-print(f"{'PYTHONHASHSEED':>15} {'hash(str)':>21} {'hash(bytes)':>21} {tr('hash(tuple of ints)', 'hash(整数元组)'):>21} {'sha256':>17}")
+print(f"{'PYTHONHASHSEED':>15} {'hash(str)':>21} {'hash(bytes)':>21} {pad(tr('hash(tuple of ints)', 'hash(整数元组)'), 21, '>')} {'sha256':>17}")
 for seed, values in runs.items():
     print(f"{seed:>15} " + " ".join(f"{v:>21}" for v in values[:3]) + f" {values[3]:>17}")
 print("hash(-1) == hash(-2):", hash(-1) == hash(-2),
@@ -228,7 +229,7 @@ with demo("s02.hash_block"):
         tr("adapter 'A' + salt 'X'", "适配器 'A' + 盐值 'X'"): [("lora", "A"), ("salt", "X")],
     }
     for name, extra in rows.items():
-        print(f"{name:<24} {hash_block(None, [1, 2, 3, 4], extra).hex()[:16]}")
+        print(f"{pad(name, 24)} {hash_block(None, [1, 2, 3, 4], extra).hex()[:16]}")
     print()
     print(tr("salt 'X' vs adapter 'X' differ:", "盐值 'X' 与适配器 'X' 不同："),
           hash_block(None, [1, 2], [("salt", "X")]) != hash_block(None, [1, 2], [("lora", "X")]))
@@ -290,15 +291,15 @@ def byte_tokens(text: str) -> list[int]:
 
 france = byte_tokens("The capital of France is Paris. What is 2+2?")
 spain = byte_tokens("The capital of Spain is Paris. What is 2+2?")
-with demo("s02.chain_keys"):
+with demo("s02.split_blocks", "s02.hash_block", "s02.chain_keys"):
     kf, ks = chain_keys(france, 1), chain_keys(spain, 1)
-    print(f"{tr('block', '块'):>6} {'token':>6} {tr('France key', 'France 的 key'):>12} "
-          f"{tr('Spain key', 'Spain 的 key'):>12} {tr('block alone (no parent)', '单独哈希（无父 key）'):>24}")
+    print(f"{pad(tr('block', '块'), 6, '>')} {'token':>6} {pad(tr('France key', 'France 的 key'), 12, '>')} "
+          f"{pad(tr('Spain key', 'Spain 的 key'), 12, '>')} {pad(tr('block alone (no parent)', '单独哈希（无父 key）'), 24, '>')}")
     for back in range(6, 0, -1):
         tok = france[-back]
         alone = hash_block(None, [tok]).hex()[:8]
         print(f"{len(france) - back:>6} {chr(tok)!r:>6} {kf[-back].hex()[:8]:>12} {ks[-back].hex()[:8]:>12} "
-              f"{alone + tr(' (both)', '（两者相同）'):>24}")
+              f"{pad(alone + tr(' (both)', '（两者相同）'), 24, '>')}")
     reveal(my_guess_2, kf[-1] == ks[-1], why("s02.my_guess_2"))
 
 # %% [markdown] lang="en"
@@ -316,7 +317,7 @@ with demo("s02.chain_keys"):
 # %%
 import matplotlib.pyplot as plt
 
-with demo("s02.chain_keys"):
+with demo("s02.split_blocks", "s02.hash_block", "s02.chain_keys"):
     # 32 tokens = 8 blocks of 4
     # zh: 32 个 token = 8 个块，每块 4 个
     base = list(range(100, 132))
@@ -395,7 +396,7 @@ with demo("s02.chain_keys"):
 my_guess_3 = None
 
 # %%
-with demo("s02.longest_cached_run"):
+with demo("s02.split_blocks", "s02.hash_block", "s02.chain_keys", "s02.longest_cached_run"):
     # 45 bytes
     # zh: 45 个字节
     system = byte_tokens("You are a helpful assistant. Answer briefly. ")
@@ -410,7 +411,7 @@ with demo("s02.longest_cached_run"):
     for name, (prompt, extra) in prompts.items():
         blocks, tokens = lookup(prompt, 8, table, extra)
         results[name] = blocks
-        print(f"{name:<22} {len(prompt):>3} " + tr(f"tokens -> {blocks} cached blocks = {tokens} tokens reused",
+        print(f"{pad(name, 22)} {len(prompt):>3} " + tr(f"tokens -> {blocks} cached blocks = {tokens} tokens reused",
                                                    f"个 token -> 命中 {blocks} 个块 = 复用 {tokens} 个 token"))
     reveal(my_guess_3, results[tr("same, other tenant", "同样的内容，另一个租户")], why("s02.my_guess_3"))
 
@@ -472,7 +473,7 @@ with demo("s02.longest_cached_run"):
 #
 # ## 延伸阅读
 # - vLLM，*Automatic Prefix Caching* 设计文档（docs.vllm.ai/en/latest/design/prefix_caching/）：生产环境里的
-#   块哈希由父哈希、本块 token 和附加哈希（LoRA、多模态输入、cache salt）组成，和 `hash_block` 的结构一样。
+#   块哈希由父哈希、本块 token 和附加哈希（LoRA、多模态输入、缓存盐值）组成，和 `hash_block` 的结构一样。
 # - Kwon 等，*Efficient Memory Management for Large Language Model Serving with PagedAttention*
 #   （SOSP 2023）：KV 为什么要存在固定大小的块里，块也因此成了复用的单位。
 # - Wu 等，*I Know What You Asked: Prompt Leakage via KV-Cache Sharing in Multi-Tenant LLM Serving*

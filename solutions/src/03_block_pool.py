@@ -44,7 +44,7 @@
 # 1. 说清楚块表怎样让多个请求读取同一批物理 KV 块，以及为什么引用计数能让这种共享是安全的；
 # 2. 在块池上实现接纳、提交和释放，并且只在 prefill 写好 KV 之后才登记块的 key；
 # 3. 让被释放的块在被重新分配之前一直保持缓存，并在它的 KV 被覆盖的那一刻删掉它的 key，
-#    保证任何请求都不会读到别人的 KV（即*过期命中*，stale hit）；
+#    保证任何请求都不会读到别人的 KV，即不会出现*过期命中*（stale hit）；
 # 4. 在改动任何状态之前先检查容量，并把被重新启用的缓存命中块从空闲块里扣掉；
 # 5. 让每个操作的代价都与块池的大小无关。
 #
@@ -52,7 +52,7 @@
 # - [第 2 阶段 · 链式块哈希](02_block_hash.ipynb)：块池里存的 key（`chain_keys`）从哪来，以及为什么
 #   一个块的 key 覆盖了它前面的整个前缀。
 # - [第 1 阶段 · 前缀匹配](01_prefix_match.ipynb)：只有开头连续相同的 token 才能复用 KV，而且 prefill
-#   至少要计算 prompt 的最后一个 token。
+#   至少要计算提示词的最后一个 token。
 # - Python 的类、字典和列表。
 #
 # **用时：** 约 60 分钟。
@@ -89,7 +89,7 @@
 #
 # | TODO | 方法 | 作用 |
 # |---|---|---|
-# | 1 | `lookup` | 找出 prompt 开头各 key 对应的缓存块（至少留一个 token 去计算） |
+# | 1 | `lookup` | 找出提示词开头各 key 对应的缓存块（至少留一个 token 去计算） |
 # | 2 | `allocate_block` | 分配一个空闲块；如果它带着缓存，要忘掉原来的 key |
 # | 3 | `admit` | 检查容量、拿下命中块、分配新块 |
 # | 4 | `commit` | prefill 之后，登记请求新写的满块 |
@@ -147,16 +147,16 @@ from solutions.predictions import why
 # ## 一个请求的一生
 #
 # ```text
-#  admit ──► prefill (writes KV) ──► commit ──► decode ... ──► release
-#  │                                 │                         │
-#  hits: ref_count += 1              full blocks get keys      ref_count -= 1
-#  rest: fresh blocks                (now others may hit)      0 → free queue, still cached
+#  接纳 ──► prefill（写入 KV）──► 提交 ──► decode ... ──► 释放
+#  │                              │                       │
+#  命中块：ref_count += 1         满块得到 key            ref_count -= 1
+#  其余部分：分配新块             （其他请求从此能命中）  降到 0 → 进入空闲队列，仍然缓存着
 # ```
 #
-# * **接纳**：先把 prompt 的链式 key 算一次（`keys_of`），找出开头连续命中的缓存块（`lookup`），
-#   把它们拿下来，每个块的引用计数加 1。prompt 剩下的部分分配新块。prompt 至少有一个 token 要计算，
-#   因为 prefill 必须产出最后一个 prompt token 的 logits：一个完全已缓存、长度又正好是块大小整数倍的
-#   prompt，要重新计算它的最后一个块。
+# * **接纳**：先把提示词的链式 key 算一次（`keys_of`），找出开头连续命中的缓存块（`lookup`），
+#   把它们拿下来，每个块的引用计数加 1。提示词剩下的部分分配新块。提示词至少有一个 token 要计算，
+#   因为 prefill 必须产出最后一个提示词 token 的 logits：一个完全已缓存、长度又正好是块大小整数倍的
+#   提示词，要重新计算它的最后一个块。
 # * **提交**：发生在 prefill 把 KV 写好之后。只有到这时，新的满块才能以各自的 key 登记到块池的
 #   **缓存表** `cached`（key → 块）里：命中绝不能指向还没写好的 KV。key 在接纳时已经算好并存在
 #   `RequestState` 里，不会重复哈希。
@@ -342,7 +342,7 @@ def draw_pool(pool, ax, title: str = "") -> None:
 SYSTEM = list(range(100, 108))
 QUESTION_1, QUESTION_2 = [1, 2, 3], [4, 5, 6, 7, 8]
 
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit"):
     pool = BlockPool(10, 4)
     pool.admit("A", SYSTEM + QUESTION_1)
     pool.commit("A")
@@ -380,7 +380,7 @@ with demo("s03.release"):
 # 下面的步进器按脚本一次回放一个操作（拖动滑块或点按钮）。注意看：
 #
 # * 第 10 步：D 需要 6 个新块，空闲队列交出的块里有 #3，于是 B 的第三个块被覆盖，它的 key 也被删掉；
-# * 第 15 步：F 的 prompt 和 B 一样，却只命中了 system prompt：B 的第三个块已经没了。
+# * 第 15 步：F 的提示词和 B 一样，却只命中了 system prompt：B 的第三个块已经没了。
 #
 # ### 先预测，再运行
 # 到第 9 步，所有请求都已释放。10 个块里还有几个带着 key（空闲，但仍然缓存着）？
@@ -394,7 +394,7 @@ import ipywidgets as widgets
 from IPython.display import clear_output, display
 
 # An unrelated 24-token prompt: 6 blocks.
-# zh: 一段无关的 24 个 token 的 prompt：6 个块。
+# zh: 一段无关的 24 个 token 的提示词：6 个块。
 OTHER = list(range(200, 224))
 SCRIPT = [
     ("admit", "A", SYSTEM + QUESTION_1),
@@ -453,7 +453,7 @@ screen = widgets.Output()
 def render(_=None) -> None:
     with screen:
         clear_output(wait=True)
-        with demo("s03.release"):
+        with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
             pool, message = replay(slider.value)
             fig, ax = plt.subplots(figsize=(9, 5))
             draw_pool(pool, ax, tr(f"step {slider.value}: {message}", f"第 {slider.value} 步：{message}"))
@@ -466,7 +466,7 @@ slider.observe(render, names="value")
 display(widgets.VBox([widgets.HBox([back, forward, slider]), screen]))
 render()
 
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     after_9, _ = replay(9)
     reveal(my_guess_2, sum(b.key is not None for b in after_9.blocks), why("s03.my_guess_2"))
 
@@ -478,7 +478,7 @@ with demo("s03.release"):
 
 # %% [markdown] lang="zh"
 # ### 先预测，再运行：池满了
-# 第 11 步：E 的 prompt 是 system prompt 再加 9 个 token（共 5 个块）。它会重新启用空闲的缓存块 #0 和 #1，
+# 第 11 步：E 的提示词是 system prompt 再加 9 个 token（共 5 个块）。它会重新启用空闲的缓存块 #0 和 #1，
 # 还需要 3 个新块。这时有 4 个空闲块，#0 和 #1 也在其中。E 是 **A** 被接纳，还是 **B** 被拒绝？
 
 # %%
@@ -486,7 +486,7 @@ my_guess_3 = None  # your prediction: "A" or "B"
 # zh: 你的预测："A" 或 "B"
 
 # %%
-with demo("s03.admit"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     before_11, _ = replay(10)
     state_before = [(b.ref_count, b.key) for b in before_11.blocks]
     try:
@@ -506,7 +506,7 @@ with demo("s03.admit"):
 # 运行环境不支持交互控件（比如普通脚本）？下面是其中几步的同样的图：
 
 # %%
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     steps = (6, 9, 11, 15)
     replays = [replay(step) for step in steps]
     fig, axes = plt.subplots(2, 2, figsize=(14, 8.5))
@@ -527,9 +527,9 @@ with demo("s03.release"):
 # %% [markdown] lang="zh"
 # ## 随机负载下的不变量，以及缓存省下了多少
 #
-# 在一个 24 块的池上，对开头相同的一批 prompt 做 400 次随机操作（接纳、提交、释放）。每次操作之后都
+# 在一个 24 块的池上，对开头相同的一批提示词做 400 次随机操作（接纳、提交、释放）。每次操作之后都
 # 运行 `check_invariants()`；图里显示池中使用中、空闲但缓存着、空闲且为空三种块各有多少。最上沿一直
-# 是平的：空闲块加使用中的块永远是整个池。标题给出本阶段测得的数字：被接纳的 prompt token 中，有多大
+# 是平的：空闲块加使用中的块永远是整个池。标题给出本阶段测得的数字：被接纳的提示词 token 中，有多大
 # 比例的 KV 来自缓存，因而跳过了 prefill。
 
 # %%
@@ -545,7 +545,7 @@ def random_workload(num_blocks: int, steps: int = 400, seed: int = 0):
     [zh]
     在池上随机地接纳、提交、释放；每次操作之后检查不变量。
 
-    返回各块状态的历史、被拒绝的接纳次数，以及被接纳的 prompt token 中命中缓存的比例。
+    返回各块状态的历史、被拒绝的接纳次数，以及被接纳的提示词 token 中命中缓存的比例。
     """
     rng = random.Random(seed)
     pool = BlockPool(num_blocks, 4)
@@ -580,7 +580,7 @@ def random_workload(num_blocks: int, steps: int = 400, seed: int = 0):
     return history, refused, hit_tokens / prompt_tokens
 
 
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     history, refused, hit_share = random_workload(24)
     fig, ax = plt.subplots(figsize=(9, 3))
     ax.stackplot(range(len(history)), *zip(*history), labels=list(state_labels().values()),
@@ -609,10 +609,10 @@ with demo("s03.release"):
 #
 # 只有当负载反复用到的那些块（它的*工作集*）在下一个请求到来时仍然存着 KV，前缀缓存才有用。下面把
 # 同样的随机负载放到不同大小的池上跑：块太少时，缓存块还没等到被再次命中，就被分配给了别的内容，
-# 能跳过 prefill 的 prompt token 比例也随之下降（先放弃哪些块，是第 4 阶段的问题）。
+# 能跳过 prefill 的提示词 token 比例也随之下降（先放弃哪些块，是第 4 阶段的问题）。
 
 # %%
-with demo("s03.release"):
+with demo("s03.lookup", "s03.allocate_block", "s03.admit", "s03.commit", "s03.release"):
     sizes = [8, 12, 16, 24, 32, 48]
     shares = [random_workload(n)[2] for n in sizes]
     fig, ax = plt.subplots(figsize=(7, 3))
@@ -645,11 +645,11 @@ with demo("s03.release"):
 # 第 4 阶段会把这个选择做成显式的：O(1) 的 LRU 空闲队列（通过 `Block.prev_free/next_free` 串成的
 # 双向链表）、从尾块开始释放、固定（pinning）和最短驻留时间，全都通过 `FreeQueue` 协议接入这个
 # `BlockPool`。基准测试 `python benchmarks/bench_block_pool.py` 像调度器那样用 10,000 个请求驱动
-# 这个池（先查 prompt，再把查询时算好的 key 交给 admit：`admit(rid, tokens, keys=keys)` 不会重复哈希），
+# 这个池（先查提示词，再把查询时算好的 key 交给 `admit`：`admit(rid, tokens, keys=keys)` 不会重复哈希），
 # 并把整个流程和只做哈希的开销相比较。
 #
 # 块池**不会**改变的事：decode 每个输出 token 的开销照旧，新的后缀仍然要对整个缓存前缀做 attention，
-# 而每个 prompt 都不一样的负载永远不会命中。
+# 而每个提示词都不一样的负载永远不会命中。
 
 # %% quiz="questions"
 
@@ -683,7 +683,7 @@ with demo("s03.release"):
 # `commit` 在 prefill 写好 KV 之后登记请求的块；`release` 释放块但让它们保持缓存；`allocate_block`
 # 在块的 KV 即将被覆盖的那一刻删掉它原来的 key。最重要的不变量：**一个 key 只指向为恰好这个前缀写好的
 # KV**（提交之前不行，被重新分配之后也不行），而且活跃块表里的块绝不会被分配出去。在上面的随机负载
-# 中，24 块的池上被接纳的 prompt token 约有 60% 跳过了 prefill（那张图的标题给出了准确比例），400 次
+# 中，24 块的池上被接纳的提示词 token 约有 60% 跳过了 prefill（那张图的标题给出了准确比例），400 次
 # 操作中每一次之后都检查了所有不变量；换成 8 块的池，这个比例只有约 40%。
 #
 # ## 延伸阅读

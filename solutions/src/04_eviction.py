@@ -70,6 +70,7 @@
 
 # %% setup="course"
 from solutions.predictions import why
+from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
 # ## Where eviction happens
@@ -145,7 +146,7 @@ from solutions.predictions import why
 
 # %% [markdown] lang="zh"
 # ### 检查 TODO 1 · `append`
-# 缓存块接在 tail 哨兵前面，无 key 的块接在 mid 哨兵前面；长度要把它们都算上。
+# 缓存块接在 `tail` 哨兵前面，无 key 的块接在 `mid` 哨兵前面；长度要把它们都算上。
 
 # %% check="s04.append"
 
@@ -215,8 +216,8 @@ def cost_per_hit_us(make_queue, n, hits=200):
     return (time.perf_counter() - t0) / hits * 1e6
 
 
-with demo("s04.remove"):
-    print(f"{tr('free blocks', '空闲块数'):>12} {'LRUFreeQueue':>14} {'deque':>12}")
+with demo("s04.append", "s04.remove"):
+    print(f"{pad(tr('free blocks', '空闲块数'), 12, '>')} {'LRUFreeQueue':>14} {'deque':>12}")
     for n in (1_000, 10_000, 100_000):
         print(f"{n:>12} {cost_per_hit_us(LRUFreeQueue, n):>11.2f} us {cost_per_hit_us(deque, n):>9.2f} us")
 
@@ -353,7 +354,7 @@ def hits_after_eviction(pool_cls):
     return marks, len(pool.lookup(pool.keys_of(system + b), len(system + b)))
 
 
-with demo("s04.release_blocks"):
+with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.pin", "s04.expire"):
     for pool_cls in (EvictionPool, HeadFirstPool):
         marks, hits = hits_after_eviction(pool_cls)
         print(tr(f"{pool_cls.__name__:>13}: system + a is now {marks}; 'system + b' hits {hits} blocks",
@@ -469,7 +470,7 @@ workloads = {
     tr("40 system prompts, round-robin", "40 个 system prompt 轮流访问"): thrashing_traffic(600, seed=0),
 }
 capacities = [75, 150, 300, 600, 1200]
-with demo("s04.expire"):
+with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.pin", "s04.expire"):
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), sharey=True)
     all_curves = {}
     for ax, (name, trace) in zip(axes, workloads.items()):
@@ -529,7 +530,7 @@ my_guess_4 = None  # your prediction: LRU's hit rate as a fraction of Belady's
 # zh: 你的预测：LRU 命中率占 Belady 命中率的比例
 
 # %%
-with demo("s04.expire"):
+with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.pin", "s04.expire"):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     mooncake = {}
     for ax, name in zip(axes, ("conversation", "synthetic")):

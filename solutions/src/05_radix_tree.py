@@ -59,7 +59,7 @@
 # 5. 从复用量、内存和查找代价三方面，比较这棵树和第 3 阶段的块池。
 #
 # ## 前置知识
-# - [第 3 阶段 · 块池](03_block_pool.ipynb)：KV 槽位、引用计数，以及 admit/commit/release 这套流程。
+# - [第 3 阶段 · 块池](03_block_pool.ipynb)：KV 槽位、引用计数，以及接纳、提交、释放这套流程。
 # - [第 4 阶段 · 淘汰](04_eviction.ipynb)：LRU 顺序，以及为什么正在使用的块绝不能淘汰。
 # - Python 的字典和堆（`heapq`）；知道什么是字典树（trie）会更好，但不是必须的。
 #
@@ -84,6 +84,7 @@
 
 # %% setup="course"
 from solutions.predictions import why
+from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
 # ## From a table of block keys to a tree of tokens
@@ -242,7 +243,7 @@ def text(tokens) -> str:
     return "".join(map(chr, tokens))
 
 
-with demo("s05.match_prefix"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert"):
     cache = RadixCache()
     cache.insert(toks("the cat sat"), list(range(11)))
     before = snapshot(cache)
@@ -289,7 +290,7 @@ my_guess = None  # your prediction: a number of nodes
 # zh: 你的预测：节点个数
 
 # %%
-with demo("s05.insert"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert"):
     cache = RadixCache()
     cache.insert(toks("the cat sat"), list(range(11)))
     cache.insert(toks("the cow ran"), list(range(100, 111)))
@@ -357,7 +358,7 @@ my_guess_2 = None  # your prediction: "A", "B" or "C"
 # zh: 你的预测："A"、"B" 或 "C"
 
 # %%
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.evict"):
     prompts = {"A": "Be brief. Hi!", "B": "Be brief. What is KV?", "C": "Translate: cat"}
     cache = RadixCache()
     # Request number i computes its KV into slots 100*i, 100*i + 1, ...
@@ -412,7 +413,7 @@ from IPython.display import display
 from solutions.radix_view import RadixView
 
 SYSTEM = "Be brief. "
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
     view = RadixView(RadixCache(), decode=text, title=tr("a chat server's prefix cache", "聊天服务的前缀缓存"))
     # Request A ran on an empty cache.
     # zh: 请求 A 在空缓存上运行。
@@ -512,7 +513,7 @@ def run_tree(requests, page_size):
     return hits, cache.total_size, lookup_us
 
 
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
     # Two requests with the same prompt: the second one's hit in a fresh pool.
     # zh: 两个提示词相同的请求：在一个新块池里，第二个请求命中多少。
     first = requests[0]
@@ -527,8 +528,8 @@ with demo("s05.evict"):
             tr("radix tree, page 16", "基数树，页大小 16"): run_tree(requests, 16),
             tr("radix tree, page 1", "基数树，页大小 1"): run_tree(requests, 1)}
     total = sum(len(t) for t in requests)
-    print(f"{'':<22}{tr('hit tokens', '命中 token'):>12}{tr('KV tokens kept', '保留的 KV token'):>16}"
-          f"{tr('lookup (us)', '查找（us）'):>13}")
+    print(f"{'':<22}{pad(tr('hit tokens', '命中 token'), 12, '>')}{pad(tr('KV tokens kept', '保留的 KV token'), 16, '>')}"
+          f"{pad(tr('lookup (us)', '查找（us）'), 13, '>')}")
     for name, (hits, kept, us) in rows.items():
         print(f"{name:<22}{hits:>12,}{kept:>16,}{us:>13.1f}")
     print(tr(f"(of {total:,} prompt tokens in {len(requests)} requests)",
@@ -651,7 +652,7 @@ def full_server(cache, capacity: int):
     return server, stream
 
 
-with demo("s05.evict"):
+with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
     class IncrementalRadixCache(IncrementalEviction, RadixCache):
         """Your RadixCache, with the given eviction that keeps its candidates between calls.
 
@@ -659,8 +660,8 @@ with demo("s05.evict"):
         你的 RadixCache，加上已给出的、在两次调用之间保留候选者的淘汰方式。
         """
 
-    print(f"{tr('KV slots', 'KV 槽位'):>9}{tr('leaves', '叶子数'):>8}{tr('your evict (us/request)', '你的 evict（us/请求）'):>25}"
-          f"{tr('incremental', '增量版本'):>13}{tr('ratio', '倍数'):>8}  {tr('same tree', '树相同')}")
+    print(f"{pad(tr('KV slots', 'KV 槽位'), 9, '>')}{pad(tr('leaves', '叶子数'), 8, '>')}{pad(tr('your evict (us/request)', '你的 evict（us/请求）'), 25, '>')}"
+          f"{pad(tr('incremental', '增量版本'), 13, '>')}{pad(tr('ratio', '倍数'), 8, '>')}  {tr('same tree', '树相同')}")
     scan_us, leaf_count = {}, {}
     for capacity in (2_048, 32_768):
         servers = {"scan": full_server(RadixCache(), capacity),

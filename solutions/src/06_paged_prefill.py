@@ -31,7 +31,7 @@
 #
 # **目标：** 在一个（小型）Transformer 上把前缀缓存真正做出来。第 3 阶段的 `BlockPool` 只决定了提示词的前缀放在
 # *哪些*物理块里；这一阶段，这些块里装的是真实的 key 和 value，prefill（预填充）**只计算命中部分之后的 token**，
-# 前缀的 K/V 通过块表从 pool 里读。然后你会算一算这样应该省下多少计算，实测有无缓存前缀时的
+# 前缀的 K/V 通过块表从 KV 池里读。然后你会算一算这样应该省下多少计算，实测有无缓存前缀时的
 # TTFT（首 token 延迟），并看清前缀缓存在哪些情况下帮不上忙。
 #
 # 本阶段的关键术语（完整对照见[术语表](../../docs/glossary.md)）：前缀缓存（prefix caching）、KV cache（键值缓存）、
@@ -40,7 +40,7 @@
 #
 # ## 学习目标
 # 学完本阶段，你能够：
-# 1. 给提示词中未缓存的 token 分配正确的绝对位置，并通过（打乱的）块表找到它们在分页 K/V pool 里的槽位；
+# 1. 给提示词中未缓存的 token 分配正确的绝对位置，并通过（打乱的）块表找到它们在分页 KV 池里的槽位；
 # 2. 为带缓存的 prefill 写出 paged attention：按命中长度平移的因果掩码、分组查询注意力的头对应、张量放在正确的设备上；
 # 3. 实现只计算后缀的 prefill，并且得到和完整 prefill 完全一致的 logits；
 # 4. 用 FLOP 模型预测缓存前缀能省下多少计算，把它和常见的“省 97%”说法对上账，再和实测的 TTFT 比较；
@@ -74,7 +74,7 @@
 
 # %% [markdown] lang="zh"
 # *这个笔记本怎么用。* 先运行 setup 单元：除了课程工具，它还会导入 `kernels` 包（一个小型 Llama/Qwen2 式模型、
-# 分页 K/V pool、参考 attention）以及第 3、4 阶段的块池。每个 TODO 都在单独的代码单元里：把
+# 分页 KV 池、参考 attention）以及第 3、4 阶段的块池。每个 TODO 都在单独的代码单元里：把
 # `raise NotImplementedError()` 换成你的代码，重新运行这个单元，再运行它下面的 `check(...)` 单元。
 # 卡住了就调用 `hint("s06.slot_mapping")` 看提示，再调用一次看下一条（看提示不扣分）。
 # **只有 TODO 单元会被评分**（评分时其余单元都用课程自带的版本），所以你写的辅助函数要放在 TODO 单元里。
@@ -83,8 +83,8 @@
 # | TODO | 函数 | 作用 |
 # |---|---|---|
 # | 1 | `suffix_positions` | 未缓存 token 的绝对位置 |
-# | 2 | `slot_mapping` | 通过块表把位置映射到 pool 的槽位 |
-# | 3 | `write_kv` | 把新 token 的 K/V 存进 pool |
+# | 2 | `slot_mapping` | 通过块表把位置映射到 KV 池的槽位 |
+# | 3 | `write_kv` | 把新 token 的 K/V 存进 KV 池 |
 # | 4 | `paged_attention` | 新 query 对缓存 key 和新 key 做带偏移的因果 attention |
 # | 5 | `PagedPrefiller.prefill` | 接纳、只算后缀、提交；返回 logits 和账目 |
 # | 6 | `quiz` | 最后的概念小测 |
@@ -93,6 +93,7 @@
 from solutions.predictions import why
 import random
 
+from autograder.textwidth import pad
 from kernels.model import ModelConfig
 
 # %% [markdown] lang="en"
@@ -112,9 +113,10 @@ from kernels.model import ModelConfig
 # The pool (`kernels.kv_pool.KVPool`) has, per layer, a K and a V tensor of shape
 # `[num_blocks, block_size, Hkv, D]`. Row `r` of block `b` is **slot** `b * block_size + r`;
 # `pool.flat_k(layer)` views the K tensor as `[num_slots, Hkv, D]`, indexed by slot.
+# `help(DecoderLM)` and `help(KVPool)` give both in full.
 
 # %% [markdown] lang="zh"
-# ## 模型和 pool
+# ## 模型和 KV 池
 #
 # `kernels.model.DecoderLM` 是和 Llama、Qwen2 一样的 decoder-only 模型：先是 token 嵌入，然后是若干层
 # （RMSNorm → 带 RoPE 和分组查询头的 attention → RMSNorm → SwiGLU MLP），最后是一个归一化层和输出头。
@@ -123,11 +125,11 @@ from kernels.model import ModelConfig
 #
 # 模型把 attention 当作参数传进来。对输入的 token，每一层算出 `q [T, Hq, D]` 和 `k, v [T, Hkv, D]`
 # （已经按 token 的位置做过 RoPE），然后调用 `attend(layer, q, k, v)`。完整 prefill 传入普通的因果 attention；
-# 带缓存的 prefill 传入的 attention 还会从 pool 里读前缀。
+# 带缓存的 prefill 传入的 attention 还会从 KV 池里读前缀。
 #
-# pool（`kernels.kv_pool.KVPool`）每层有一个 K 张量和一个 V 张量，形状都是 `[num_blocks, block_size, Hkv, D]`。
+# KV 池（`kernels.kv_pool.KVPool`）每层有一个 K 张量和一个 V 张量，形状都是 `[num_blocks, block_size, Hkv, D]`。
 # 第 `b` 个块的第 `r` 行就是**槽位** `b * block_size + r`；`pool.flat_k(layer)` 把 K 张量看成
-# `[num_slots, Hkv, D]`，按槽位索引。
+# `[num_slots, Hkv, D]`，按槽位索引。`help(DecoderLM)` 和 `help(KVPool)` 里有完整的中文说明。
 
 # %%
 # One CPU thread for torch: these models are small, and a second thread mostly waits for the first
@@ -193,7 +195,7 @@ print(tr("one layer's K in the pool:", "pool 里一层的 K："), tuple(pool.k[0
 # ## TODO 2 · 从位置到槽位
 #
 # 块表按 token 顺序列出请求用到的物理块：位置 `p` 在块 `block_table[p // B]` 的第 `p % B` 行，也就是槽位
-# `block_table[p // B] * B + p % B`。一般来说，块表里的块在 pool 中**并不**连续：它们是空闲队列分出来的，
+# `block_table[p // B] * B + p % B`。一般来说，块表里的块在 KV 池中**并不**连续：它们是空闲队列分出来的，
 # 有的和别的请求共享，有的是很久以前缓存下来的。
 
 # %% solution="slot_mapping"
@@ -253,7 +255,7 @@ with demo("s06.slot_mapping"):
 # 如果掩码不带 offset（`j <= i`），每个新 query 都看不到前缀的大部分。
 #
 # ```
-#              keys: cached prefix (offset)      new tokens (T)
+#              key：缓存的前缀（offset 个）      新 token（T 个）
 #   query 0          ■ ■ ■ ■ ■ ■ ■ ■             ■ □ □
 #   query 1          ■ ■ ■ ■ ■ ■ ■ ■             ■ ■ □
 #   query 2          ■ ■ ■ ■ ■ ■ ■ ■             ■ ■ ■
@@ -262,7 +264,7 @@ with demo("s06.slot_mapping"):
 # 在分组查询注意力（GQA）里，`Hq` 个 query 头共用 `Hkv` 个 kv 头：第 `h` 个头读第 `h // (Hq // Hkv)` 个
 # kv 头，所以每个 kv 头要*就地*重复 `Hq // Hkv` 次。这里新建的张量（位置、槽位、掩码）都要放在 `q` 的设备上。
 # `kernels.paged_attention.paged_attention_torch` 和 `kernels.triton_paged_attention` 里的 Triton kernel
-# 在原始 pool 张量上做的是同一件事；评分这个 TODO 时它们会被屏蔽，请自己实现。
+# 在原始 KV 池张量上做的是同一件事；评分这个 TODO 时它们会被屏蔽，请自己实现。
 
 # %% solution="paged_attention"
 
@@ -291,10 +293,10 @@ with demo("s06.slot_mapping"):
 # %% [markdown] lang="zh"
 # ## TODO 5 · 只对后缀做 prefill
 #
-# `PagedPrefiller` 持有模型、K/V pool，以及一个同样大小的块管理器：默认是第 4 阶段的 `EvictionPool`，
+# `PagedPrefiller` 持有模型、KV 池，以及一个同样大小的块管理器：默认是第 4 阶段的 `EvictionPool`，
 # 也可以传入别的（为什么默认用第 4 阶段的，最后一节会演示）。`prefill` 要做的事：
 #
-# 1. 接纳（admit）提示词：拿到块表，以及 K/V 已经在 pool 里的 `hit_tokens`；
+# 1. 接纳（admit）提示词：拿到块表，以及 K/V 已经在 KV 池里的 `hit_tokens`；
 # 2. 只计算命中之后的 token，而且**至少一个**：prefill 要的就是最后一个 token 的 logits。第 3 阶段的块池
 #    遇到整个提示词都已缓存时，本来就会留出最后一个块重新计算；但换成不这么做的块管理器（比如按 token 粒度缓存的），
 #    prefill 也不能一个 token 都不算；
@@ -338,7 +340,7 @@ my_guess = None  # your prediction: "A", "B" or "C"
 # zh: 你的预测："A"、"B" 或 "C"
 
 # %%
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     engine = PagedPrefiller(model, num_blocks=64, block_size=4)
     rng = random.Random(0)
     system = [rng.randrange(cfg.vocab_size) for _ in range(64)]
@@ -379,7 +381,7 @@ with demo("s06.prefill"):
 # %% [markdown] lang="zh"
 # ## 缓存前缀应该省多少？
 #
-# 一个常见的估算（种子文章里就是这么算的）：缓存 $P = 4096$ 个 token、新来 $Q = 128$ 个时，省下
+# 一个常见的入门估算：缓存 $P = 4096$ 个 token、新来 $Q = 128$ 个时，省下
 # $1 - Q/(P+Q) = 1 - 128/4224 \approx 97\%$ 的 prefill 计算。这是在数 **token**。本课程的 FLOP 模型
 # （`kernels.flops.prefill_flops`）则按部分计算工作量：在 $K$ 个缓存 token 之后计算 $C$ 个 token，模型有 $L$ 层、
 # $H_q$ 个维度为 $D$ 的 query 头：
@@ -405,13 +407,13 @@ from kernels.flops import prefill_flops
 
 # The seed article counts tokens: saved = 1 - Q / (P + Q).
 # The FLOP model counts work: saved = 1 - F(Q computed after P cached) / F(P + Q computed).
-# zh: 种子文章数的是 token：节省 = 1 - Q / (P + Q)。
+# zh: 入门估算数的是 token：节省 = 1 - Q / (P + Q)。
 # zh: FLOP 模型数的是工作量：节省 = 1 - F(缓存 P 个之后算 Q 个) / F(完整算 P + Q 个)。
 qwen = ModelConfig.qwen2_5_0_5b()
 P, Q = 4096, 128
 full, cached = prefill_flops(qwen, P + Q), prefill_flops(qwen, Q, P)
-print(tr("token ratio (seed article): 1 - Q/(P+Q) =", "token 比例（种子文章）：1 - Q/(P+Q) ="), f"{1 - Q / (P + Q):.4f}")
-print(f"{tr('part', '部分'):>10} {tr('full GFLOP', '完整 GFLOP'):>12} {tr('cached GFLOP', '缓存 GFLOP'):>12} {tr('saved', '节省'):>8}")
+print(tr("token ratio (seed article): 1 - Q/(P+Q) =", "token 比例（入门估算）：1 - Q/(P+Q) ="), f"{1 - Q / (P + Q):.4f}")
+print(f"{pad(tr('part', '部分'), 10, '>')} {pad(tr('full GFLOP', '完整 GFLOP'), 12, '>')} {pad(tr('cached GFLOP', '缓存 GFLOP'), 12, '>')} {pad(tr('saved', '节省'), 8, '>')}")
 names = {"linear": tr("linear", "线性"), "attention": "attention", "head": tr("head", "输出头"), "total": tr("total", "合计")}
 for part, name in names.items():
     saved = 1 - cached[part] / full[part]
@@ -472,7 +474,7 @@ from kernels.prefill import TTFT_CONFIG, measure_ttft
 rows = []  # one TTFTRow per prefix, filled when the demo runs (read again by the closing cell)
 # zh: 每个前缀一个 TTFTRow，演示运行后才有内容（最后一个单元还会用到）
 
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     device = default_device()
     kernel_name, kernel = paged_attention_for(device)
     print(tr("device:", "设备："), describe_device(device), tr("| paged attention:", "| paged attention："),
@@ -487,8 +489,8 @@ with demo("s06.prefill"):
     # zh: 带缓存的路径必须给出和完整 prefill 一样的结果，并且整个缓存前缀都被复用。
     for r in rows:
         assert r.hit_tokens == r.prefix and r.max_diff <= 1e-3, r
-    print(f"{tr('prefix', '前缀'):>7} {tr('full ms', '完整 ms'):>9} {tr('cached ms', '缓存 ms'):>10} "
-          f"{tr('measured', '实测'):>9} {tr('predicted', '预测'):>10}")
+    print(f"{pad(tr('prefix', '前缀'), 7, '>')} {pad(tr('full ms', '完整 ms'), 9, '>')} {pad(tr('cached ms', '缓存 ms'), 10, '>')} "
+          f"{pad(tr('measured', '实测'), 9, '>')} {pad(tr('predicted', '预测'), 10, '>')}")
     for r in rows:
         print(f"{r.prefix:>7} {r.full_s * 1e3:>9.1f} {r.cached_s * 1e3:>10.2f} {r.speedup:>8.1f}x {r.predicted:>9.1f}x")
     last = rows[-1]
@@ -570,13 +572,13 @@ with demo("s06.prefill"):
 #   却照样要为分块哈希和缓存的簿记付出开销。
 # - **后缀仍然要对整个前缀做 attention。** 上面的 FLOP 单元给出了 attention 在带缓存 prefill 中的占比：前缀越长，
 #   带缓存的 prefill 里就有越多是缓存省不掉的 attention。
-# - **pool 装不下工作集。** 当轮流出现的提示词需要的块比 pool 能容纳的还多时，每个新提示词都会淘汰另一个马上要用的块。
+# - **KV 池装不下工作集。** 当轮流出现的提示词需要的块比 KV 池能容纳的还多时，每个新提示词都会淘汰另一个马上要用的块。
 #   能留下多少，取决于先淘汰哪些块——这正是引擎采用第 4 阶段淘汰顺序的原因：没有 key 的块先于有缓存内容的块，
 #   按 LRU 淘汰，请求结束时**先释放尾块、后释放前缀**。第 3 阶段的简单队列按从头到尾的顺序释放请求的块，
 #   于是提示词的第一个块比后面的块先被淘汰；而第一个块没了，这个提示词的整条 key 链就一个也命中不了。
 #
 # ### 先预测，再运行
-# 三个 32 个 token（8 个大小为 4 的块）的 system prompt A、B、C 轮流出现：A、B、C、A、B、C。pool 有 20 个块：
+# 三个 32 个 token（8 个大小为 4 的块）的 system prompt A、B、C 轮流出现：A、B、C、A、B、C。KV 池有 20 个块：
 # 大约装得下两个提示词，装不下三个。用**第 3 阶段**的队列和释放顺序，第二轮的每个请求能命中多少个 token？
 
 # %%
@@ -584,7 +586,7 @@ my_guess_4 = None  # your prediction: hit tokens per request in the second round
 # zh: 你的预测：第二轮每个请求命中的 token 数
 
 # %%
-with demo("s06.prefill"):
+with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged_attention", "s06.prefill"):
     rng = random.Random(3)
     systems = [[rng.randrange(cfg.vocab_size) for _ in range(32)] for _ in "ABC"]
 
@@ -651,7 +653,7 @@ else:
 
 # %% [markdown] lang="zh"
 # ## 回顾
-# 你实现了一个复用缓存 K/V 的 prefill：位置接在命中之后、通过块表找到槽位、把新的 K/V 写进 pool、
+# 你实现了一个复用缓存 K/V 的 prefill：位置接在命中之后、通过块表找到槽位、把新的 K/V 写进 KV 池、
 # 用按命中长度平移的因果掩码做 paged attention，以及只计算后缀并提交满块的 `prefill`。最重要的不变量：
 # **带缓存的 prefill 与完整 prefill 的 logits 完全一致**（贪心解码生成的 token 也相同），不管命中多少、
 # 块表如何、在什么设备上。上面的单元输出了本阶段测得的数字：这台机器上缓存前缀带来的 TTFT 加速比，
@@ -659,7 +661,7 @@ else:
 #
 # ## 延伸阅读
 # - Kwon 等，*Efficient Memory Management for Large Language Model Serving with PagedAttention*（SOSP 2023）：
-#   本阶段用到的块表和分页 K/V pool，以及为什么分页让共享变得廉价。
+#   本阶段用到的块表和分页 KV 池，以及为什么分页让共享变得廉价。
 # - vLLM 文档，*Automatic Prefix Caching*（设计文档）：生产级引擎如何对块做哈希、通过块表共享、如何淘汰，
 #   和第 2–6 阶段的选择一一对应。
 # - Zheng 等，*SGLang: Efficient Execution of Structured Language Model Programs*（NeurIPS 2024）：

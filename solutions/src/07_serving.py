@@ -103,7 +103,6 @@ import json
 import random
 import statistics
 import time
-import unicodedata
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -112,6 +111,7 @@ from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from autograder.plots import log_axis
+from autograder.textwidth import pad as pad_columns
 from kernels import cost_model
 from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM
@@ -296,7 +296,7 @@ print(tr(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg
 # `solutions/serving_workloads.py` 生成四种流量，规模调到在 2 核 CPU 上每次运行一两秒（token id 是随机的；
 # 共享前缀就是*同一串* id）：
 # - **共享前缀**：4 个 512 token 的 system prompt，每个配 12 个 16–48 token 的问题，打乱顺序，按每秒 12 个请求的
-#   泊松过程到达。它仿照 SGLang 的 *generated shared prefix* 基准测试，正是前缀缓存要解决的典型场景。
+#   泊松过程到达。它仿照 SGLang 的 `generated shared prefix` 基准测试，正是前缀缓存要解决的典型场景。
 # - **多轮对话**：来自 Mooncake conversation trace（Kimi 线上流量）的完整对话，每一轮都把历史重新发一遍；
 #   trace 里 512 token 的块缩成 16 个 token，时间戳也按比例缩短。这里的复用是真实的，但每个对话的第一轮一定未命中。
 # - **各不相同的提示词**：40 个 256–768 token 的提示词，彼此什么都不共享，连第一个 token 都不同。在这里缓存只会
@@ -325,8 +325,7 @@ def pad(text, width):
     [zh]
     把 ``text`` 在表格里右对齐到 ``width`` 列（一个汉字占两列）。
     """
-    columns = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in str(text))
-    return " " * max(0, width - columns) + str(text)
+    return pad_columns(text, width, ">")
 
 
 
@@ -474,7 +473,7 @@ with demo("s07.cache_accounting"):
 # （取比值的中位数）：它单独反映缓存对计算本身做了什么；而 TTFT 还包含排队，排队会把很小的时间差放大。KV 显存峰值
 # 统计的是最紧张时刻正在使用的块（空闲的缓存块不算“使用中”：那是块池为以后的命中留着的）。
 
-# %% given="summarize_run"
+# %% given="_is_number,_checked_summary,_checked_accounting,summarize_run"
 
 # %%
 def row(name, cache, num_blocks=None):
@@ -497,7 +496,7 @@ def paired_prefill_ratios(name):
     return [r.prefill_s / off[r.request_id] for r in RUNS[(name, True, blocks)].requests]
 
 
-with demo("s07.latency_summary"):
+with demo("s07.latency_summary", "s07.cache_accounting"):
     table = {name: (row(name, True), row(name, False)) for name in WORKLOADS}
     print(pad("", 16), pad(tr("hit", "命中率"), 6), pad("prefill", 8), pad(tr("TTFT p50 ms", "TTFT p50 毫秒"), 14),
           pad(tr("TTFT p90 ms", "TTFT p90 毫秒"), 14), pad(tr("TPOT p50 ms", "TPOT p50 毫秒"), 13),
@@ -623,7 +622,7 @@ def decode_step_ms(records):
     return {b: statistics.median(v) for b, v in sorted(by_batch.items())}
 
 
-with demo("s07.latency_summary"):
+with demo("s07.latency_summary", "s07.cache_accounting"):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.8))
     names = list(WORKLOADS)
     for i, cache in enumerate((True, False)):
@@ -1016,7 +1015,7 @@ def thrashing_sweep():
                       today=(False, 160), share=SLO_SHARE)
 
 
-with demo("s07.choose_setting"):
+with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
     rows, slo = thrashing_sweep()
     chosen = choose_setting(rows, slo)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.8), sharex=True)
@@ -1094,7 +1093,7 @@ with demo("s07.choose_setting"):
 # `07_serving_decision_record.json`。对只测了一个块池大小的三种负载来说，“扫描”就是它们开、关缓存的两次运行；
 # 对抖动负载，记录对比的是在选中的块池上开缓存的结果和现状。
 
-# %% given="_model_size,evidence_level,RECORD_METRICS,decision_record,_WORDS,decision_markdown"
+# %% given="_model_size,evidence_level,RECORD_METRICS,_same_row,decision_record,_WORDS,decision_markdown"
 
 # %%
 DESCRIPTIONS = {
@@ -1109,7 +1108,7 @@ DESCRIPTIONS = {
 }
 LANG = tr("en", "zh")
 
-with demo("s07.choose_setting"):
+with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
     records = []
     for name, (_, blocks) in WORKLOADS.items():
         on, off = row(name, True), row(name, False)
@@ -1215,7 +1214,7 @@ with demo("s07.choose_setting"):
 #
 # ## 延伸阅读
 # - Zheng 等，*SGLang: Efficient Execution of Structured Language Model Programs*，NeurIPS 2024：RadixAttention，以及
-#   它的服务基准测试；我们的第一种负载仿照的就是其中的 *generated shared prefix* 数据集
+#   它的服务基准测试；我们的第一种负载仿照的就是其中的 `generated shared prefix` 数据集
 #   （`python -m sglang.bench_serving --dataset-name generated-shared-prefix`）。
 # - Qin 等，*Mooncake: Trading More Storage for Less Computation — A KVCache-centric Architecture for Serving LLM
 #   Chatbot*，USENIX FAST 2025：多轮对话 trace 的出处；也讲了当工作集比 GPU 显存还大时，服务商怎么做（增加 KV 存储

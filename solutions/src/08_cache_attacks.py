@@ -96,6 +96,7 @@
 
 # %% setup="course"
 from solutions.predictions import why
+from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
 # The experiments use stage 6's engine on a tiny model with seeded random weights (enough to tell whether
@@ -207,7 +208,7 @@ with demo("s08.birthday_search"):
         assert all(a != b and key_of(a) == key_of(b) for a, b, _ in runs)
         mean_tries[bits] = statistics.mean(tries for _, _, tries in runs)
     print(tr(f"{'bits':>4} {'keys':>10} {'mean tries':>10} {'sqrt(pi/2 * 2^bits)':>20}",
-             f"{'位数':>4} {'key 总数':>10} {'平均尝试次数':>10} {'sqrt(pi/2 * 2^bits)':>20}"))
+             f"{pad('位数', 4, '>')} {pad('key 总数', 10, '>')} {pad('平均尝试次数', 10, '>')} {'sqrt(pi/2 * 2^bits)':>20}"))
     for bits in widths:
         print(f"{bits:>4} {2 ** bits:>10,} {mean_tries[bits]:>10.0f} {expected_birthday_tries(bits):>20.0f}")
     measured["birthday_tries_16"] = mean_tries[16]
@@ -265,9 +266,9 @@ with demo("s08.birthday_search"):
              TokenCheckedPool(64, 16, key_bits=16)]
     outcomes = [collision_demo(model, prompts, pool) for pool in pools]
     print(tr(f"{'pool':<26} {'hit tokens':>10} {'max |dlogits|':>13} {'same 1st token':>14} {'wrong KV':>8}",
-             f"{'块池':<26} {'命中 token':>10} {'最大 |dlogits|':>13} {'首 token 相同':>14} {'KV 错误':>8}"))
+             f"{pad('块池', 26, '<')} {pad('命中 token', 10, '>')} {pad('最大 |dlogits|', 13, '>')} {pad('首 token 相同', 14, '>')} {pad('KV 错误', 8, '>')}"))
     for o in outcomes:
-        print(f"{o.pool:<26} {o.hit_tokens:>10} {o.max_abs_diff:>13.2e} {str(o.same_argmax):>14} {str(o.wrong_kv):>8}")
+        print(f"{pad(o.pool, 26)} {o.hit_tokens:>10} {o.max_abs_diff:>13.2e} {str(o.same_argmax):>14} {str(o.wrong_kv):>8}")
     measured["collision_max_dlogits"] = outcomes[0].max_abs_diff
     measured["sha256_hit_tokens"] = outcomes[1].hit_tokens
     reveal(my_guess_2, outcomes[0].hit_tokens, why("s08.my_guess_2"))
@@ -409,7 +410,7 @@ lengths = [0, 8, 16, 32, 64, 128]
 shared.warm_up(max(lengths) + 16)
 sweep = prefix_sweep(shared, lengths, n=25)
 print(tr(f"{'shared L':>8} {'served':>6} {'hit ms':>7} {'miss ms':>7} {'AUC':>5} {'robust d':>8}",
-         f"{'共享 L':>8} {'缓存提供':>6} {'命中 ms':>7} {'未命中 ms':>7} {'AUC':>5} {'稳健 d':>8}"))
+         f"{pad('共享 L', 8, '>')} {pad('缓存提供', 6, '>')} {pad('命中 ms', 7, '>')} {pad('未命中 ms', 7, '>')} {'AUC':>5} {pad('稳健 d', 8, '>')}"))
 for p in sweep:
     e = effect_size(p.samples.hit, p.samples.miss)
     print(f"{p.shared_len:>8} {p.served_tokens:>6} {e['median_hit_ms']:>7.3f} {e['median_miss_ms']:>7.3f} "
@@ -529,7 +530,7 @@ with demo("s08.fit_threshold"):
 with demo("s08.detect_sharing"):
     audits = [(p.shared_len, *detect_sharing(p.samples.hit, p.samples.miss)) for p in sweep]
     print(tr(f"{'shared L':>8} {'KS D':>5} {'p-value':>9} {'detected':>8}   (alpha = 0.001, 25 + 25 samples)",
-             f"{'共享 L':>8} {'KS D':>5} {'p 值':>9} {'检测到':>8}   （alpha = 0.001，25 + 25 个样本）"))
+             f"{pad('共享 L', 8, '>')} {'KS D':>5} {pad('p 值', 9, '>')} {pad('检测到', 8, '>')}   （alpha = 0.001，25 + 25 个样本）"))
     for shared_len, d, p_value, detected in audits:
         print(f"{shared_len:>8} {d:>5.2f} {p_value:>9.1e} {str(detected):>8}")
     at64 = next(p for p in sweep if p.shared_len == 64).samples
@@ -592,7 +593,7 @@ print(tr(f"one shared cache: {r.correct}/{r.trials} secrets recovered = {r.accur
 # %% [markdown] lang="zh"
 # ## 第三部分 · 修复：每个租户一个盐值
 #
-# 解药放在第 2 阶段早就放 LoRA 适配器和 cache salt 的地方：混进每个块 key 的**附加 key**。把租户作为
+# 解药放在第 2 阶段早就放 LoRA 适配器和缓存盐值（cache salt）的地方：混进每个块 key 的**附加 key**。把租户作为
 # 又一个附加 key，同一个提示词由两个租户发出，就会得到两条不同的 key 链：它们永远不共享块，谁也没法给
 # 对方计时。同一个租户仍然能命中自己的块。vLLM 对 CVE-2025-46570 的修复正是这个思路：每个请求可以带一个
 # 可选的 `cache_salt`，混进第一个块的 key（链式 key 会把它传给后面的每个块）；只有盐值相同的请求才共享块。
@@ -640,7 +641,7 @@ with demo("s08.tenant_extra_keys"):
     recovery["salted"] = recover_secret(salted, num_candidates=8, secret_len=128, trials=40)
     measured["auc_by_length_salted"] = {p.shared_len: round(p.auc, 2) for p in salted_sweep}
     auc_shared = {p.shared_len: p.auc for p in sweep}
-    print(tr(f"\n{'shared L':>8} {'AUC one cache':>13} {'AUC salted':>10}", f"\n{'共享 L':>8} {'AUC 共用缓存':>13} {'AUC 加盐':>10}"))
+    print(tr(f"\n{'shared L':>8} {'AUC one cache':>13} {'AUC salted':>10}", f"\n{pad('共享 L', 8, '>')} {pad('AUC 共用缓存', 13, '>')} {pad('AUC 加盐', 10, '>')}"))
     for p in salted_sweep:
         print(f"{p.shared_len:>8} {auc_shared[p.shared_len]:>13.2f} {p.auc:>10.2f}")
     print()
@@ -692,7 +693,7 @@ with demo("s08.tenant_extra_keys"):
 # 一阵一阵来的，偶尔会有 p 值在什么都没有的情况下低于 alpha（这也是审计者要重复检验的原因）。
 
 # %%
-with demo("s08.tenant_extra_keys"):
+with demo("s08.fit_threshold", "s08.detect_sharing", "s08.tenant_extra_keys"):
     n = 60
     rows = ((tr("salted, 64 of 80 tokens shared", "加盐，80 个 token 共享 64 个"), 64),
             (tr("salted, nothing shared (control)", "加盐，什么都不共享（对照组）"), 0))

@@ -1,0 +1,124 @@
+"""The class report on a generated class (mutants, correct and unfinished notebooks in both editions,
+files that cannot be graded): the numbers on the page equal those computed from the grader's JSON,
+learner-derived text is escaped, and the page opens in headless Chromium without console errors."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from html.parser import HTMLParser
+
+import pytest
+
+from tests.class_sample import HOSTILE_NAME, build_class
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("class")
+    made = build_class(base / "class")
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(base / "class"), "--format", "json", "--no-progress"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 1, p.stderr[-2000:]  # two files cannot be graded: said, the rest graded
+    (base / "class.json").write_text(p.stdout, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "autograder", "report", str(base / "class.json"), "--html",
+                        str(base / "class.html")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return base, made, json.loads(p.stdout)
+
+
+class Rows(HTMLParser):
+    """Every element's data-* attributes, by section id; the page's text, and any script."""
+
+    def __init__(self):
+        super().__init__()
+        self.section = None
+        self.rows: dict[str, list[dict]] = {}
+        self.scripts = 0
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section":
+            self.section = a["id"]
+        if tag == "script":
+            self.scripts += 1
+        if tag == "img":
+            self.images.append(a.get("src", ""))
+        if any(k.startswith("data-") for k in a) and self.section:
+            self.rows.setdefault(self.section, []).append({"tag": tag, "class": a.get("class"), **a})
+
+
+def expected_numbers(subs: list[dict]) -> dict:
+    graded = [s for s in subs if s["status"] == "graded"]
+    todo = Counter()
+    passed = Counter()
+    checks = Counter()
+    for s in graded:
+        for t in s["todos"]:
+            todo[t["id"]] += 1
+            passed[t["id"]] += t["passed"]
+            if t["status"] == "failed":
+                checks.update((t["id"], c["name"], c["hidden"]) for c in t["checks"] if not c["passed"])
+    return {"n": len(subs), "graded": len(graded), "todo": todo, "passed": passed, "checks": checks,
+            "full": sum(s["score"] == s["max_score"] for s in graded),
+            "mean": sum(s["score"] for s in graded) / len(graded)}
+
+
+@pytest.mark.slow
+def test_the_page_shows_the_numbers_of_the_results(graded):
+    base, made, raw = graded
+    page = (base / "class.html").read_text(encoding="utf-8")
+    parser = Rows()
+    parser.feed(page)
+    assert parser.scripts == 0 and HOSTILE_NAME not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert len(parser.images) >= 2 and all(src.startswith("data:image/png;base64,") for src in parser.images)
+    sections = {"all": raw["submissions"],
+                "edition-en": [s for s in raw["submissions"] if s["lang"] == "en"],
+                "edition-zh": [s for s in raw["submissions"] if s["lang"] == "zh"]}
+    for sid, subs in sections.items():
+        want = expected_numbers(subs)
+        rows = parser.rows[sid]
+        html = page.split(f'<section id="{sid}">', 1)[1].split("</section>", 1)[0]
+        counts = {k: int(v) for k, v in re.findall(r'data-k="([a-z-]+)">(\d+)<', html)}
+        assert counts == {"submissions": want["n"], "graded": want["graded"], "not-graded": want["n"] - want["graded"]}
+        todos = {r["data-todo"]: (int(r["data-passed"]), int(r["data-n"])) for r in rows if r.get("class") == "todo"}
+        assert todos == {t: (want["passed"][t], want["todo"][t]) for t in want["todo"]}
+        shown = {(r["data-todo"], r["data-check"], r["data-hidden"] == "1"): int(r["data-n"])
+                 for r in rows if r.get("class") == "check"}
+        assert shown and all(want["checks"][k] == n for k, n in shown.items())
+        assert min(shown.values()) >= sorted(want["checks"].values(), reverse=True)[len(shown) - 1]  # the most frequent
+        stage_row = html.split('data-stage="s01">', 1)[1].split("</tr>", 1)[0]
+        assert f'<td class="mean">{want["mean"]:.2f}</td>' in stage_row and f'<td class="full">{want["full"]}</td>' in stage_row
+    assert any(r["data-hidden"] == "1" for r in parser.rows["all"] if r.get("class") == "check")  # hidden ones too
+    assert page.count('class="ungraded"') == 2  # the two files that are no notebook, under all submissions
+    assert "namespaces" in page or "landlock" in page or "in-process" in page
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_page_opens_in_chromium_without_console_errors(graded):
+    from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT
+
+    if not (CHROMIUM and HAVE_PLAYWRIGHT):
+        pytest.skip("browser test needs chromium and playwright: run scripts/setup-browser.sh")
+    from playwright.sync_api import sync_playwright
+
+    base, _, _ = graded
+    errors, dialogs = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto((base / "class.html").as_uri())
+        page.wait_for_load_state("load")
+        loaded = page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        heading = page.locator("h1").inner_text()
+        page.screenshot(path=str(base / "class_report.png"))
+        browser.close()
+    assert errors == [] and dialogs == [] and loaded and heading == "Class report"

@@ -1,0 +1,107 @@
+"""The glossary defines every term in both languages and names the stage that introduces it; every
+notebook links the terms of its stage; the Chinese notebooks write every term the way the glossary does."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from autograder import layout
+from autograder.glossary import Term, parse, stage_terms, terms
+from autograder.spec import load_stage
+from tests.conftest import stage_params
+from tests.test_chinese_edition import learner_prose, strip_code
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_every_row_of_the_glossary_table_is_a_term():
+    rows = [line for line in layout.GLOSSARY.read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ") and not line.startswith(("| term", "|---"))]
+    assert len(rows) == len(terms()) > 50, "a row the glossary parser does not read: check its columns"
+
+
+def test_every_term_has_a_definition_in_both_languages_and_a_stage():
+    stages = {layout.stage_number(s) for s in layout.stage_ids()}
+    anchors = [t.anchor for t in terms()]
+    assert len(anchors) == len(set(anchors)), "two terms share a link target"
+    for t in terms():
+        assert t.stage in stages, f"{t.en}: introduced in stage {t.stage}, which does not exist"
+        assert len(t.define.en.split()) >= 4 and t.define.en.rstrip().endswith("."), f"{t.en}: define it in English"
+        assert len(HAN.findall(t.define.zh)) >= 6 and t.define.zh.rstrip().endswith("。"), f"{t.en}: define it in Chinese"
+        assert t.define.en.count(". ") <= 1 and t.define.zh.count("。") <= 2, f"{t.en}: one or two sentences"
+
+
+def test_terms_parse_their_chinese_form():
+    t = parse('| <a id="prompt"></a>prompt | 提示词（prompt） | 1 | A request\'s tokens. | 请求的 token。 |')[0]
+    assert (t.zh_head, t.kept_in_english, t.english_forms()) == ("提示词", False, ["prompt"])
+    kv = Term("kv-cache", "TTFT (time to first token)", "TTFT（首 token 延迟）", 6, t.define)
+    assert kv.kept_in_english and kv.english_forms() == ["TTFT", "time to first token"]
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_every_notebook_links_the_terms_its_stage_introduces(stage_id):
+    files = layout.stage_files(stage_id)
+    own = stage_terms(layout.stage_number(stage_id))
+    assert own, f"{stage_id}: the glossary names no term this stage introduces"
+    for lang in files.languages:
+        for path in (files.learner(lang), files.instructor(lang)):
+            text = "".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                           if c["cell_type"] == "markdown")
+            missing = [t.en for t in own if f"glossary.md#{t.anchor})" not in text]
+            assert not missing, f"{layout.rel(path)}: link the glossary entries {missing}"
+
+
+# -- one word for one thing ---------------------------------------------------------------------------
+def _glossed(text: str) -> str:
+    """``text`` without the glossary's own forms: a Chinese term with its English in brackets (allowed at
+    first use: 提示词（prompt）, *提示词*（prompt）, a line break between them), the Chinese term, and the
+    English-kept form."""
+    text = text.replace("*", "")
+    for t in sorted(terms(), key=lambda t: len(t.zh_head), reverse=True):
+        for e in t.english_forms():
+            text = re.sub(re.escape(t.zh_head) + r"\s*（" + re.escape(e) + r"[）,，、]", " | ", text, flags=re.I)
+    for f in sorted({f for t in terms() for f in (t.zh, t.zh_head)}, key=len, reverse=True):
+        text = text.replace(f, " | ")
+    return text
+
+
+def _spec_texts(stage_id: str) -> str:
+    """The Chinese texts of a stage's spec a learner reads: titles, contracts, hints (the last tier is
+    near-code, left out), check texts, quiz."""
+    stage = load_stage(stage_id, hidden=True)
+    out = [stage.title, stage.summary]
+    for t in stage.todos:
+        out += [t.title, t.contract, *t.hints[:-1]]
+    for c in stage.checks:
+        out += [c.title, c.hint]  # not its input: code, whose names stay as they are
+    return "\n".join(x.zh for x in out if hasattr(x, "zh"))
+
+
+def term_drift(text: str) -> dict[str, int]:
+    """English words of terms the Chinese edition writes in Chinese, counted where they stand alone."""
+    t = re.sub(r"\b\w+\([^)]*\)", " ", strip_code(text))  # a call written in prose: code, not a term
+    t = _glossed(t)
+    found: dict[str, int] = {}
+    forms = {f for term in terms() if not term.kept_in_english for f in term.english_forms()}
+    for form in sorted(forms, key=len, reverse=True):  # "block pool" before "block"
+        pattern = re.compile(r"(?<![\w.-])" + re.escape(form) + r"(?![\w(-])", re.I)
+        n = len(pattern.findall(t))
+        if n:
+            found[form] = n
+            t = pattern.sub(" | ", t)
+    return found
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_chinese_notebooks_write_every_term_in_its_glossary_form(stage_id):
+    files = layout.stage_files(stage_id)
+    drift = term_drift(learner_prose(files.learner("zh")) + "\n" + _spec_texts(stage_id))
+    assert not drift, f"{stage_id}: write these terms as the glossary does: {drift}"
+
+
+def test_the_terminology_check_sees_drift():
+    assert term_drift("把 prompt 交给块池") == {"prompt": 1}
+    assert term_drift("提示词（prompt）交给 block pool") == {"block pool": 1}
+    assert term_drift("`prompt` 和 system prompt、hint(\"s01.x\")") == {}
