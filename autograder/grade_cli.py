@@ -59,14 +59,14 @@ def _grade(args: argparse.Namespace) -> int:
     if args.format != "learner":  # the learner's report states it itself, on stdout
         banner = args.lang or "en"  # the notebooks' own languages are known only once they are read
         print(text(messages.REPORT_GRADING_UNDER, banner).format(level=iso.describe(banner)), file=sys.stderr)
-    only = {str(f): set(args.todo) for f in files} if args.todo else None
+    only = {str(f): set(args.todo) for f in files} if args.todo else None  # grade_paths expands args.paths the same way
     bar = None
     if not args.no_progress and len(files) > 1:
         from tqdm import tqdm
 
         bar = tqdm(total=None, unit="todo", desc="grading", file=sys.stderr, leave=False)
     try:
-        results = grade_paths(files, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
+        results = grade_paths(args.paths, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
                               lang=args.lang, grading=args.grading, feedback=args.feedback, only=only,
                               log=stderr_log() if args.verbose else None)
     except ValueError as exc:  # --todo names no TODO of a notebook's stage

@@ -54,7 +54,7 @@ def report_language(results: list[SubmissionResult], lang: str | None = None) ->
     share, else English."""
     if lang is not None:
         return lang
-    langs = {r.lang for r in results}
+    langs = {r.lang for r in results if r.lang}  # "" for a notebook that could not be read
     return langs.pop() if len(langs) == 1 else "en"
 
 

@@ -87,7 +87,7 @@ class SubmissionResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     isolation: str = ""  # the isolation level its children ran under (autograder.isolation)
-    lang: str = "en"     # the language its messages are in (its notebook's edition, or --lang)
+    lang: str = ""       # its messages' language: its notebook's edition, or --lang; "" when unread (the current language)
 
     @classmethod
     def not_graded(cls, path: str, reason: str, stage: str | None = None) -> "SubmissionResult":

@@ -62,7 +62,7 @@ def demo_statements(stage_id: str, lang: str) -> list[tuple[str, list[str]]]:
 def slip_for(stage_id: str, todo: str) -> list[tuple[str, str]] | None:
     """The first wrong answer of ``todo`` in ``tests/mutants_sNN.py`` that its visible checks catch."""
     stage = load_stage(stage_id, hidden=False)
-    mutants = importlib.import_module(f"tests.mutants_{stage_id}").MUTANTS
+    mutants = importlib.import_module(layout.stage_files(stage_id).mutants_module).MUTANTS
     for tid, edits in mutants.values():
         if tid != todo:
             continue
@@ -206,7 +206,7 @@ def test_runaway_memory_is_stopped_before_the_kernel_dies(monkeypatch):
 # -- given code checks a learner's values first ---------------------------------------------------------
 def s05_namespace(mutant: str | None):
     stage = load_stage("s05", hidden=False)
-    edits = importlib.import_module("tests.mutants_s05").MUTANTS[mutant][1] if mutant else []
+    edits = importlib.import_module(layout.stage_files("s05").mutants_module).MUTANTS[mutant][1] if mutant else []
     return notebook_namespace(module_text(stage, edits=edits))
 
 
@@ -237,7 +237,7 @@ def test_s05_server_names_the_todo_instead_of_growing_memory(mutant, todo):
 def test_s05_server_is_bounded_for_every_wrong_answer():
     import time
 
-    mutants = importlib.import_module("tests.mutants_s05").MUTANTS
+    mutants = importlib.import_module(layout.stage_files("s05").mutants_module).MUTANTS
     for name, (tid, _) in mutants.items():
         if tid == "s05.quiz":
             continue

@@ -52,12 +52,13 @@ def test_preflight_lists_what_cannot_be_graded_one_line_per_submission(course):
     assert p.returncode == 1, p.stdout + p.stderr
     lines = p.stdout.strip().splitlines()
     problems = {ln.split(":", 1)[0]: ln for ln in lines[:-1]}
-    assert set(problems) == {f"cat/{A}", f"dan/{A}", f"eve/{A}", "fay/01_prefix-match"}, lines
-    assert "my_work.ipynb" in problems[f"cat/{A}"] and "renamed" in problems[f"cat/{A}"]
+    # cat's notebook was saved under another name, and it is the only notebook of its stage there:
+    # autograde grades it under the released name (nbgrader_glue.find_renamed_notebooks)
+    assert set(problems) == {f"dan/{A}", f"eve/{A}", "fay/01_prefix-match"}, lines
     assert "not a readable notebook" in problems[f"dan/{A}"]
     assert "stage s02" in problems[f"eve/{A}"]
     assert "no assignment" in problems["fay/01_prefix-match"]
-    assert lines[-1] == "2 of 6 submissions can be graded; 4 cannot (above)"
+    assert lines[-1] == "3 of 6 submissions can be graded; 3 cannot (above)"
     ok = run([sys.executable, "-m", "autograder", "course", "check", str(course), "--stage", "02_block_hash"], ROOT)
     assert ok.stdout.strip() == "0 of 0 submissions can be graded"
 
@@ -83,5 +84,5 @@ def test_autograde_log_and_folders_keep_to_what_matters_and_the_report_reads_the
     page = tmp_path / "class.html"
     run([sys.executable, "-m", "autograder", "report", str(course), "--html", str(page)], ROOT)
     html = page.read_text(encoding="utf-8")
-    assert '<span data-k="submissions">6</span>' in html and '<span data-k="graded">2</span>' in html
-    assert html.count('class="ungraded"') >= 4 and "my_work.ipynb" in html and "no assignment" in html
+    assert '<span data-k="submissions">6</span>' in html and '<span data-k="graded">3</span>' in html
+    assert html.count('class="ungraded"') >= 3 and "no assignment" in html  # dan, eve, fay (cat's was graded)
