@@ -36,4 +36,5 @@ def test_cell_level_hang_runs_one_child_and_does_not_hold_up_classmates(tmp_path
     assert all(c.message == "not run" for t in rest for c in t.checks)
     for name in ["prints_50_mb.ipynb"] + [p.name for p in honest]:
         assert results[name].score == results[name].max_score == FULL, results[name].todos
+    for name in (p.name for p in honest):  # (the 50 MB printer costs about one limit itself: not a witness)
         assert results[name].seconds < hang.seconds  # graded on the other worker meanwhile
