@@ -21,6 +21,7 @@ import json
 import shutil
 import tempfile
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -28,7 +29,8 @@ from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
-from autograder import layout
+from autograder import layout, nbgrader_batch
+from autograder.nbgrader_batch import BatchKey
 from autograder.safetext import one_line
 from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
 
@@ -73,13 +75,21 @@ class IsolatedGrade(NbGraderPreprocessor):
         info = resources.get("nbgrader", {})
         name = resources.get("unique_key") or info.get("notebook") or "submission"
         handed_in = _submitted_file(self.config, info)
-        with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
-            path = handed_in  # what the CLI grades: the student's own file, outputs and all
-            if path is None:
+        hidden = _course_paths(Path.cwd())
+
+        def grade_many(paths, on_done=None):
+            return grade_paths(paths, iso=iso, hidden=hidden, grading=self.grading, feedback=self.feedback,
+                               on_done=on_done)
+
+        if handed_in is not None:  # what the CLI grades: the student's own file, outputs and all
+            # graded with the rest of nbgrader's batch, all at once on every core (see nbgrader_batch)
+            key = partial(BatchKey, isolation=iso.level, grading=self.grading, feedback=self.feedback)
+            result = nbgrader_batch.result_for(handed_in, key, self.config, info.get("assignment"), grade_many)
+        else:
+            with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
                 path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
                 nbformat.write(nb, path)
-            result = grade_paths([path], iso=iso, hidden=_course_paths(Path.cwd()),
-                                 grading=self.grading, feedback=self.feedback)[0]  # its TODOs in parallel
+                result = grade_many([path])[0]  # its TODOs in parallel
         who = one_line(str(info.get("student", "?")))
         self.log.info("graded %s/%s under isolation %s", who, one_line(str(name)), iso.describe())
         assignment = info.get("assignment")

@@ -1,0 +1,94 @@
+"""nbgrader's batch graded at once: one parallel run for every notebook nbgrader will ask for, each
+answered with the verdict the CLI gives that very file, and a file changed since graded anew."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from traitlets.config import Config
+
+from autograder import nbgrader_batch
+from autograder.grade import grade_paths
+from autograder.nbgrader_batch import BatchKey, result_for, selected_submissions
+from tests.conftest import ROOT
+
+ASSIGNMENT = "01_prefix_match"
+SOLVED = ROOT / "solutions" / f"{ASSIGNMENT}.ipynb"
+STUB = ROOT / "notebooks" / f"{ASSIGNMENT}.ipynb"
+
+
+def _course(tmp_path: Path, students: dict[str, Path]) -> tuple[Config, dict[str, Path]]:
+    paths = {}
+    for student, source in students.items():
+        d = tmp_path / "submitted" / student / ASSIGNMENT
+        d.mkdir(parents=True)
+        paths[student] = d / f"{ASSIGNMENT}.ipynb"
+        shutil.copyfile(source, paths[student])
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    return config, paths
+
+
+def _points(result) -> dict[str, float]:
+    return {t.id: t.points for t in result.todos}
+
+
+def test_the_first_request_grades_the_whole_batch_and_each_file_gets_its_own_verdict(tmp_path):
+    config, paths = _course(tmp_path, {"ann": SOLVED, "bob": STUB, "cy": SOLVED})
+    calls: list[list[Path]] = []
+
+    def grade_many(ps, on_done=None):
+        calls.append(list(ps))
+        return grade_paths(ps, on_done=on_done)
+
+    def key(pattern: str) -> BatchKey:
+        return BatchKey(pattern, "test-batch", None, None)
+
+    first = result_for(paths["ann"], key, config, ASSIGNMENT, grade_many)
+    assert calls == [[paths["ann"], paths["bob"], paths["cy"]]]  # nbgrader's order: by student
+    # a file changed after the batch read it is graded again, alone, as it is now
+    shutil.copyfile(STUB, paths["cy"])
+    os.utime(paths["cy"], (time.time() + 5, time.time() + 5))
+    second = result_for(paths["bob"], key, config, ASSIGNMENT, grade_many)
+    third = result_for(paths["cy"], key, config, ASSIGNMENT, grade_many)
+    assert calls[1:] == [[paths["cy"]]]
+    alone = {s: grade_paths([p])[0] for s, p in paths.items()}
+    assert _points(first) == _points(alone["ann"]) and first.score == first.max_score
+    assert _points(second) == _points(alone["bob"]) and second.score == 0
+    assert _points(third) == _points(alone["cy"]) and third.score == 0
+    assert not nbgrader_batch._BATCHES  # drained: a later run in this process starts its own batch
+
+
+def test_a_notebook_outside_the_selection_is_graded_alone(tmp_path):
+    config, paths = _course(tmp_path, {"ann": SOLVED})
+    config.CourseDirectory.student_id = "nobody*"
+    calls = []
+
+    def grade_many(ps, on_done=None):
+        calls.append(list(ps))
+        return grade_paths(ps, on_done=on_done)
+
+    result = result_for(paths["ann"], lambda p: BatchKey(p, "t", None, None), config, ASSIGNMENT, grade_many)
+    assert calls == [[Path(os.path.abspath(paths["ann"]))]] and result.score == result.max_score
+
+
+def test_selection_follows_nbgrader_students_and_skips_what_it_will_skip(tmp_path):
+    config, paths = _course(tmp_path, {"ann": STUB, "bob": STUB, "zed": STUB})
+    config.CourseDirectory.student_id = "[ab]*"
+    _, chosen = selected_submissions(config, ASSIGNMENT)
+    assert chosen == [paths["ann"], paths["bob"]]
+    # bob is already autograded, from a submission no newer: nbgrader skips him unless --force
+    done = tmp_path / "autograded" / "bob" / ASSIGNMENT
+    done.mkdir(parents=True)
+    shutil.copyfile(STUB, done / f"{ASSIGNMENT}.ipynb")
+    (done / "timestamp.txt").write_text("2026-01-02 00:00:00")
+    (paths["bob"].parent / "timestamp.txt").write_text("2026-01-01 00:00:00")
+    assert selected_submissions(config, ASSIGNMENT)[1] == [paths["ann"]]
+    config.BaseConverter.force = True
+    assert selected_submissions(config, ASSIGNMENT)[1] == [paths["ann"], paths["bob"]]
+    # a newer submission is graded again
+    config.BaseConverter.force = False
+    (paths["bob"].parent / "timestamp.txt").write_text("2026-01-03 00:00:00")
+    assert selected_submissions(config, ASSIGNMENT)[1] == [paths["ann"], paths["bob"]]
