@@ -150,8 +150,25 @@ def stage_tree(dest: str | Path, files: Mapping[str, str | Path]) -> Path:
             (dest / d).chmod(0o755)
         shutil.copyfile(src, target)
         target.chmod(0o644)
+    compile_tree(dest)
     _freeze_access_times(dest)
     return dest
+
+
+def compile_tree(tree: Path, files: Iterable[Path] | None = None) -> None:
+    """Byte-compile the staged modules (all, or ``files``) next to them, readable by any child.
+
+    Children run with ``PYTHONDONTWRITEBYTECODE`` from a read-only tree: without these, each child
+    compiled every module it imports from source again (about a third of a small child's start).
+    The caches are checked by the source's hash, never its time stamp, so a module rewritten later
+    (a twin blocked at the source) can never run from the code compiled before the rewrite.
+    """
+    import py_compile
+
+    for path in files if files is not None else sorted(tree.rglob("*.py")):
+        cfile = py_compile.compile(str(path), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        Path(cfile).parent.chmod(0o755)
+        Path(cfile).chmod(0o644)
 
 
 def _freeze_access_times(tree: Path) -> None:

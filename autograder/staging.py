@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import layout, twins
-from autograder.childfs import child_user, make_scratch, stage_tree
+from autograder.childfs import child_user, compile_tree, make_scratch, stage_tree
 from autograder.isolation import Isolation
 from autograder.spec import Todo
 
@@ -109,6 +109,7 @@ class GradingRun:
                     target.chmod(0o644)
                     target.write_text(twins.blocked_source(path.read_text(encoding="utf-8"), quals, todo.label, module),
                                       encoding="utf-8")
+                compile_tree(dest, [dest / path.relative_to(self.staging) for path in by_file])
                 self._variants[key] = dest
             return self._variants[key]
 

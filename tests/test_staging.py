@@ -2,8 +2,12 @@
 users, the twins-blocked copies, and that nothing is left behind."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 from autograder import isolation, layout
 from autograder.pysource import object_source
@@ -45,6 +49,23 @@ def test_a_todo_with_twins_imports_a_copy_where_they_are_blocked():
         body = object_source(original, "paged_attention_torch")
         assert "def paged_attention_torch(*args, **kwargs):" in text and body not in text
         assert object_source(original, "causal_attention") in text  # only the twin is blocked
+        # the blocked copy runs as blocked even from its byte-compiled cache (checked by the source's hash)
+        probe = ("import sys; sys.path[0:0] = [sys.argv[1]]; import kernels.paged_attention as m, inspect; "
+                 "print(m.__cached__, inspect.signature(m.paged_attention_torch))")
+        out = subprocess.run([sys.executable, "-I", "-B", "-c", probe, str(copy)], capture_output=True, text=True,
+                             env={"PYTHONDONTWRITEBYTECODE": "1"}, check=True).stdout
+        assert "(*args, **kwargs)" in out
+
+
+def test_staged_modules_are_byte_compiled_so_no_child_compiles_them():
+    with GradingRun.open(isolation.select("best")) as run:
+        sources = sorted(run.staging.rglob("*.py"))
+        for src in sources:
+            cached = Path(importlib.util.cache_from_source(str(src)))
+            assert cached.is_file(), src
+            flags = int.from_bytes(cached.read_bytes()[4:8], "little")
+            assert flags == 0b11, f"{cached}: not checked by the source's hash"  # hash-based, checked
+            assert stat.S_IMODE(cached.stat().st_mode) == 0o644
 
 
 def test_closing_removes_everything_even_what_a_child_locked():
