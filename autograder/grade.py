@@ -80,12 +80,19 @@ def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[]
     return _grade_todo(sub, todo, run, on_cells, how).result
 
 
+def child_payload_for(sub: Submission, todo: Todo) -> dict:
+    """What the child grading ``todo`` of ``sub`` is given: the setup cells, the learner's cells, the
+    modules it may import as text, and what to import before any learner code."""
+    stage = sub.stage
+    cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
+    return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
+            "modules": child_modules(stage, todo), "preload": stage.preload}
+
+
 def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
                 how: Reporting) -> Graded:
     stage = sub.stage
-    cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
-    payload = {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
-               "modules": child_modules(stage, todo), "preload": stage.preload}
+    payload = child_payload_for(sub, todo)
 
     def on_event(event: Event) -> None:
         if on_cells is not None and isinstance(event, CellsDone):

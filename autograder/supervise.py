@@ -135,20 +135,23 @@ def path_digest(salt: str, path: str) -> str:
 
 
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
-              on_event: Callable[[Event], None] | None = None, staging: Path | None = None) -> ChildReport:
+              on_event: Callable[[Event], None] | None = None, staging: Path | None = None,
+              on_start: Callable[[int], None] | None = None) -> ChildReport:
     """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
     isolation, importing from ``staging`` (default: the run's); ``on_event`` sees each accepted event
-    as it arrives (in this thread)."""
+    as it arrives (in this thread); ``on_start`` gets the launched process's pid (the benchmark's
+    per-phase CPU reading)."""
     scratch, uid = run.scratch()
     try:
         channel = Channel(check_keys, cells=len(payload["cells"]))
-        return _run(payload, limits, run, staging or run.staging, scratch, uid, channel, on_event)
+        return _run(payload, limits, run, staging or run.staging, scratch, uid, channel, on_event, on_start)
     finally:
         run.discard(scratch)
 
 
 def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scratch: str, uid: int | None,
-         channel: Channel, on_event: Callable[[Event], None] | None) -> ChildReport:
+         channel: Channel, on_event: Callable[[Event], None] | None,
+         on_start: Callable[[int], None] | None = None) -> ChildReport:
     read_fd, write_fd = os.pipe()
     out_r, out_w = os.pipe()
     payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
@@ -185,6 +188,8 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         os.close(out_w)
         if group is not None:
             group.close_fd()
+    if on_start is not None:
+        on_start(proc.pid)
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
                                               on_event)

@@ -1,26 +1,39 @@
-"""Grade a class at once: `python -m autograder grade` vs plain `nbgrader autograde`, same submissions.
+"""Grade a class per stage three ways in one run: this project's CLI, nbgrader with this project's
+configuration (its ``IsolatedGrade`` preprocessor), and plain nbgrader (its own in-kernel execution of
+every cell: the baseline, which cannot run hidden checks), on the same generated submissions.
 
-The baseline is nbgrader's own autograde with its default in-kernel execution (one kernel per
-notebook, every cell run), which is what a course without this project's grader would use. Both
-grade the same stage-1 submissions (reference, stub, and wrong answers in TODOs that no other TODO
-calls, so that in-kernel grading without isolation blames the same TODOs); the script checks the
-per-TODO scores agree, then prints both times and their ratio. The two run in interleaved rounds
-(each round grades the whole class with both, in turn; nbgrader re-grades with ``--force``), timed on
-the wall clock (both run subprocesses, ours several in parallel); the ratio is computed per round and
-printed as its minimum and median.
+Per stage it prints seconds and CPU-seconds per submission and the cores kept busy (CPU-seconds are
+the machine's busy time over the run, read from ``/proc/stat``: run it on a quiet machine), the ratios
+to plain nbgrader and of the nbgrader path to the CLI, whether the CLI's and the gradebook's per-TODO
+points agree, then where one grading child's CPU goes (interpreter start, the sandbox's set-up, the
+harness's and the stage's imports, the learner's cells, the checks), and the projected time for
+1,000 and 10,000 submissions on 2, 16 and 64 cores (CPU-seconds per submission × submissions ÷ cores,
+i.e. assuming every core is kept busy, as measured here).
 
-    python benchmarks/bench_grading.py            # 50 submissions, 3 rounds
-    python benchmarks/bench_grading.py --quick    # 3 submissions, 2 rounds (smoke test)
+The class of each stage mixes honest (the reference), wrong (the project's wrong answers for that
+stage, in turn), unfilled (the release as handed out) and hostile submissions (the reference plus a
+cell that patches ``check``, floods the output and tries to read the grader's files and signal other
+processes). No submission hangs: one that does costs one time limit in every path alike.
+
+    python benchmarks/bench_grading.py                      # every stage, 10 submissions each
+    python benchmarks/bench_grading.py --stages s01 s06 -n 20
+    python benchmarks/bench_grading.py --quick              # stage 1, 3 submissions (smoke test)
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,96 +41,304 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
+from autograder import isolation, layout  # noqa: E402
+from autograder.grade import child_payload_for, limits_for  # noqa: E402
+from autograder.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
+from autograder.staging import GradingRun  # noqa: E402
+from autograder.submission import read_submission  # noqa: E402
+from autograder.supervise import run_child  # noqa: E402
 from autograder.testing import variant_notebook  # noqa: E402
-from benchmarks.rounds import interleaved, summary  # noqa: E402
 
-ASSIGNMENT = "01_prefix_match"
-SPLIT = "        reusable_prefix = prompt[:hit_len]\n        suffix = prompt[hit_len:]"
-STATS = "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"
-KINDS = {
-    "reference": [],
-    "split_off_by_one": [(SPLIT, SPLIT.replace("prompt[hit_len:]", "prompt[hit_len + 1:]"))],
-    "stats_unrounded": [(STATS, "reuse_ratio = hit_tokens / len(prompt) if prompt else 0.0")],
-    "stats_uncached_ratio": [(STATS, "reuse_ratio = round(uncached_tokens / len(prompt), 4) if prompt else 0.0")],
-}
+KINDS = ("honest", "wrong", "unfilled", "wrong", "hostile")
+HOSTILE = '''
+try:  # a hostile learner: none of this may change a verdict or reach another submission
+    import builtins
+    import os
+    builtins.check = lambda *a, **k: print("✅ all checks passed")
+    print("x" * 200_000)
+    for p in ("solutions/__init__.py", "../../submitted", "/proc/1/environ"):
+        try:
+            open(p).read()
+        except OSError:
+            pass
+    os.kill(os.getppid(), 0)  # is the parent there to signal? (signal 0 sends nothing)
+except BaseException:
+    pass
+'''
+TICK = os.sysconf("SC_CLK_TCK")
 
 
-def make_class(course: Path, n: int) -> list[str]:
-    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+def busy_seconds() -> float:
+    """Core-seconds this machine has spent busy since boot (every process, every core)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+@dataclass
+class Timed:
+    """One contender's run over the class: wall seconds and the machine's busy core-seconds."""
+
+    wall: float
+    busy: float
+
+    def per_submission(self, n: int) -> tuple[float, float]:
+        return self.wall / n, self.busy / n
+
+    @property
+    def cores(self) -> float:
+        return self.busy / self.wall if self.wall else 0.0
+
+
+def timed(fn) -> tuple[Timed, object]:
+    b0, t0 = busy_seconds(), time.perf_counter()
+    out = fn()
+    return Timed(time.perf_counter() - t0, busy_seconds() - b0), out
+
+
+# -- the class -------------------------------------------------------------------------------------
+def filled(release: nbformat.NotebookNode, nb: nbformat.NotebookNode, extra: str = "") -> nbformat.NotebookNode:
+    """The release with its solution cells' code taken from ``nb`` (the first one followed by ``extra``)."""
+    codes = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    out = nbformat.from_dict(json.loads(json.dumps(release)))
+    sol = [c for c in out.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    for i, (cell, code) in enumerate(zip(sol, codes)):
+        cell.source = code + (extra if i == 0 else "")
+    return out
+
+
+def make_class(sid: str, course: Path, n: int) -> list[str]:
+    assignment = layout.stage_files(sid).assignment("en")
+    release_dir = course / "release" / assignment
+    release = nbformat.read(release_dir / f"{assignment}.ipynb", as_version=4)
+    mutants = list(importlib.import_module(f"tests.mutants_{sid}").MUTANTS.values())
+    honest = variant_notebook(sid, [])
     students = []
-    kinds = list(KINDS) + ["stub"]
     for i in range(n):
-        kind = kinds[i % len(kinds)]
-        nb = release if kind == "stub" else variant_notebook("s01", KINDS[kind])
-        if kind != "stub":  # keep the release's cells and metadata, fill only the solution cell
-            code = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
-            nb = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-            for c in nb.cells:
-                if c.metadata.get("nbgrader", {}).get("solution"):
-                    c.source = code
+        kind = KINDS[i % len(KINDS)]
+        if kind == "honest":
+            nb = filled(release, honest)
+        elif kind == "wrong":
+            nb = filled(release, variant_notebook(sid, mutants[(i // len(KINDS)) % len(mutants)][1]))
+        elif kind == "hostile":
+            nb = filled(release, honest, HOSTILE)
+        else:
+            nb = release
         student = f"student{i:03d}_{kind}"
-        d = course / "submitted" / student / ASSIGNMENT
-        shutil.copytree(course / "release" / ASSIGNMENT, d)
-        nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
+        d = course / "submitted" / student / assignment
+        shutil.copytree(release_dir, d)
+        nbformat.write(nb, d / f"{assignment}.ipynb")
         students.append(student)
     return students
 
 
+# -- one child's CPU, by phase ---------------------------------------------------------------------
+class TreeCPU:
+    """Samples the CPU time of a process and its descendants every few ms, keeping each process's
+    highest reading, so that what a process spent is still counted after it has exited."""
+
+    def __init__(self, root: int) -> None:
+        self.root, self.seen, self.stop = root, {}, threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        parent, cpu = {}, {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat", encoding="ascii", errors="replace") as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parent[int(d)], cpu[int(d)] = int(rest[1]), (int(rest[11]) + int(rest[12])) / TICK
+        for pid in cpu:
+            p = pid
+            while p in parent and p != self.root and p > 1:
+                p = parent[p]
+            if p == self.root:
+                self.seen[pid] = max(self.seen.get(pid, 0.0), cpu[pid])
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self._sample()
+            time.sleep(0.005)
+
+    def now(self) -> float:
+        self._sample()
+        return sum(self.seen.values())
+
+    def finish(self) -> float:
+        self.stop.set()
+        self.thread.join()
+        return sum(self.seen.values())
+
+
+@dataclass
+class Phases:
+    """CPU-seconds of one grading child by phase, summed over a submission's TODOs."""
+
+    setup: float = 0.0   # interpreter start, sandbox, harness and stage imports (to the child's Ready)
+    cells: float = 0.0   # the setup cells and the learner's cells
+    checks: float = 0.0  # building the implementation and running every check
+    children: int = 0
+    start: float = 0.0   # of setup: a bare interpreter's start
+    imports: float = 0.0  # of setup: the harness's and the stage's imports, unconfined
+    extra: dict = field(default_factory=dict)
+
+
+def child_phases(notebook: Path) -> Phases:
+    sub = read_submission(notebook)
+    out = Phases()
+    with GradingRun.open(isolation.select("best")) as run:
+        for todo in sub.stage.todos:
+            marks: dict[str, float] = {}
+            sampler: list[TreeCPU] = []
+
+            def on_event(event, marks=marks, sampler=sampler):
+                name = {Ready: "ready", CellsDone: "cells", CheckStarted: "check", Done: "done"}.get(type(event))
+                if name and name not in marks and sampler:
+                    marks[name] = sampler[0].now()
+
+            run_child(child_payload_for(sub, todo), limits_for(sub.stage), run,
+                      [c.key for c in sub.stage.checks_for(todo.id)], on_event, staging=run.staging_for(todo),
+                      on_start=lambda pid, sampler=sampler: sampler.append(TreeCPU(pid)))
+            total = sampler[0].finish()
+            ready, cells = marks.get("ready", total), marks.get("cells", total)
+            out.setup += ready
+            out.cells += cells - ready
+            out.checks += total - cells
+            out.children += 1
+        out.start = out.children * _rusage_of([sys.executable, "-I", "-c", "pass"])
+        imports = ("import sys; sys.path[0:0] = [sys.argv[1]]; import ctypes; "
+                   "from autograder import protocol, hybrid, probe, twins, confine, sandbox; "
+                   "from autograder.spec import load_stage; "
+                   + "".join(f"import {m}; " for m in sub.stage.preload)
+                   + f"load_stage({sub.stage.id!r}, hidden=True, reference=None)")
+        out.imports = out.children * _rusage_of([sys.executable, "-I", "-c", imports, str(run.staging)]) - out.start
+    return out
+
+
+def _rusage_of(argv: list[str], repeat: int = 3) -> float:
+    """Median CPU-seconds of running ``argv`` (a direct child: its whole CPU is accounted)."""
+    samples = []
+    for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(argv, check=False, capture_output=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        samples.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    return statistics.median(samples)
+
+
+# -- one stage -------------------------------------------------------------------------------------
+def gradebook_points(course: Path, assignment: str, students: list[str]) -> dict[str, dict[str, float]]:
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for s in students:
+            nb = gb.find_submission_notebook(assignment, assignment, s)
+            out[s] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.count("-") == 1}
+    return out
+
+
+def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
+    assignment = layout.stage_files(sid).assignment("en")
+    course, base = tmp / f"{sid}-ours", tmp / f"{sid}-plain"
+    subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", sid], cwd=ROOT,
+                   check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--create"], cwd=course,
+                   env=env, check=True, capture_output=True)
+    students = make_class(sid, course, n)
+    shutil.copytree(course, base, ignore=shutil.ignore_patterns("gradebook.db"))
+    # the baseline is plain nbgrader: the course id only, none of this project's preprocessors
+    (base / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "pcw-bench"\n')
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--create", "--force"],
+                   cwd=base, env=env, check=True, capture_output=True)  # --force: its own gradebook, same release
+
+    def cli():
+        p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format", "json",
+                            "--no-progress"], cwd=ROOT, capture_output=True, text=True)
+        return json.loads(p.stdout)
+
+    def autograde(where: Path) -> str:
+        p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"], cwd=where, env=env,
+                           capture_output=True, text=True)
+        # nbgrader exits 1 when some submission could not be autograded (e.g. a plain kernel died)
+        return "" if p.returncode == 0 else p.stderr[-2000:]
+
+    def nbgrader_path():
+        return autograde(course)
+
+    def nbgrader_plain():
+        return autograde(base)
+
+    out = {"n": n}
+    out["cli"], graded = timed(cli)
+    out["nbgrader"], errors = timed(nbgrader_path)
+    out["errors"] = {"nbgrader": errors}
+    if plain:
+        out["plain"], out["errors"]["plain"] = timed(nbgrader_plain)
+    ours = {Path(s["path"]).parts[-3]: {t["id"]: t["points"] for t in s["todos"]} for s in graded["submissions"]}
+    book = gradebook_points(course, assignment, students)
+    out["agree"] = all(ours[s] == book[s] for s in students)
+    out["isolation"] = graded["isolation"]["description"]
+    honest = course / "submitted" / students[0] / assignment / f"{assignment}.ipynb"
+    out["phases"] = child_phases(honest)
+    return out
+
+
+def report(sid: str, r: dict) -> None:
+    n = r["n"]
+    print(f"\n== stage {sid}: {n} submissions ({', '.join(sorted(set(KINDS)))}) on {os.cpu_count()} cores")
+    rows = [("CLI (python -m autograder grade)", r["cli"]), ("nbgrader autograde, this course", r["nbgrader"])]
+    if "plain" in r:
+        rows.append(("nbgrader autograde, plain (baseline)", r["plain"]))
+    for name, t in rows:
+        s, c = t.per_submission(n)
+        print(f"  {name:38s} {s:7.3f} s  {c:7.3f} CPU-s per submission   {t.cores:4.2f} cores busy")
+    if "plain" in r:
+        print(f"  CLI vs plain nbgrader: {r['plain'].wall / r['cli'].wall:5.2f}x faster per submission")
+    print(f"  nbgrader path / CLI: {r['nbgrader'].wall / r['cli'].wall:5.2f}x the CLI's time")
+    print(f"  CLI and gradebook per-TODO points agree: {r['agree']}")
+    for name, err in r["errors"].items():
+        if err:
+            print(f"  {name}: nbgrader reported failures: ...{err[-600:]}")
+    p: Phases = r["phases"]
+    k = max(p.children, 1)
+    sandbox = max(p.setup - p.start - p.imports, 0.0)
+    print(f"  one child, CPU-s (mean of the honest submission's {p.children} children): set-up {p.setup / k:.3f} "
+          f"[interpreter {p.start / k:.3f} · imports {p.imports / k:.3f} · sandbox and the rest {sandbox / k:.3f}] · "
+          f"cells {p.cells / k:.3f} · checks {p.checks / k:.3f}")
+    c = r["cli"].busy / n
+    cells = "  ".join(f"{subs:>6,} on {cores:>2}: {subs * c / cores / 60:7.1f} min" for subs in (1_000, 10_000)
+                      for cores in (2, 16, 64))
+    print(f"  projected (CLI, every core busy): {cells}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="3 submissions, 2 rounds (smoke test)")
-    ap.add_argument("-n", type=int, default=50, help="submissions in the class")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--quick", action="store_true", help="stage 1, 3 submissions (smoke test)")
+    ap.add_argument("--stages", nargs="*", default=None, help="stage ids (default: every built stage)")
+    ap.add_argument("-n", type=int, default=10, help="submissions per stage")
+    ap.add_argument("--no-plain", action="store_true", help="skip plain nbgrader (it runs every demo cell)")
     args = ap.parse_args()
-    n, rounds = (3, 2) if args.quick else (args.n, args.rounds)
+    stages = ["s01"] if args.quick else (args.stages or layout.built_stages())
+    n = 3 if args.quick else args.n
     # in-kernel hidden checks need the reference: the kernels see the repository; nbgrader shells
     # out to tools next to this interpreter (alembic)
     env = dict(os.environ, PYTHONPATH=str(ROOT),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    print(f"load average before: {os.getloadavg()[0]:.2f} (CPU-seconds are the whole machine's: run it quiet)")
+    ok = True
     with tempfile.TemporaryDirectory(prefix="pcw-bench-grading-") as tmp:
-        course = Path(tmp) / "course"
-        subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", "s01"], cwd=ROOT,
-                       check=True, capture_output=True)
-        # the baseline is plain nbgrader: keep only the course id, drop our isolated-grading config
-        (course / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "pcw-bench"\n')
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], cwd=course, env=env, check=True,
-                       capture_output=True)
-        students = make_class(course, n)
-
-        def ours() -> str:
-            p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format",
-                                "json", "--no-progress"], cwd=ROOT, capture_output=True, text=True)
-            return p.stdout
-
-        def nbgrader() -> None:
-            # --force: grade again what an earlier round graded
-            subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=course, env=env,
-                           check=True, capture_output=True)
-
-        r = interleaved({"nbgrader": nbgrader, "ours": ours}, baseline="nbgrader", rounds=rounds, clock="wall",
-                        warmup=False)
-        ours_scores, graded = {}, json.loads(r.results["ours"])
-        for sub in graded["submissions"]:
-            student = Path(sub["path"]).parts[-3]
-            ours_scores[student] = {t["id"]: t["points"] for t in sub["todos"]}
-        from nbgrader.api import Gradebook
-
-        theirs = {}
-        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-            for s in students:
-                nb = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, s)
-                theirs[s] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.count("-") == 1}
-    ours_s, nbg_s = r.median_seconds("ours"), r.median_seconds("nbgrader")
-    mismatches = {s: (ours_scores[s], theirs[s]) for s in students if ours_scores[s] != theirs[s]}
-    print(f"submissions: {n} (stage 1, {os.cpu_count()} cores), {rounds} interleaved rounds, wall clock, median:")
-    print(f"python -m autograder grade : {ours_s:7.2f} s  ({ours_s / n * 1000:6.0f} ms per submission, isolated, hidden checks)")
-    print(f"  graded under isolation: {graded['isolation']['description']}")
-    print(f"nbgrader autograde (plain) : {nbg_s:7.2f} s  ({nbg_s / n * 1000:6.0f} ms per submission, in-kernel)")
-    print(f"ours is faster per submission than nbgrader by (per round): {summary(r.speedups('ours'))}")
-    print(f"per-TODO scores equal: {not mismatches}")
-    for s, (a, b) in mismatches.items():
-        print(f"  {s}: ours {a} vs nbgrader {b}")
-    return 1 if mismatches else 0
+        for sid in stages:
+            r = bench_stage(sid, n, Path(tmp), env, plain=not args.no_plain)
+            report(sid, r)
+            ok = ok and r["agree"]
+    print(f"\nper-TODO scores equal: {ok}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
