@@ -12,7 +12,6 @@ notebook outside the graded (TODO) cells, which grading never runs.
 """
 from __future__ import annotations
 
-import ast
 import builtins
 import dis
 import importlib
@@ -29,6 +28,7 @@ from typing import Any
 from autograder import data
 from autograder.hybrid import MissingTarget, build_impl
 from autograder.probe import run_probe
+from autograder.pysource import defined_names
 from autograder.spec import Check, Stage, Todo
 
 
@@ -146,20 +146,7 @@ def _cell_names(fn: types.FunctionType) -> set[str]:
             source = inspect.getsource(inspect.getmodule(fn) or fn)
         except (OSError, TypeError):
             return set()
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return names
+    return defined_names(source)
 
 
 def names_outside_graded_cells(stage: Stage, todo: Todo, namespace: dict, given_names: set[str]) -> list[str]:

@@ -9,7 +9,6 @@ the notebook table in ``README.md``.
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 import json
@@ -20,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from autograder import layout
+from autograder import layout, pysource
 from autograder.course import Course, load_course
 from autograder.i18n import text
 from autograder.notebook import instructor_notebook, learner_notebook
@@ -34,17 +33,7 @@ STAGES_BEGIN, STAGES_END = "<!-- stages:begin -->", "<!-- stages:end -->"
 
 def defined_names(sources: list[str]) -> list[str]:
     """Top-level names the given code cells define (``check()`` does not warn about them)."""
-    names: set[str] = set()
-    for src in sources:
-        for node in ast.parse(src).body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return sorted(names)
+    return sorted(set().union(*(pysource.defined_names(src) for src in sources)))
 
 
 def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:

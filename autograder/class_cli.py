@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+from autograder.i18n import LANGUAGES
 from pathlib import Path
 
 
@@ -50,7 +52,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("classroom", help="write a GitHub Classroom assignment template repository for one stage")
     c.add_argument("stage", help="stage id or notebook name, e.g. s03 or 03_block_pool")
     c.add_argument("dest", help="folder to write the template into")
-    c.add_argument("--edition", choices=["en", "zh"], default="en", help="the notebook's and README's language")
+    c.add_argument("--edition", choices=LANGUAGES, default=LANGUAGES[0], help="the notebook's and README's language")
     c.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,
                    help="how a TODO's points are given (default: course.toml's [grading] mode)")
     c.add_argument("--token-secret", metavar="NAME", default=None,
@@ -62,5 +64,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_report)
     p = sub.add_parser("progress", help="where a learner stands: every TODO's last check() result")
     p.add_argument("folder", nargs="?", default=".", help="the folder of the notebooks (default: here)")
-    p.add_argument("--lang", choices=["en", "zh"], default=None, help="default: the language of the last check()")
+    p.add_argument("--lang", choices=LANGUAGES, default=None, help="default: the language of the last check()")
     p.set_defaults(func=_progress)

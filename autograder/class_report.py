@@ -33,7 +33,7 @@ class Entry:
 
     name: str
     stage: str | None
-    lang: str      # "en", "zh", or "" when unknown (a file that could not be read)
+    lang: str      # one of i18n.LANGUAGES, or "" when unknown (a file that could not be read)
     graded: bool
     score: float = 0.0
     max_score: float = 0.0

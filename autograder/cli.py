@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from autograder.i18n import LANGUAGES
+
 
 def _build(args: argparse.Namespace) -> int:
     from autograder import layout
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("folder", nargs="?", help=argparse.SUPPRESS)
     c.add_argument("--stage", action="append",
                    help="stage id to include (repeatable; default: all built stages); with `check`: assignment names")
-    c.add_argument("--editions", choices=["en", "zh", "both"], default="en",
+    c.add_argument("--editions", choices=[*LANGUAGES, "both"], default=LANGUAGES[0],
                    help="which edition to release: English, Chinese, or both as two assignments per stage")
     c.set_defaults(func=_course)
     n = sub.add_parser("new-stage", help="write a new stage's source files from the stage template")

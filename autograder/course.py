@@ -49,16 +49,9 @@ class Course:
         if not self.sources:
             raise ValueError("course.toml: [install] sources needs at least one source")
 
-    @property
-    def raw_clone_url(self) -> str:
-        return self.repository + ".git"
-
     def link(self, kind: str, path: str) -> str:
         """The ``kind`` link (colab, modelscope, binder) for the notebook at repository path ``path``."""
         return self.links[kind].format(path=path)
-
-    def colab_url(self, path: str) -> str:
-        return self.link("colab", path)
 
     def badges(self, path: str) -> str:
         """Markdown badges that open the notebook at ``path`` on Colab, ModelScope and Binder."""

@@ -411,7 +411,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                         work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
                         shared_failure=lambda g: g.stopped_in_cells,
                         shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
-                        failed=failed, on_result=on_result, workers=workers or os.cpu_count() or 2)
+                        failed=failed, on_result=on_result, workers=workers or batch.available_cores())
     if on_done:
         for r in results:
             if not r.graded:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from autograder import isolation, messages, reports
 from autograder.grade import VERBOSE_ENV, grade_paths, stderr_log
-from autograder.i18n import text
+from autograder.i18n import LANGUAGES, text
 from autograder.submission import expand
 
 EXIT_NO_ISOLATION = 3
@@ -40,7 +40,7 @@ def _earned(results: list, need: float | None) -> bool:
 def _grade(args: argparse.Namespace) -> int:
     if args.format == "learner":  # a missing notebook (renamed?): say so in words a learner reads
         for p in (Path(x) for x in args.paths if not Path(x).exists()):
-            for lang in [args.lang] if args.lang else ["en", "zh"]:  # its language is unknown: both
+            for lang in [args.lang] if args.lang else LANGUAGES:  # its language is unknown: every one
                 print(text(messages.LEARNER_NO_SUCH_FILE, lang).format(name=p.name))
     files = expand(args.paths)
     if not files:
@@ -118,12 +118,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--gradescope", metavar="RESULTS_JSON", help="also write Gradescope's results.json (one submission)")
     g.add_argument("--csv", metavar="FILE", help="write a per-student, per-TODO CSV")
     g.add_argument("--summary-json", metavar="FILE", help="write a per-TODO summary as JSON")
-    g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: all cores)")
+    g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: every core this process may use, within any CPU quota)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--verbose", action="store_true",
                    help=f"log each grading process to stderr: the isolation applied, its exit status and its "
                         f"output (also: {VERBOSE_ENV}=1)")
-    g.add_argument("--lang", choices=["en", "zh"], default=None,
+    g.add_argument("--lang", choices=LANGUAGES, default=None,
                    help="language of the report (default: each notebook's own edition)")
     g.add_argument("--grading", choices=["all-or-nothing", "partial"], default=None,
                    help="how a TODO's points are given (default: course.toml's [grading] mode)")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-LANGUAGES = ("en", "zh")
-DEFAULT = "en"
+LANGUAGES = ("en", "zh")  # the course's languages, the default first: every other list is read from here
+DEFAULT = LANGUAGES[0]
 _current: str | None = None
 
 

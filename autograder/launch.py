@@ -233,10 +233,11 @@ def _version(text: str | None) -> tuple[int, ...]:
 
 
 def signal_name(rc: int | None) -> str | None:
-    """``SIGKILL`` for a returncode of -9 (as :meth:`LaunchPlan.returncode` gives), else None."""
+    """``SIGKILL`` for a returncode of -9 (as :meth:`LaunchPlan.returncode` gives), ``signal 77`` for
+    a number no signal has, None for a normal exit (the one place a signal gets its name)."""
     if rc is None or rc >= 0:
         return None
     try:
         return signal.Signals(-rc).name
     except ValueError:
-        return None
+        return f"signal {-rc}"

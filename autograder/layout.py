@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from autograder.i18n import DEFAULT, LANGUAGES  # the one list of languages: i18n owns it
+
 ROOT = Path(__file__).resolve().parent.parent
 AUTOGRADER = ROOT / "autograder"
 CHECKS = AUTOGRADER / "checks"
@@ -33,8 +35,7 @@ REQUIREMENTS = ROOT / "requirements.txt"
 
 #: Editions of every notebook: the default one (English) lives at the top of ``notebooks/`` and
 #: ``solutions/``; every other one in a subfolder named after its language.
-LANGUAGES = ("en", "zh")
-DEFAULT_LANGUAGE = "en"
+DEFAULT_LANGUAGE = DEFAULT
 
 _STAGE_ID = re.compile(r"^s(\d\d)$")
 _REFERENCE = re.compile(r"^s(\d\d)_([a-z0-9_]+)\.py$")

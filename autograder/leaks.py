@@ -101,12 +101,6 @@ class LeakGuard:
             text = unicodedata.normalize("NFKC", text)
         return any(self._plain_leak(r) for r in readings(text, shifts=False))
 
-    def leaks_anywhere(self, text: str) -> bool:
-        """:meth:`leaks` over a long text the grader wrote itself (a whole report), in overlapping
-        pieces of :data:`SCAN_LIMIT` characters. Not for learner text: its cost grows with the text."""
-        step = SCAN_LIMIT // 2
-        return any(self.leaks(text[i:i + SCAN_LIMIT]) for i in range(0, max(1, len(text) - step), step))
-
     def leaks_together(self, texts: Iterable[str]) -> bool:
         """Whether pieces of text leak once put together (a secret split across checks). Pieces that
         are words learners already have (a field name such as ``hit_tokens``) are left out: put side

@@ -29,7 +29,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
-from autograder import layout, nbgrader_batch
+from autograder import cell_ids, layout, nbgrader_batch
 from autograder.nbgrader_batch import BatchKey
 from autograder.safetext import one_line
 from autograder.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
@@ -93,7 +93,7 @@ class IsolatedGrade(NbGraderPreprocessor):
         who = one_line(str(info.get("student", "?")))
         self.log.info("graded %s/%s under isolation %s", who, one_line(str(name)), iso.describe())
         assignment = info.get("assignment")
-        editions = {layout.stage_files(result.stage).assignment(lang) for lang in ("en", "zh")} if result.stage else set()
+        editions = {layout.stage_files(result.stage).assignment(lang) for lang in layout.LANGUAGES} if result.stage else set()
         if assignment and editions and assignment not in editions:
             result.warnings.append(f"this notebook is stage {result.stage}, not assignment {assignment}")
         for w in result.warnings + ([result.error] if result.error else []):
@@ -102,7 +102,7 @@ class IsolatedGrade(NbGraderPreprocessor):
         nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings,
                                      "result": {**result.to_json(), "path": shown}}  # for `autograder report`
         suffix = f" [graded under isolation: {iso.level}]"
-        verdicts = {t.id.replace(".", "-"): replace(t, message=t.message + suffix) for t in result.todos}
+        verdicts = {cell_ids.grade_id(t.id): replace(t, message=t.message + suffix) for t in result.todos}
         restored = _restore_test_cells(nb, info, verdicts)
         if restored:
             self.log.warning("%s/%s: %d test cell(s) had lost their nbgrader metadata; restored them from the "

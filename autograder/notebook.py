@@ -21,7 +21,7 @@ import jupytext
 import nbformat
 from nbformat import NotebookNode
 
-from autograder import layout
+from autograder import cell_ids, layout
 from autograder.course import Course
 from autograder.glossary import terms_markdown
 from autograder.i18n import L, text
@@ -149,15 +149,15 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
             body = setup_cell(course, lang, stage.id, build) + _imports_block(top_level_imports(ref), lang)
             if cell.source.strip():
                 body += "\n" + localize_code(cell.source, lang)
-            code(body, _nbgrader(f"{stage.id}-setup-{len(cells)}", locked=True), ["setup"])
+            code(body, _nbgrader(cell_ids.locked_cell_id(stage.id, "setup", len(cells)), locked=True), ["setup"])
         elif "solution" in meta:
             name = meta["solution"]
             source = with_contracts(localize_code(object_source(ref, name), lang), stage, lang)
-            code(source, _nbgrader(f"{stage.id}-code-{name}", solution=True))
+            code(source, _nbgrader(cell_ids.code_cell_id(stage.id, name), solution=True))
         elif "given" in meta:
             names = [n.strip() for n in meta["given"].split(",") if n.strip()]
             source = "\n\n\n".join(localize_code(object_source(ref, n), lang) for n in names)
-            code(source, _nbgrader(f"{stage.id}-given-{len(cells)}", locked=True), ["setup", "given"])
+            code(source, _nbgrader(cell_ids.locked_cell_id(stage.id, "given", len(cells)), locked=True), ["setup", "given"])
         elif "check" in meta:
             todo = stage.todo(meta["check"])
             seen_checks.add(todo.id)
@@ -167,7 +167,7 @@ def instructor_notebook(stage: Stage, course: Course, lang: str = "en", build: s
             seen_checks.add(todo.id)
             cells.append(nbformat.v4.new_markdown_cell(quiz_markdown(stage, lang)))
             code(with_contracts(localize_code(object_source(ref, "quiz"), lang), stage, lang),
-                 _nbgrader(f"{stage.id}-code-quiz", solution=True))
+                 _nbgrader(cell_ids.code_cell_id(stage.id, "quiz"), solution=True))
             code(check_cell_source(todo.id, hidden=False),
                  _nbgrader(todo.grade_id, grade=True, locked=True, points=todo.points))
         elif "scoring" in meta:

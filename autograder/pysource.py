@@ -6,6 +6,8 @@ cells) and by the grader (to stub a TODO region), so both always cut the same li
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 #: nbgrader's markers around a solution region and around hidden tests (its defaults).
@@ -16,6 +18,33 @@ STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
 STUB_CODE = "\n".join(STUB_LINES)
 
 _DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def names_defined(body: Iterable[ast.stmt], *, imports: bool = True) -> set[str]:
+    """The names a block of statements binds at its own level: the one rule for "what a cell (or a
+    class body) defines". ``def`` and ``class``, every name an assignment binds (plain, annotated,
+    augmented, unpacked) and, with ``imports``, the names an import binds (``import a.b`` binds ``a``)."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, _DEFS):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif imports and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def defined_names(source: str, *, imports: bool = True) -> set[str]:
+    """:func:`names_defined` of a cell's source. A cell that does not parse (a learner's unfinished
+    one) is read line by line instead: its ``def``/``class`` heads and ``name =`` lines."""
+    try:
+        return names_defined(ast.parse(source).body, imports=imports)
+    except (SyntaxError, ValueError):
+        found = re.findall(r"^(?:class|def|async\s+def)\s+([A-Za-z_][A-Za-z0-9_]*)", source, flags=re.M)
+        found += re.findall(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=(?!=)", source, flags=re.M)
+        return set(found)
 
 
 def _text(module: Path | str) -> str:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from autograder import layout
+from autograder import cell_ids, layout
 from autograder.i18n import L
 from autograder.layout import stage_number
 from autograder.quiz import Quiz
@@ -83,8 +83,8 @@ class Todo:
 
     @property
     def grade_id(self) -> str:
-        """The nbgrader ``grade_id``: the TODO id with '-' for '.', which nbgrader's schema forbids."""
-        return self.id.replace(".", "-")
+        """The nbgrader ``grade_id`` of its test cell (:mod:`autograder.cell_ids`)."""
+        return cell_ids.grade_id(self.id)
 
     @property
     def label(self) -> str:

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.i18n import L, language, text
+from autograder.i18n import LANGUAGES, L, language, text
 
 RECORD = ".pcw_progress.json"
 STATES = ("passed", "failed", "not_implemented")
@@ -85,7 +85,7 @@ def _recorded_language(folder: Path) -> str | None:
         lang = json.loads((folder / RECORD).read_text(encoding="utf-8")).get("lang")
     except (OSError, ValueError, AttributeError):
         return None
-    return lang if lang in ("en", "zh") else None
+    return lang if lang in LANGUAGES else None
 
 
 def bar(done: int, total: int, width: int = 20) -> str:

@@ -8,13 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import layout, todocells
+from autograder import cell_ids, layout, todocells
 from autograder.i18n import notebook_language
 from autograder.reports import shown_path
 from autograder.spec import Stage, available_stages, load_stage
@@ -117,9 +116,9 @@ def _nbgrader(cell: dict, index: int, name: str) -> dict | None:
 def _stage_from(metas: list[dict | None]) -> str | None:
     votes: dict[str, int] = {}
     for meta in metas:
-        m = re.match(r"^(s\d\d)[.-]", meta.get("grade_id", "")) if meta else None
-        if m:
-            votes[m.group(1)] = votes.get(m.group(1), 0) + 1
+        sid = cell_ids.stage_of(meta.get("grade_id", "")) if meta else None
+        if sid:
+            votes[sid] = votes.get(sid, 0) + 1
     known = set(available_stages())
     ranked = [s for s, _ in sorted(votes.items(), key=lambda kv: -kv[1]) if s in known]
     return ranked[0] if ranked else None

@@ -29,7 +29,7 @@ from pathlib import Path
 from autograder import cgroup, messages
 from autograder.i18n import L, text
 from autograder.confine import EXIT_NOT_CONFINED
-from autograder.launch import ChildSpec, LaunchPlan, plan_child
+from autograder.launch import ChildSpec, LaunchPlan, plan_child, signal_name
 from autograder.protocol import Channel, ChildSummary, Event, summarize
 from autograder.staging import SCRATCH_MB, GradingRun, always_hidden
 
@@ -289,7 +289,7 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
     elif channel.done and rc in (0, -signal.SIGKILL) and not channel.tampered:
         return report
     elif rc is not None and rc < 0:
-        sig = _signal_name(-rc)
+        sig = signal_name(rc)
         why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
                "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
         # a signal is named only when it explains something: learner code can send itself any other
@@ -300,19 +300,12 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
     return report
 
 
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
 def describe(report: ChildReport, what: str) -> str:
     """Lines for a grader's log about one child (``what`` names it): the isolation applied, how it
     ended, and its kept output. Control characters in the output are shown escaped, so that a
     learner's output cannot rewrite the grader's terminal."""
     if report.returncode is not None:
-        ended = f"exit status {report.returncode}" + (f" ({_signal_name(-report.returncode)})"
+        ended = f"exit status {report.returncode}" + (f" ({signal_name(report.returncode)})"
                                                       if report.returncode < 0 else "")
     else:
         ended = "never started" if report.stopped == "not started" else "no exit status"

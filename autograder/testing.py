@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import layout
+from autograder import cell_ids, layout
 from autograder.grade import grade_paths
 from autograder.pysource import object_source, solution_region
 from autograder.results import SubmissionResult
@@ -44,7 +44,7 @@ def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "e
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
-            cell.source = object_source(text, meta["grade_id"].split("-code-", 1)[1])
+            cell.source = object_source(text, cell_ids.code_object(meta["grade_id"]))
     return nb
 
 
@@ -65,10 +65,6 @@ def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]],
 
 def grade_variant(stage_id: str, edits: list[tuple[str, str]]) -> SubmissionResult:
     return grade_variants(stage_id, {"variant": edits})["variant"]
-
-
-def grade_notebook(path: Path) -> SubmissionResult:
-    return grade_paths([path])[0]
 
 
 def assert_blamed_on(result: SubmissionResult, todo_id: str) -> None:

@@ -9,28 +9,15 @@ when a cell does not parse); nothing is executed.
 """
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Iterable, Sequence
+
+from autograder import pysource
 
 
 def defined_names(source: str) -> set[str]:
-    """Top-level names a cell defines with ``class``/``def`` or a plain assignment."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        found = re.findall(r"^(?:class|def|async\s+def)\s+([A-Za-z_][A-Za-z0-9_]*)", source, flags=re.M)
-        found += re.findall(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=(?!=)", source, flags=re.M)
-        return set(found)
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
+    """Top-level names a cell defines (:func:`autograder.pysource.defined_names`, imports aside: a
+    cell that imports a TODO's name does not write it)."""
+    return pysource.defined_names(source, imports=False)
 
 
 def cells_defining(sources: Sequence[str], owners: Iterable[str]) -> list[int]:

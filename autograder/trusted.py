@@ -15,7 +15,7 @@ from autograder import layout
 from autograder.i18n import L
 from autograder.leaks import LeakGuard
 from autograder.probe import reference_outcome
-from autograder.pysource import checks_only_of, stub_region
+from autograder.pysource import checks_only_of, names_defined, stub_region
 from autograder.spec import Stage, Todo
 from autograder.submission import cell_source
 
@@ -70,14 +70,7 @@ def given_members(stage: Stage, owner: str) -> frozenset[str]:
         if key not in _members:
             tree = ast.parse(layout.stage_files(stage.id).reference.read_text(encoding="utf-8"))
             cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
-            names: set[str] = set()
-            for n in cls.body if cls is not None else []:
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    names.add(n.name)
-                elif isinstance(n, ast.Assign):
-                    names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
-                elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
-                    names.add(n.target.id)
+            names = names_defined(cls.body if cls is not None else [], imports=False)
             todos = {t.function_name for t in stage.todos if t.owner == owner and "." in t.target}
             _members[key] = frozenset(f"{owner}.{m}" for m in names - todos if not m.startswith("__"))
         return _members[key]

@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from autograder import isolation, layout  # noqa: E402
+from autograder import cell_ids, isolation, layout  # noqa: E402
+from autograder.batch import available_cores  # noqa: E402
 from autograder.grade import child_payload_for, limits_for  # noqa: E402
 from autograder.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
 from autograder.staging import GradingRun  # noqa: E402
@@ -239,7 +240,7 @@ def gradebook_points(course: Path, assignment: str, students: list[str]) -> dict
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for s in students:
             nb = gb.find_submission_notebook(assignment, assignment, s)
-            out[s] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.count("-") == 1}
+            out[s] = {cell_ids.todo_id(g.name): g.auto_score for g in nb.grades if cell_ids.todo_id(g.name)}
     return out
 
 
@@ -291,7 +292,7 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
 
 def report(sid: str, r: dict) -> None:
     n = r["n"]
-    print(f"\n== stage {sid}: {n} submissions ({', '.join(sorted(set(KINDS)))}) on {os.cpu_count()} cores")
+    print(f"\n== stage {sid}: {n} submissions ({', '.join(sorted(set(KINDS)))}) on {available_cores()} cores")
     rows = [("CLI (python -m autograder grade)", r["cli"]), ("nbgrader autograde, this course", r["nbgrader"])]
     if "plain" in r:
         rows.append(("nbgrader autograde, plain (baseline)", r["plain"]))

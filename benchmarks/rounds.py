@@ -40,10 +40,6 @@ class Rounds:
     def median_seconds(self, name: str) -> float:
         return statistics.median(self.seconds[name])
 
-    def min_seconds(self, name: str) -> float:
-        return min(self.seconds[name])
-
-
 def interleaved(contenders: dict[str, Callable[[], Any]], *, baseline: str, rounds: int = 5,
                 clock: Clock = "cpu", warmup: bool = True,
                 before_each: Callable[[str], None] | None = None) -> Rounds:

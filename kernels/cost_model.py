@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -375,7 +375,3 @@ def calibrate(model: DecoderLM, *, rows: Iterable[int], full_attention: Iterable
         device=str(device))
 
 
-def measured_points(cal: Calibration) -> dict[str, Sequence[Any]]:
-    """The sizes a calibration measured (for printing)."""
-    return {"rows": sorted(cal.gemm_flops_per_s), "attention": sorted(cal.attention_flops_per_s),
-            "elementwise_rows": sorted(cal.elementwise_s)}

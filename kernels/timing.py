@@ -12,9 +12,8 @@ agree; on a GPU it times the wall clock, with the device synchronized.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import torch
@@ -50,17 +49,6 @@ def steady_timing(device: torch.device | str | None) -> Iterator[Callable[[], fl
         yield time.process_time
     finally:
         torch.set_num_threads(before)
-
-
-def median_times(calls: Sequence[Callable[[int], object]], device: torch.device | str | None, reps: int,
-                 clock: Callable[[], float] = time.perf_counter) -> list[float]:
-    """Median seconds of each of ``calls`` over ``reps`` rounds; in each round every call runs once, in
-    turn (``call(round)``), so that a disturbance hits all of them alike."""
-    seconds: list[list[float]] = [[] for _ in calls]
-    for r in range(reps):
-        for i, call in enumerate(calls):
-            seconds[i].append(timed(lambda: call(r), device, clock)[0])
-    return [statistics.median(s) for s in seconds]
 
 
 def add_torch_arguments(parser) -> None:

@@ -1,5 +1,6 @@
-"""Habits that run: the linter, the declared Python, one owner for the torch release, generated files
-marked as generated and naming their sources, a licence."""
+"""Habits that run: the linter, the declared Python, one owner for the torch release and for each fact
+below (a grep rejects it elsewhere), generated files marked as generated and naming their sources, a
+licence."""
 from __future__ import annotations
 
 import ast
@@ -55,6 +56,28 @@ def test_the_torch_release_has_one_owner():
         if version in body or pinned.search(body):
             offenders.append(path)
     assert not offenders, f"the torch release is written outside course.toml: {offenders}"
+
+
+# A fact -> (its one owner, what writing it elsewhere looks like). Product code only: tests may name
+# a concrete id ("s01-code-PrefixCacheManager") to pin what the owner builds.
+OWNED = {
+    "nbgrader cell ids": ("autograder/cell_ids.py", re.compile(r"""-code-|\.replace\(["']\.["'], ["']-["']\)|"""
+                                                              r"""\.replace\(["']-["'], ["']\.["']\)""")),
+    "the list of languages": ("autograder/i18n.py", re.compile(r"""(?<!tr\()["']en["'],\s*["']zh["']""")),  # tr("en", "zh"): a pair of texts
+    "signal names": ("autograder/launch.py", re.compile(r"signal\.Signals\(")),
+    "which names a cell defines": ("autograder/pysource.py", re.compile(r"ast\.AnnAssign|ast\.AugAssign")),
+}
+PRODUCT = ("autograder/", "kernels/", "solutions/", "benchmarks/", "scripts/", "binder/")
+
+
+@pytest.mark.parametrize("fact", sorted(OWNED))
+def test_each_fact_is_written_only_by_its_owner(fact):
+    owner, written = OWNED[fact]
+    assert written.search((ROOT / owner).read_text(encoding="utf-8")), f"{owner} no longer owns {fact}"
+    offenders = [path for path in _tracked() if path.startswith(PRODUCT) and path.endswith((".py", ".sh", ".tmpl"))
+                 and path != owner and (ROOT / path).is_file()
+                 and written.search((ROOT / path).read_text(encoding="utf-8"))]
+    assert not offenders, f"{fact} is written outside {owner}: {offenders} (ask the owner instead)"
 
 
 def test_generated_files_are_marked_generated_and_name_their_sources():

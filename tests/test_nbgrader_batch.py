@@ -1,5 +1,6 @@
-"""nbgrader's batch graded at once: one parallel run for every notebook nbgrader will ask for, each
-answered with the verdict the CLI gives that very file, and a file changed since graded anew."""
+"""Grading at the speed of the hardware: nbgrader's batch graded at once (one parallel run for every
+notebook nbgrader will ask for, each answered with the verdict the CLI gives that very file, a file
+changed since graded anew), and as many children as the cores this process may use."""
 from __future__ import annotations
 
 import os
@@ -9,14 +10,13 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from autograder import nbgrader_batch
+from autograder import layout, nbgrader_batch
 from autograder.grade import grade_paths
 from autograder.nbgrader_batch import BatchKey, result_for, selected_submissions
-from tests.conftest import ROOT
 
-ASSIGNMENT = "01_prefix_match"
-SOLVED = ROOT / "solutions" / f"{ASSIGNMENT}.ipynb"
-STUB = ROOT / "notebooks" / f"{ASSIGNMENT}.ipynb"
+ASSIGNMENT = layout.stage_files("s01").assignment("en")
+SOLVED = layout.stage_files("s01").instructor("en")
+STUB = layout.stage_files("s01").learner("en")
 
 
 def _course(tmp_path: Path, students: dict[str, Path]) -> tuple[Config, dict[str, Path]]:
@@ -92,3 +92,28 @@ def test_selection_follows_nbgrader_students_and_skips_what_it_will_skip(tmp_pat
     config.BaseConverter.force = False
     (paths["bob"].parent / "timestamp.txt").write_text("2026-01-03 00:00:00")
     assert selected_submissions(config, ASSIGNMENT)[1] == [paths["ann"], paths["bob"]]
+
+
+def test_available_cores_obey_the_tightest_cpu_quota_of_v1_and_v2_cgroups(tmp_path):
+    from autograder.batch import available_cores
+
+    own = len(os.sched_getaffinity(0))
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    # cgroup v2: the quota of a parent cgroup bounds the child's
+    (proc / "cgroup").write_text("0::/runner/job\n")
+    v2 = tmp_path / "v2"
+    (v2 / "runner" / "job").mkdir(parents=True)
+    (v2 / "runner" / "job" / "cpu.max").write_text("max 100000\n")
+    assert available_cores(str(v2), str(proc)) == own
+    (v2 / "runner" / "cpu.max").write_text("150000 100000\n")  # 1.5 cores: two children keep it busy
+    assert available_cores(str(v2), str(proc)) == min(own, 2)
+    # cgroup v1: the cpu controller's own hierarchy
+    (proc / "cgroup").write_text("4:memory:/x\n3:cpu,cpuacct:/docker/abc\n")
+    v1 = tmp_path / "v1" / "cpu,cpuacct" / "docker" / "abc"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert available_cores(str(tmp_path / "v1"), str(proc)) == 1
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")  # no quota
+    assert available_cores(str(tmp_path / "v1"), str(proc)) == own
