@@ -73,6 +73,11 @@ MUTANTS = {
     # cost: the right capacity, counted by walking every block of the pool (num_in_use)
     "s03.admit/capacity_walks_the_pool": ("s03.admit", [
         (CAPACITY, "        if num_new > self.num_blocks - self.num_in_use - revived:\n")]),
+    # stale KV through a path other than allocate_block: admit takes its fresh blocks from the free
+    # queue itself, so a reused block keeps its old key (only the stale-hit checks of admit see it)
+    "s03.admit/pops_the_free_queue_itself": ("s03.admit", [
+        (ALLOCATE, "        fresh = []\n        for _ in range(num_new):\n            block = self.free_queue.popleft()\n"
+                   "            block.ref_count = 1\n            fresh.append(block)\n        blocks = hits + fresh\n")]),
     "s03.admit/registers_before_commit": ("s03.admit", [
         (ALLOCATE, ALLOCATE + "        for key, block in zip(keys, blocks):\n            if key not in self.cached:\n"
                              "                block.key = key\n                self.cached[key] = block\n")]),
@@ -111,4 +116,42 @@ EQUIVALENT = {
                          "        fresh = zip(state.keys[state.hit_blocks:], state.blocks[state.hit_blocks:])\n"
                          "        for key, block in fresh:\n            if self.cached.setdefault(key, block) is block:\n"
                          "                block.key = key\n")],
+}
+
+# The check whose hint each wrong answer must read first (tests/test_mutants.py asserts it).
+LEADS = {
+    "s03.lookup/no_cap": "leaves_one_token_to_compute",
+    "s03.lookup/skips_misses": "stops_at_first_miss",
+    "s03.lookup/full_blocks_cap": "leaves_one_token_to_compute",
+    "s03.lookup/takes_a_reference": "looks_without_touching",
+    "s03.lookup/scans_cached_keys": "lookup_never_walks_the_pool",
+    "s03.allocate_block/keeps_old_key": "reuse_forgets_the_old_key",
+    "s03.allocate_block/forgets_map_entry_only": "reuse_forgets_the_old_key",
+    "s03.allocate_block/no_ref_count": "fresh_pool",
+    "s03.allocate_block/clears_whole_cache": "other_cached_blocks_stay",
+    "s03.allocate_block/drops_block_key_only": "reuse_forgets_the_old_key",
+    "s03.allocate_block/scans_cache_map_for_its_key": "allocate_never_walks_the_pool",
+    "s03.admit/capacity_ignores_revived_hits": "revived_hit_is_not_a_fresh_block",
+    "s03.admit/no_capacity_check": "full_pool_refuses_cleanly",
+    "s03.admit/hit_without_ref_count": "hits_share_physical_blocks",
+    "s03.admit/hit_stays_in_free_queue": "revived_blocks_stay_cached",
+    "s03.admit/allocates_before_taking_hits": "cached_hit_next_in_line",
+    "s03.admit/revive_forgets_key": "revived_blocks_stay_cached",
+    "s03.admit/capacity_walks_the_pool": "admit_never_walks_the_pool",
+    "s03.admit/pops_the_free_queue_itself": "fresh_blocks_forget_old_keys",
+    "s03.admit/registers_before_commit": "no_hit_before_commit",
+    "s03.commit/map_only": "registers_full_blocks",
+    "s03.commit/block_key_only": "registers_full_blocks",
+    "s03.commit/last_writer_wins": "first_writer_wins",
+    "s03.commit/nothing_registered": "registers_full_blocks",
+    "s03.release/double_free": "drops_one_reference",
+    "s03.release/frees_shared_blocks": "drops_one_reference",
+    "s03.release/drops_keys": "freed_blocks_stay_cached",
+    "s03.release/never_frees": "drops_one_reference",
+    "s03.release/skips_hit_blocks": "hits_are_released_too",
+    "s03.quiz/admit_does_not_know_the_keys": "q3",
+    "s03.quiz/aligned_prompt_hits_every_block": "q2",
+    "s03.quiz/capacity_ignores_revived_hits": "q4",
+    "s03.quiz/key_dies_with_the_last_reference": "q5",
+    "s03.quiz/unanswered": "q2",
 }

@@ -74,6 +74,10 @@ MUTANTS = {
         for block in blocks:
             if block.ref_count == 0:
                 self.free_queue.append(block)""")]),
+    # the table's order taken from the block ids: right on a fresh pool (ids grow along the table), wrong
+    # once reused blocks make the ids fall along it
+    "s04.release_blocks/highest_id_first": ("s04.release_blocks", [(RELEASE, RELEASE.replace(
+        "reversed(blocks)", "sorted(blocks, key=lambda b: -b.block_id)"))]),
     # TODO 5: pin
     "s04.pin/no_cap": ("s04.pin", [(PIN_CAP, "")]),
     "s04.pin/cap_off_by_one": ("s04.pin", [(PIN_CAP, PIN_CAP.replace(">=", ">"))]),
@@ -88,6 +92,8 @@ MUTANTS = {
     "s04.expire/hold_ends_after_t": ("s04.expire", [(EXPIRE, "if now - registered_at <= self.min_residence:")]),
     "s04.expire/never_expires": ("s04.expire", [(EXPIRE, "if registered_at - now < self.min_residence:")]),
     "s04.expire/uses_the_wall_clock": ("s04.expire", [(EXPIRE, "if time.monotonic() - registered_at < self.min_residence:")]),
+    # equal timestamps: one hold per call, so a second hold registered at the same time waits a call
+    "s04.expire/one_hold_per_call": ("s04.expire", [(EXPIRE, "if now - registered_at < self.min_residence or dropped:")]),
     # TODO 7: quiz
     "s04.quiz/counts_the_head_first_order": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q3": 32', '"q3": 0'))]),
     "s04.quiz/hold_ends_a_second_late": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q5": 13', '"q5": 14'))]),
@@ -105,4 +111,41 @@ EQUIVALENT = {
     "remove/membership_through_contains": [("        if block.prev_free is None:\n            raise ValueError(f\"block {block.block_id} is not in the free queue\")",
                                             "        if block not in self:\n            raise ValueError(\"not in the free queue\")")],
     "expire/deadline_form": [(EXPIRE, "if registered_at + self.min_residence > now:")],
+}
+
+# The check whose hint each wrong answer must read first (tests/test_mutants.py asserts it).
+LEADS = {
+    "s04.append/keyless_not_first": "keyless_blocks_go_first",
+    "s04.append/cached_at_lru_end": "cached_blocks_in_order",
+    "s04.append/not_counted": "cached_blocks_in_order",
+    "s04.popleft/mru_instead_of_lru": "least_recent_first",
+    "s04.popleft/cached_before_keyless": "keyless_before_cached",
+    "s04.popleft/hands_out_the_mid_sentinel": "least_recent_first",
+    "s04.popleft/not_counted_out": "popped_blocks_leave_the_queue",
+    "s04.popleft/leaves_block_linked": "popped_blocks_leave_the_queue",
+    "s04.popleft/walks_a_snapshot": "popleft_work_does_not_grow",
+    "s04.remove/walks_the_list": "remove_work_does_not_grow",
+    "s04.remove/no_membership_check": "remove_refuses_non_members",
+    "s04.remove/not_counted": "remove_from_the_middle",
+    "s04.remove/leaves_links_set": "remove_from_the_middle",
+    "s04.release_blocks/head_first": "tail_is_freed_first",
+    "s04.release_blocks/frees_shared_blocks": "shared_blocks_stay_in_use",
+    "s04.release_blocks/only_decrements_last_user": "shared_blocks_stay_in_use",
+    "s04.release_blocks/two_passes_second_head_first": "tail_is_freed_first",
+    "s04.release_blocks/highest_id_first": "tail_first_whatever_the_block_ids",
+    "s04.pin/no_cap": "cap_is_respected",
+    "s04.pin/cap_off_by_one": "cap_is_respected",
+    "s04.pin/pinned_block_stays_evictable": "free_block_leaves_the_queue",
+    "s04.pin/takes_in_use_block_out_of_the_queue": "pin_in_use_block",
+    "s04.pin/not_recorded_for_the_pseudo_request": "free_block_leaves_the_queue",
+    "s04.pin/counts_before_the_cap_check": "cap_is_respected",
+    "s04.expire/compared_the_wrong_way": "young_blocks_are_held",
+    "s04.expire/hold_ends_after_t": "hold_ends_at_exactly_t",
+    "s04.expire/never_expires": "hold_ends_at_exactly_t",
+    "s04.expire/uses_the_wall_clock": "young_blocks_are_held",
+    "s04.expire/one_hold_per_call": "holds_registered_together_end_together",
+    "s04.quiz/counts_the_head_first_order": "q3",
+    "s04.quiz/hold_ends_a_second_late": "q5",
+    "s04.quiz/pins_are_free": "q4",
+    "s04.quiz/unanswered": "q2",
 }

@@ -284,13 +284,16 @@ class Prefill:
     Prefill writes a request's fresh blocks between ``admit`` and ``commit``: at ``admit`` they hold
     nothing valid yet (``None``), at ``commit`` each holds the request's prefix up to its end. A hit
     is *stale* when its block does not hold exactly the prefix the request asked for. This knows
-    nothing of keys, so a key left behind on overwritten KV shows up here.
+    nothing of keys, so a key left behind on overwritten KV shows up here. Handing out as a fresh
+    block one that a live request still holds (its own hits included) overwrites that request's KV
+    under it: that is recorded as stale too, whichever path handed the block out.
     """
 
     def __init__(self, pool) -> None:
         self.pool = pool
         self.written: dict[int, tuple | None] = {}
         self.pending: dict[str, list[tuple[int, tuple]]] = {}
+        self.live: dict[str, list[int]] = {}
         self.stale: list[dict] = []
 
     def content(self, tokens, extra_keys, i: int) -> tuple:
@@ -303,8 +306,12 @@ class Prefill:
                 self.stale.append(record(request=rid, block_index=i, block=a.block_table[i]))
         fresh = list(enumerate(a.block_table))[a.hit_blocks:]
         for _, b in fresh:
+            holders = [r for r, table in self.live.items() if b in table]
+            if holders or a.block_table.count(b) > 1:
+                self.stale.append(record(request=rid, overwrote_block=b, held_by=holders[0] if holders else rid))
             self.written[b] = None  # being overwritten by this request's prefill
         self.pending[rid] = [(b, self.content(tokens, extra_keys, i)) for i, b in fresh]
+        self.live[rid] = list(a.block_table)
         return a
 
     def commit(self, rid: str) -> None:
@@ -314,7 +321,47 @@ class Prefill:
 
     def release(self, rid: str) -> None:
         self.pending.pop(rid, None)
+        self.live.pop(rid, None)
         self.pool.release(rid)
+
+
+# What walks a whole container: the cost checks count these calls instead of timing them, so the
+# verdict is the same on every machine.
+_MAP_WALKS = ("__iter__", "__reversed__", "keys", "values", "items", "copy")
+_LIST_WALKS = ("__iter__", "__reversed__", "__getitem__", "__contains__", "index", "count", "copy")
+
+
+def _counting(base: type, counter: dict, field: str, methods: tuple) -> type:
+    """A subclass of ``base`` whose ``methods`` add one to ``counter[field]`` per call."""
+    def wrap(name: str):
+        original = getattr(base, name)
+
+        def method(self, *args, **kwargs):
+            counter[field] += 1
+            return original(self, *args, **kwargs)
+        return method
+    return type(f"Watched_{base.__name__}", (base,), {name: wrap(name) for name in methods})
+
+
+def watched_pool(impl, num_blocks: int, block_size: int):
+    """A pool whose cache map, block list and free queue count every walk over them (iterating,
+    ``keys``/``values``/``items``, copying, indexing the block list). Nothing else changes: they are
+    a dict, a list and stage 3's queue. Returns the pool and the counter, to be zeroed before the
+    operation under test."""
+    counter = {"cache_map_walks": 0, "block_list_walks": 0, "free_queue_walks": 0}
+    queue = _counting(impl.SimpleFreeQueue, counter, "free_queue_walks", ("__iter__",))()
+    pool = impl.BlockPool(num_blocks, block_size, free_queue=queue)
+    pool.cached = _counting(dict, counter, "cache_map_walks", _MAP_WALKS)(pool.cached)
+    pool.blocks = _counting(list, counter, "block_list_walks", _LIST_WALKS)(pool.blocks)
+    return pool, counter
+
+
+def walks_during(counter: dict, action) -> tuple:
+    """``action()``'s result and the walks it made (the counter is zeroed first)."""
+    for field in counter:
+        counter[field] = 0
+    result = action()
+    return result, dict(counter)
 
 
 def revive_twice(impl, num_blocks: int = 16) -> dict:
@@ -372,6 +419,51 @@ def leaves_one_token_to_compute(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     keys = pool.keys_of(list(range(8)))
     return {f"num_tokens_{n}": ids(pool.lookup(keys, n)) for n in (8, 9, 5, 4)}
+
+
+@STAGE.check("s03.lookup",
+             call=L("pool = BlockPool(5, 3); A = [4, 4, 4, 4, 4, 4, 9]: admit, commit, release; "
+                    "pool.admit('b', [4, 4, 4, 1]); before = pool_state(pool); "
+                    "ids(pool.lookup(pool.keys_of(A), 7)), ids(pool.lookup([], 1)), pool_state(pool) == before",
+                    "pool = BlockPool(5, 3)；A = [4, 4, 4, 4, 4, 4, 9]：接纳、提交、释放；"
+                    "pool.admit('b', [4, 4, 4, 1])；before = pool_state(pool)；"
+                    "ids(pool.lookup(pool.keys_of(A), 7))，ids(pool.lookup([], 1))，pool_state(pool) == before"),
+             title=L("only looks: the pool is unchanged", "只查不改：块池保持原样"),
+             hint=L("lookup only looks: take no reference, leave the free queue and the cache map as they are "
+                    "(a free cached block stays free), and an empty list of keys finds nothing.",
+                    "lookup 只负责查：不加引用，空闲队列和缓存表都保持原样（空闲的缓存块仍然空闲）；"
+                    "空的 key 列表什么也找不到。"))
+def looks_without_touching(impl):
+    pool = committed(impl, 5, 3, [4, 4, 4, 4, 4, 4, 9])
+    pool.release("a")
+    pool.admit("b", [4, 4, 4, 1])  # block 0 in use again, block 1 free and cached
+    before = pool_state(pool)
+    found = ids(pool.lookup(pool.keys_of([4, 4, 4, 4, 4, 4, 9]), 7))
+    no_keys = ids(pool.lookup([], 1))
+    return record(found=found, no_keys=no_keys, pool_unchanged=pool_state(pool) == before)
+
+
+@STAGE.check("s03.lookup",
+             call=L("pool = BlockPool(12, 2), whose cache map and block list count every walk over them; "
+                    "admit + commit [5, 5, 6, 6, 7, 7, 8]; keys = pool.keys_of([5, 5, 6, 6, 9, 9, 8]); "
+                    "pool.lookup(keys, 7): the walks it made",
+                    "pool = BlockPool(12, 2)，它的缓存表和块列表会记下每一次整体遍历；"
+                    "接纳并提交 [5, 5, 6, 6, 7, 7, 8]；keys = pool.keys_of([5, 5, 6, 6, 9, 9, 8])；"
+                    "pool.lookup(keys, 7)：它做了几次遍历"),
+             title=L("one look-up per key: never walks the cache map or the blocks",
+                     "每个 key 查一次：不遍历缓存表，也不遍历所有块"),
+             hint=L("Look each key up in self.cached directly (self.cached.get(key)); never loop over the cache "
+                    "map's keys or items or over the pool's blocks: that cost grows with the pool.",
+                    "每个 key 直接在 self.cached 里查（self.cached.get(key)）；不要遍历缓存表的 key 或条目，"
+                    "也不要遍历池里的块：那样的代价会随池的大小增长。"),
+             specificity=2)
+def lookup_never_walks_the_pool(impl):
+    pool, counter = watched_pool(impl, 12, 2)
+    pool.admit("a", [5, 5, 6, 6, 7, 7, 8])
+    pool.commit("a")
+    keys = pool.keys_of([5, 5, 6, 6, 9, 9, 8])
+    _, walks = walks_during(counter, lambda: pool.lookup(keys, 7))
+    return walks
 
 
 # -- TODO 2: allocate_block -----------------------------------------------------------------------
@@ -434,6 +526,52 @@ def a_block_is_handed_out_once(impl):
     return record(first=first.block_id, pool=pool_state(pool), second=attempt(lambda: pool.allocate_block().block_id))
 
 
+@STAGE.check("s03.allocate_block",
+             call=L("pool = BlockPool(3, 2); admit + commit 'a' = [8, 8] and 'b' = [8, 9]; release both; "
+                    "pool.allocate_block(); b = pool.allocate_block(); b.block_id, b.key, pool_state(pool), "
+                    "ids(pool.lookup(pool.keys_of([8, 8, 0]), 3)), ids(pool.lookup(pool.keys_of([8, 9, 0]), 3))",
+                    "pool = BlockPool(3, 2)；接纳并提交 'a' = [8, 8] 和 'b' = [8, 9]；两个都释放；"
+                    "pool.allocate_block()；b = pool.allocate_block()；b.block_id，b.key，pool_state(pool)，"
+                    "ids(pool.lookup(pool.keys_of([8, 8, 0]), 3))，ids(pool.lookup(pool.keys_of([8, 9, 0]), 3))"),
+             title=L("only the handed-out block forgets its key", "只有被分配出去的块忘掉它的 key"),
+             hint=L("Drop only the key of the block you hand out (del self.cached[block.key]); every other cached "
+                    "block stays cached and keeps hitting.",
+                    "只删掉被分配出去的那个块的 key（del self.cached[block.key]）；其他缓存块保持缓存，照样能命中。"))
+def other_cached_blocks_stay(impl):
+    pool = impl.BlockPool(3, 2)
+    for rid, tokens in (("a", [8, 8]), ("b", [8, 9])):  # one block each: block 0, block 1
+        pool.admit(rid, tokens)
+        pool.commit(rid)
+    pool.release("a")
+    pool.release("b")  # free queue: 2 (never used), then a's block 0 and b's block 1, both cached
+    pool.allocate_block()  # the never-used block 2
+    b = pool.allocate_block()  # a's block: it forgets its key, b's block stays cached
+    return record(block_id=b.block_id, key=b.key, pool=pool_state(pool),
+                  hits_of_a=ids(pool.lookup(pool.keys_of([8, 8, 0]), 3)),
+                  hits_of_b=ids(pool.lookup(pool.keys_of([8, 9, 0]), 3)))
+
+
+@STAGE.check("s03.allocate_block",
+             call=L("pool = BlockPool(12, 2), whose cache map, block list and free queue count every walk over them; "
+                    "each of its 12 free blocks cached under its own key; "
+                    "[pool.allocate_block() for _ in range(12)]: the walks it made",
+                    "pool = BlockPool(12, 2)，它的缓存表、块列表和空闲队列会记下每一次整体遍历；"
+                    "它的 12 个空闲块各自以自己的 key 缓存着；"
+                    "[pool.allocate_block() for _ in range(12)]：它做了几次遍历"),
+             title=L("constant time: never walks the cache map or the blocks", "常数时间：不遍历缓存表，也不遍历所有块"),
+             hint=L("The block knows its own key: delete exactly self.cached[block.key]; never loop over the cache "
+                    "map, the pool's blocks or the free queue to find it.",
+                    "块自己记着 key：正好删掉 self.cached[block.key]；不要为了找它去遍历缓存表、池里的块或空闲队列。"),
+             specificity=2)
+def allocate_never_walks_the_pool(impl):
+    pool, counter = watched_pool(impl, 12, 2)
+    for block in pool.blocks[:12]:  # every block free and cached under its own key
+        block.key = bytes([block.block_id]) * 32
+        pool.cached[block.key] = block
+    _, walks = walks_during(counter, lambda: [pool.allocate_block() for _ in range(12)])
+    return walks
+
+
 # -- TODO 3: admit --------------------------------------------------------------------------------
 @STAGE.check("s03.admit", call="pool = BlockPool(8, 4); admission(pool.admit('a', list(range(10)))), pool_state(pool)",
              title=L("an empty pool: only fresh blocks", "空池：全是新块"),
@@ -451,7 +589,8 @@ def fresh_admission(impl):
                     "admission(pool.admit('b', list(range(8)) + [42, 43]))，pool_state(pool)"),
              title=L("hits share physical blocks", "命中块共享物理块"),
              hint=L("A hit shares the physical block: its ref count goes up by one, and it comes first in the block table.",
-                    "命中就是共享同一个物理块：它的引用计数加 1，并排在块表的最前面。"))
+                    "命中就是共享同一个物理块：它的引用计数加 1，并排在块表的最前面。"),
+             specificity=2)
 def hits_share_physical_blocks(impl):
     pool = committed(impl, 8, 4, list(range(10)))
     return record(b=admission(pool.admit("b", list(range(8)) + [42, 43])), pool=pool_state(pool))
@@ -461,7 +600,8 @@ def hits_share_physical_blocks(impl):
              call="pool = BlockPool(8, 2); pool.admit('a', [1, 2, 3]); admission(pool.admit('b', [1, 2, 3])), pool_state(pool)",
              title=L("no hit before commit", "提交之前不会命中"),
              hint=L("Register nothing in admit: a's KV is not written before its commit, so b must not hit it.",
-                    "`admit` 里不要登记任何东西：a 提交之前它的 KV 还没写好，b 不能命中它。"))
+                    "`admit` 里不要登记任何东西：a 提交之前它的 KV 还没写好，b 不能命中它。"),
+             specificity=3)
 def no_hit_before_commit(impl):
     pool = impl.BlockPool(8, 2)
     pool.admit("a", [1, 2, 3])
@@ -472,7 +612,8 @@ def no_hit_before_commit(impl):
              call="pool = BlockPool(4, 4); pool.admit('a', range(9)); pool.admit('b', range(100, 109)) -> ?, pool_state(pool)",
              title=L("a full pool refuses cleanly", "池满时干净地拒绝"),
              hint=L("Check capacity before changing anything; raise PoolFullError and leave the pool as it was.",
-                    "先检查容量再改状态；放不下就抛出 PoolFullError，池保持原样。"))
+                    "先检查容量再改状态；放不下就抛出 PoolFullError，池保持原样。"),
+             specificity=1)
 def full_pool_refuses_cleanly(impl):
     pool = impl.BlockPool(4, 4)
     pool.admit("a", list(range(9)))
@@ -488,9 +629,110 @@ def full_pool_refuses_cleanly(impl):
              title=L("a revived block can be revived again", "重新启用过的块还能再次重新启用"),
              hint=L("A hit on a free cached block revives it: take it out of the free queue and add a reference, "
                     "but keep its key, so the next request hits it too.",
-                    "命中空闲的缓存块就是复用它：把它移出空闲队列、加一个引用，但保留它的 key，下一个请求才能继续命中。"))
+                    "命中空闲的缓存块就是复用它：把它移出空闲队列、加一个引用，但保留它的 key，下一个请求才能继续命中。"),
+             specificity=2)
 def revived_blocks_stay_cached(impl):
     return revive_twice(impl)
+
+
+@STAGE.check("s03.admit",
+             call=L("pool = BlockPool(5, 2); A = [7] * 8 + [1]: admit, commit, release (4 cached blocks + a tail); "
+                    "pool.admit('b', [7] * 8 + [20, 21, 22, 23]) -> ?, pool_state(pool); "
+                    "admission(pool.admit('c', [7] * 8 + [30])), pool_state(pool)",
+                    "pool = BlockPool(5, 2)；A = [7] * 8 + [1]：接纳、提交、释放（4 个缓存块加一个尾块）；"
+                    "pool.admit('b', [7] * 8 + [20, 21, 22, 23]) -> ?，pool_state(pool)；"
+                    "admission(pool.admit('c', [7] * 8 + [30]))，pool_state(pool)"),
+             title=L("a revived hit is not also a fresh block", "被重新启用的命中块不能再算作新块"),
+             hint=L("b hits 4 free cached blocks and needs 2 fresh ones, but only 1 free block is not one of its "
+                    "hits: count the revived hits against the free blocks, and refuse before changing anything.",
+                    "b 命中了 4 个空闲的缓存块，还要 2 个新块，可空闲块里不属于它命中块的只有 1 个："
+                    "容量检查时要把被重新启用的命中块从空闲块里扣掉，并且在改动任何状态之前就拒绝。"),
+             specificity=1)
+def revived_hit_is_not_a_fresh_block(impl):
+    pool = committed(impl, 5, 2, [7] * 8 + [1])
+    pool.release("a")
+    refused = attempt(lambda: admission(pool.admit("b", [7] * 8 + [20, 21, 22, 23])))
+    after_refusal = pool_state(pool)
+    return record(b=refused, after_refusal=after_refusal, c=admission(pool.admit("c", [7] * 8 + [30])),
+                  pool=pool_state(pool))
+
+
+@STAGE.check("s03.admit",
+             call=L("pool = BlockPool(4, 3); pool.admit('x', [9]); admit + commit 'a' = [1, 1, 1]; release 'a', "
+                    "then 'x'; pool.admit('y', [8, 8]); pool.admit('z', [8]) (the free queue is now: a's cached "
+                    "block, then x's); admission(pool.admit('b', [1, 1, 1, 5])), pool_state(pool)",
+                    "pool = BlockPool(4, 3)；pool.admit('x', [9])；接纳并提交 'a' = [1, 1, 1]；先释放 'a'，"
+                    "再释放 'x'；pool.admit('y', [8, 8])；pool.admit('z', [8])（此时空闲队列里依次是 a 的缓存块、"
+                    "x 的块）；admission(pool.admit('b', [1, 1, 1, 5]))，pool_state(pool)"),
+             title=L("a cached hit next in line is not handed out as a fresh block",
+                     "排在队首的缓存命中块不会被当作新块分配出去"),
+             hint=L("Take the hits out of the free queue before you allocate the fresh blocks: otherwise the queue "
+                    "hands out b's own hit (next in line) as its fresh block, and one block holds both.",
+                    "先把命中块移出空闲队列，再分配新块：否则队列会把 b 自己的命中块（正排在队首）当作新块交出去，"
+                    "一个块同时装两份内容。"),
+             specificity=2)
+def cached_hit_next_in_line(impl):
+    pool = impl.BlockPool(4, 3)
+    pool.admit("x", [9])            # block 0
+    pool.admit("a", [1, 1, 1])      # block 1
+    pool.commit("a")                # block 1 cached as [1, 1, 1]
+    pool.release("a")
+    pool.release("x")               # free queue: 2, 3, 1, 0
+    pool.admit("y", [8, 8])         # block 2
+    pool.admit("z", [8])            # block 3; the cached block 1 is next in line
+    return record(b=admission(pool.admit("b", [1, 1, 1, 5])), pool=pool_state(pool))
+
+
+@STAGE.check("s03.admit",
+             call=L("pool = BlockPool(4, 3); A = [2, 7, 1, 8, 2, 8, 1, 8]: admit, commit, release; "
+                    "B = [3] * 11 (its 4 fresh blocks reuse all of A's): admit, then ids(pool.lookup(pool.keys_of(A), 8)); "
+                    "commit, release; C = A's prompt: C's hits and stale hits (KV written for another prefix)",
+                    "pool = BlockPool(4, 3)；A = [2, 7, 1, 8, 2, 8, 1, 8]：接纳、提交、释放；"
+                    "B = [3] * 11（它的 4 个新块用掉了 A 的全部块）：接纳，然后 ids(pool.lookup(pool.keys_of(A), 8))；"
+                    "提交、释放；C = A 的提示词：C 的命中数，以及过期命中（读到为别的前缀写的 KV）的个数"),
+             title=L("fresh blocks forget their old keys, however admit gets them",
+                     "新块一定忘掉原来的 key，不管 admit 怎样拿到它们"),
+             hint=L("Get every fresh block from self.allocate_block(): it drops the block's old key. A block taken "
+                    "from the free queue directly keeps its old key, so a later request hits KV that B overwrote.",
+                    "每个新块都要通过 self.allocate_block() 拿：它会删掉块原来的 key。直接从空闲队列里取的块还带着"
+                    "旧 key，之后的请求就会命中已经被 B 覆盖的 KV。"),
+             specificity=3)
+def fresh_blocks_forget_old_keys(impl):
+    pool = impl.BlockPool(4, 3)
+    prefill = Prefill(pool)
+    a = [2, 7, 1, 8, 2, 8, 1, 8]
+    prefill.admit("A", a)
+    prefill.commit("A")
+    prefill.release("A")
+    prefill.admit("B", [3] * 11)
+    a_hits_after_b = ids(pool.lookup(pool.keys_of(a), len(a)))
+    prefill.commit("B")
+    prefill.release("B")
+    c = prefill.admit("C", a)
+    return record(a_hits_after_b_admitted=a_hits_after_b, c_hits=c.hit_blocks, stale_hits=len(prefill.stale))
+
+
+@STAGE.check("s03.admit",
+             call=L("pool = BlockPool(12, 2), whose cache map, block list and free queue count every walk over them; "
+                    "admit + commit + release [5, 5, 6, 6, 7]; pool.admit('b', [5, 5, 6, 6, 1, 2, 3]): "
+                    "the walks it made",
+                    "pool = BlockPool(12, 2)，它的缓存表、块列表和空闲队列会记下每一次整体遍历；"
+                    "对 [5, 5, 6, 6, 7] 依次接纳、提交、释放；pool.admit('b', [5, 5, 6, 6, 1, 2, 3])："
+                    "它做了几次遍历"),
+             title=L("cost independent of the pool: never walks the blocks or the free queue",
+                     "代价与池的大小无关：不遍历所有块，也不遍历空闲队列"),
+             hint=L("Count the free blocks by len(self.free_queue) and the revived hits among the request's own hits; "
+                    "never walk the pool's blocks (num_in_use does), the free queue or the cache map.",
+                    "空闲块数用 len(self.free_queue)，被重新启用的命中块只在本请求自己的命中块里数；不要遍历池里的块"
+                    "（num_in_use 就是这样做的），也不要遍历空闲队列或缓存表。"),
+             specificity=2)
+def admit_never_walks_the_pool(impl):
+    pool, counter = watched_pool(impl, 12, 2)
+    pool.admit("a", [5, 5, 6, 6, 7])
+    pool.commit("a")
+    pool.release("a")
+    _, walks = walks_during(counter, lambda: pool.admit("b", [5, 5, 6, 6, 1, 2, 3]))
+    return walks
 
 
 # -- TODO 4: commit -------------------------------------------------------------------------------
@@ -528,6 +770,29 @@ def first_writer_wins(impl):
     pool.commit("b")
     pool.commit("a")
     return pool_state(pool)
+
+
+@STAGE.check("s03.commit",
+             call=L("pool = BlockPool(6, 2); tokens = [3, 1, 4, 1, 5]; pool.admit('a', tokens, [('tenant', '租户甲')]); "
+                    "pool.commit('a'); ids(pool.lookup(pool.keys_of(tokens, [('tenant', '租户甲')]), 5)), "
+                    "ids(pool.lookup(pool.keys_of(tokens), 5)), pool_state(pool)",
+                    "pool = BlockPool(6, 2)；tokens = [3, 1, 4, 1, 5]；pool.admit('a', tokens, [('tenant', '租户甲')])；"
+                    "pool.commit('a')；ids(pool.lookup(pool.keys_of(tokens, [('tenant', '租户甲')]), 5))，"
+                    "ids(pool.lookup(pool.keys_of(tokens), 5))，pool_state(pool)"),
+             title=L("registers under the keys admit stored (extra keys included)",
+                     "用 admit 保存的 key 登记（附加 key 也算在内）"),
+             hint=L("Register each block under state.keys[i], the key admit hashed with the request's extra keys; "
+                    "a fresh hash of the tokens alone is another key, so the tenant's own request would miss.",
+                    "用 state.keys[i] 登记每个块，那是 admit 带着请求的附加 key 算出的 key；只用 token 重新哈希得到的是"
+                    "另一个 key，这个租户自己的请求反而会未命中。"))
+def keys_hashed_with_extra_keys(impl):
+    pool = impl.BlockPool(6, 2)
+    tokens = [3, 1, 4, 1, 5]
+    tenant = [("tenant", "".join(("租户", "甲")))]  # built at run time, non-ASCII
+    pool.admit("a", tokens, tenant)
+    pool.commit("a")
+    return record(with_extra_keys=ids(pool.lookup(pool.keys_of(tokens, [("tenant", "租户甲")]), 5)),
+                  without=ids(pool.lookup(pool.keys_of(tokens), 5)), pool=pool_state(pool))
 
 
 # -- TODO 5: release ------------------------------------------------------------------------------
@@ -573,3 +838,45 @@ def shared_block_is_never_handed_out(impl):
     pool.admit("b", [1, 2, 4])
     pool.release("a")
     return record(c=attempt(lambda: admission(pool.admit("c", [9] * 9))), pool=pool_state(pool))
+
+
+@STAGE.check("s03.release",
+             call=L("pool = BlockPool(6, 2); A = [2, 7, 1, 8, 2, 8, 1]: admit, commit, release; "
+                    "B = A[:6] + [9] (hits 3 of A's blocks): admission, commit, release; pool_state(pool); "
+                    "admission(pool.admit('c', A[:4] + [5]))",
+                    "pool = BlockPool(6, 2)；A = [2, 7, 1, 8, 2, 8, 1]：接纳、提交、释放；"
+                    "B = A[:6] + [9]（命中 A 的 3 个块）：admission、提交、释放；pool_state(pool)；"
+                    "admission(pool.admit('c', A[:4] + [5]))"),
+             title=L("a request's hits are released too", "请求的命中块也要释放"),
+             hint=L("Release every block of the table, the hits too: B's hits go back to the free queue with their "
+                    "keys, so C hits them again.",
+                    "块表里的每个块都要释放，命中块也不例外：B 的命中块带着 key 回到空闲队列，C 才能再次命中它们。"))
+def hits_are_released_too(impl):
+    a = [2, 7, 1, 8, 2, 8, 1]
+    pool = committed(impl, 6, 2, a)
+    pool.release("a")
+    b = admission(pool.admit("b", a[:6] + [9]))
+    pool.commit("b")
+    pool.release("b")
+    after_b = pool_state(pool)
+    return record(b=b, after_b=after_b, c=admission(pool.admit("c", a[:4] + [5])))
+
+
+@STAGE.check("s03.release",
+             call=L("pool = BlockPool(5, 3); pool.admit('q', [4, 4, 4, 4]); pool.release('q') before any commit; "
+                    "pool_state(pool); pool.release('q') again -> ?; admission(pool.admit('q', [4, 4, 4, 4]))",
+                    "pool = BlockPool(5, 3)；pool.admit('q', [4, 4, 4, 4])；还没提交就 pool.release('q')；"
+                    "pool_state(pool)；再次 pool.release('q') -> ?；admission(pool.admit('q', [4, 4, 4, 4]))"),
+             title=L("released before commit, and released twice", "提交之前就释放，以及重复释放"),
+             hint=L("A request released before commit frees its blocks without keys; releasing it again raises "
+                    "KeyError and changes nothing; its id can then be admitted again.",
+                    "提交之前就被释放的请求，它的块空闲且不带 key；再释放一次要抛出 KeyError，并且什么都不改；"
+                    "之后这个 id 可以再次被接纳。"))
+def released_before_commit_and_twice(impl):
+    pool = impl.BlockPool(5, 3)
+    pool.admit("q", [4, 4, 4, 4])
+    pool.release("q")
+    after = pool_state(pool)
+    twice = attempt(lambda: pool.release("q"))
+    return record(after_release=after, release_again=twice, pool_after_the_second=pool_state(pool),
+                  again=admission(pool.admit("q", [4, 4, 4, 4])))

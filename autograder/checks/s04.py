@@ -287,8 +287,56 @@ def run(pool, rid: str, tokens: list) -> int:
     return hits
 
 
+def link_reads(impl, op: str, n: int) -> int:
+    """How many times one queue operation reads a block's ``prev_free``/``next_free`` on a queue of
+    ``2 * n`` blocks (``n`` keyless, then ``n`` cached): a count, not a time, so the same on every machine.
+    Only the blocks' reads count (the queue's own sentinels are not watched). ``op``: ``"append"`` (one
+    keyless and one cached block), ``"popleft"`` (twice: from the keyless run, then with it empty) or
+    ``"remove"`` (a keyless and a cached block from the middle of their runs)."""
+    reads = [0]
+
+    class Watched(impl.Block):
+        __slots__ = ()
+
+        def __getattribute__(self, name):
+            if name in ("prev_free", "next_free"):
+                reads[0] += 1
+            return object.__getattribute__(self, name)
+
+    q = impl.LRUFreeQueue()
+    keyless = [Watched(i) for i in range(n)]
+    cached = [Watched(n + i, key=b"k%d" % i) for i in range(n)]
+    extra = [Watched(2 * n), Watched(2 * n + 1, key=b"extra")]
+    for b in keyless + cached:
+        q.append(b)
+    reads[0] = 0
+    if op == "append":
+        for b in extra:
+            q.append(b)
+    elif op == "popleft":
+        for b in keyless[:-1]:  # leave one keyless block: the measured pops take it, then a cached one
+            q.remove(b)
+        reads[0] = 0
+        q.popleft()
+        q.popleft()
+    else:
+        q.remove(keyless[n // 2])
+        q.remove(cached[n // 2])
+    return reads[0]
+
+
+def work_grows(impl, op: str) -> dict:
+    """Whether ``op`` reads more links on a queue of 80 blocks than on one of 8 (it must not: O(1))."""
+    small, large = link_reads(impl, op, 4), link_reads(impl, op, 40)
+    return record(link_reads_grow_with_the_queue=large > small)
+
+
 # -- TODO 1: append -----------------------------------------------------------------------------------
-@STAGE.check("s04.append", call="q = LRUFreeQueue(); q.append(Block(i, key=b'k%d' % i)) for i in 0..3; [b.block_id for b in q], len(q)",
+@STAGE.check("s04.append",
+             call=L("q = LRUFreeQueue(); q.append(Block(i, key=b'k%d' % i)) for i in 0..3; "
+                    "[b.block_id for b in q], len(q)",
+                    "q = LRUFreeQueue()；对 i = 0..3 依次 q.append(Block(i, key=b'k%d' % i))；"
+                    "[b.block_id for b in q]，len(q)"),
              title=L("cached blocks wait in the order they were freed", "缓存块按释放顺序排队"),
              hint=L("Each cached block goes to the most recent end (just before the tail sentinel), and every append "
                     "adds one to the length.",
@@ -300,7 +348,11 @@ def cached_blocks_in_order(impl):
     return record(order=ids(q), length=len(q))
 
 
-@STAGE.check("s04.append", call="q.append(b) for b in (Block(0, key=b'k0'), Block(1), Block(2, key=b'k2'), Block(3)); [b.block_id for b in q], len(q)",
+@STAGE.check("s04.append",
+             call=L("q.append(b) for b in (Block(0, key=b'k0'), Block(1), Block(2, key=b'k2'), Block(3)); "
+                    "[b.block_id for b in q], len(q)",
+                    "按 (Block(0, key=b'k0'), Block(1), Block(2, key=b'k2'), Block(3)) 的顺序逐个 q.append(b)；"
+                    "[b.block_id for b in q]，len(q)"),
              title=L("keyless blocks wait in front of cached ones", "无 key 的块排在缓存块前面"),
              hint=L("A block without a key joins the end of the keyless run (just before the mid sentinel), in front "
                     "of every cached block.",
@@ -313,7 +365,11 @@ def keyless_blocks_go_first(impl):
     return record(order=ids(q), length=len(q))
 
 
-@STAGE.check("s04.append", call="blocks = Block(0..4, key=...); q.append(b) for b in blocks; [b in q for b in blocks], blocks[0].prev_free is not None, blocks[0].next_free is blocks[1]",
+@STAGE.check("s04.append",
+             call=L("blocks = Block(0..4, key=...); q.append(b) for b in blocks; "
+                    "[b in q for b in blocks], blocks[0].prev_free is not None, blocks[0].next_free is blocks[1]",
+                    "blocks = Block(0..4, key=...)；逐个 q.append(b)；"
+                    "[b in q for b in blocks]，blocks[0].prev_free is not None，blocks[0].next_free is blocks[1]"),
              title=L("appended blocks are linked members", "追加的块是链好的队列成员"),
              hint=L("Membership is read from the block's own links: link the block into the list itself instead of "
                     "keeping it in a container of your own.",
@@ -327,19 +383,42 @@ def appended_blocks_are_members(impl):
                   block0_next_is_block1=blocks[0].next_free is blocks[1])
 
 
+@STAGE.check("s04.append",
+             call=L("queues of 8 and of 80 blocks (half keyless, half cached) whose blocks count every read of "
+                    "their prev_free/next_free; q.append(a keyless block); q.append(a cached block): "
+                    "do the reads grow with the queue?",
+                    "两个队列，分别有 8 个和 80 个块（一半无 key，一半缓存着），块会记下 prev_free/next_free "
+                    "每一次被读取；q.append(一个无 key 的块)；q.append(一个缓存块)：读取次数会随队列变长而增加吗？"),
+             title=L("constant time: the work does not grow with the queue", "常数时间：工作量不随队列变长"),
+             hint=L("Insert in front of the sentinel you already hold (mid or tail) with the given linking helper; "
+                    "never walk the list to find its end.",
+                    "用给定的插入辅助方法插到你手里已有的哨兵（mid 或 tail）前面；绝不要遍历链表去找末尾。"),
+             specificity=2)
+def append_work_does_not_grow(impl):
+    return work_grows(impl, "append")
+
+
 # -- TODO 2: popleft ----------------------------------------------------------------------------------
-@STAGE.check("s04.popleft", call="q.append(Block(i, key=...)) for i in 0..3; [q.popleft().block_id for _ in range(2)], len(q)",
+@STAGE.check("s04.popleft",
+             call=L("q.append(Block(i, key=...)) for i in 0..3; [q.popleft().block_id for _ in range(2)]",
+                    "对 i = 0..3 依次 q.append(Block(i, key=...))；[q.popleft().block_id for _ in range(2)]"),
              title=L("the least recently freed block comes out first", "最早释放的块最先出来"),
-             hint=L("Hand out the least recently used block, at the head end, not the most recent one at the tail end.",
-                    "要交出的是 `head` 一端最久未使用的块，而不是 `tail` 一端最近使用的块。"))
+             hint=L("Hand out the least recently used block, right after the head sentinel (stepping over the mid "
+                    "sentinel, which is never handed out), not the most recent one at the tail end.",
+                    "要交出的是紧挨 `head` 哨兵的那个最久未使用的块（遇到 mid 哨兵要跳过，它绝不能被交出去），"
+                    "而不是 `tail` 一端最近使用的块。"))
 def least_recent_first(impl):
     q = impl.LRUFreeQueue()
     for b in keyed(impl, 0, 1, 2, 3):
         q.append(b)
-    return record(popped=[q.popleft().block_id for _ in range(2)], length=len(q))
+    return record(popped=[q.popleft().block_id for _ in range(2)])
 
 
-@STAGE.check("s04.popleft", call="q.append(b) for b in (Block(0, key=...), Block(1), Block(2, key=...), Block(3)); [q.popleft().block_id for _ in range(4)], len(q)",
+@STAGE.check("s04.popleft",
+             call=L("q.append(b) for b in (Block(0, key=...), Block(1), Block(2, key=...), Block(3)); "
+                    "[q.popleft().block_id for _ in range(4)]",
+                    "按 (Block(0, key=...), Block(1), Block(2, key=...), Block(3)) 的顺序逐个 q.append(b)；"
+                    "[q.popleft().block_id for _ in range(4)]"),
              title=L("keyless blocks come out before cached ones", "无 key 的块先于缓存块出来"),
              hint=L("Keyless blocks (between head and mid) come out before cached ones, and the mid sentinel itself "
                     "is never handed out.",
@@ -349,10 +428,14 @@ def keyless_before_cached(impl):
     b0, b2 = keyed(impl, 0, 2)
     for b in (b0, impl.Block(1), b2, impl.Block(3)):
         q.append(b)
-    return record(popped=[q.popleft().block_id for _ in range(4)], length=len(q))
+    return record(popped=[q.popleft().block_id for _ in range(4)])
 
 
-@STAGE.check("s04.popleft", call="q.append(b7); q.append(b8); q.popleft() twice; len(q), b7 in q, b7.prev_free is None; q.popleft() on the empty queue; q.append(b7); [b.block_id for b in q]",
+@STAGE.check("s04.popleft",
+             call=L("q.append(b7); q.append(b8); q.popleft() twice; len(q), b7 in q, b7.prev_free is None; "
+                    "q.popleft() on the empty queue -> ?; q.append(b7); [b.block_id for b in q]",
+                    "q.append(b7)；q.append(b8)；调用两次 q.popleft()；len(q)，b7 in q，b7.prev_free is None；"
+                    "对空队列 q.popleft() -> ?；q.append(b7)；[b.block_id for b in q]"),
              title=L("a popped block leaves the queue for good", "弹出的块彻底离开队列"),
              hint=L("A popped block must leave the list completely (both links cleared) and be counted out, so that "
                     "it can be freed again later.",
@@ -369,8 +452,27 @@ def popped_blocks_leave_the_queue(impl):
     return record(popped=popped, after_popping=after, pop_from_empty=err, after_append_again=ids(q))
 
 
+@STAGE.check("s04.popleft",
+             call=L("queues of 8 and of 80 blocks whose blocks count every read of their prev_free/next_free; "
+                    "q.popleft() twice (the last keyless block, then with the keyless run empty): "
+                    "do the reads grow with the queue?",
+                    "两个队列，分别有 8 个和 80 个块，块会记下 prev_free/next_free 每一次被读取；调用两次 q.popleft()"
+                    "（先取走最后一个无 key 的块，再在无 key 段为空时取）：读取次数会随队列变长而增加吗？"),
+             title=L("constant time: the work does not grow with the queue", "常数时间：工作量不随队列变长"),
+             hint=L("Take the node next to the head sentinel (or next to mid when the keyless run is empty); never "
+                    "iterate over the queue or search it.",
+                    "直接取 head 哨兵旁边的节点（无 key 段为空时取 mid 旁边的）；绝不要遍历或搜索队列。"),
+             specificity=2)
+def popleft_work_does_not_grow(impl):
+    return work_grows(impl, "popleft")
+
+
 # -- TODO 3: remove -----------------------------------------------------------------------------------
-@STAGE.check("s04.remove", call="q.append(b) for b in blocks = Block(0..4, key=...); q.remove(blocks[2]); [b.block_id for b in q], len(q), blocks[2] in q",
+@STAGE.check("s04.remove",
+             call=L("q.append(b) for b in blocks = Block(0..4, key=...); q.remove(blocks[2]); "
+                    "[b.block_id for b in q], len(q), blocks[2] in q",
+                    "blocks = Block(0..4, key=...)，逐个 q.append(b)；q.remove(blocks[2])；"
+                    "[b.block_id for b in q]，len(q)，blocks[2] in q"),
              title=L("a block leaves from the middle", "块从中间离开"),
              hint=L("The removed block leaves from where it is: its neighbours close the gap, its own links are "
                     "cleared (so it no longer counts as a member) and the length drops by one.",
@@ -384,7 +486,11 @@ def remove_from_the_middle(impl):
     return record(order=ids(q), length=len(q), block2_in_queue=blocks[2] in q)
 
 
-@STAGE.check("s04.remove", call="q.append(a); q.remove(b) (b not in q); q.remove(a); q.remove(a) again; len(q), [b.block_id for b in q]",
+@STAGE.check("s04.remove",
+             call=L("q.append(a); q.remove(b) -> ? (b is not in q); q.remove(a); "
+                    "q.remove(a) a second time -> ?; len(q), [b.block_id for b in q]",
+                    "q.append(a)；q.remove(b) -> ?（b 不在 q 里）；q.remove(a)；再 q.remove(a) 一次 -> ?；"
+                    "len(q)，[b.block_id for b in q]"),
              title=L("a block that is not in the queue is refused", "不在队列里的块会被拒绝"),
              hint=L("A block that is not in the queue raises ValueError, and the queue stays exactly as it was.",
                     "不在队列里的块要抛出 ValueError，并且队列保持原样。"))
@@ -398,7 +504,11 @@ def remove_refuses_non_members(impl):
     return record(remove_non_member=first, remove_twice=second, length=len(q), order=ids(q))
 
 
-@STAGE.check("s04.remove", call="q.append(b) for b in blocks = Block(0..2, key=...); q.remove(blocks[0]); q.append(blocks[0]); [q.popleft().block_id for _ in range(3)]",
+@STAGE.check("s04.remove",
+             call=L("q.append(b) for b in blocks = Block(0..2, key=...); q.remove(blocks[0]); "
+                    "q.append(blocks[0]); [q.popleft().block_id for _ in range(3)]",
+                    "blocks = Block(0..2, key=...)，逐个 q.append(b)；q.remove(blocks[0])；q.append(blocks[0])；"
+                    "[q.popleft().block_id for _ in range(3)]"),
              title=L("a removed block can be freed again as most recent", "移除后的块能作为最近使用的块再次释放"),
              hint=L("After remove the block must have no links left, so that freeing it again puts it at the most "
                     "recent end.",
@@ -414,9 +524,11 @@ def hit_then_release_makes_most_recent(impl):
 
 
 @STAGE.check("s04.remove",
-             call="pool = BlockPool(6, 1, free_queue=LRUFreeQueue()); A = [1, 2, 3, 4]; "
-                  "[run(pool, 'A', A), run(pool, 'B', A + [5]), run(pool, 'C', A + [5, 6])], len(pool.free_queue), "
-                  "pool.violations()",
+             call=L("pool = BlockPool(6, 1, free_queue=LRUFreeQueue()); A = [1, 2, 3, 4]; "
+                    "run = admit, commit, release; "
+                    "[run(pool, 'A', A), run(pool, 'B', A + [5]), run(pool, 'C', A + [5, 6])], len(pool.free_queue), pool.violations()",
+                    "pool = BlockPool(6, 1, free_queue=LRUFreeQueue())；A = [1, 2, 3, 4]；run = 接纳、提交、释放；"
+                    "[run(pool, 'A', A), run(pool, 'B', A + [5]), run(pool, 'C', A + [5, 6])]，len(pool.free_queue)，pool.violations()"),
              title=L("revived blocks keep hitting", "被重新启用的块继续命中"),
              hint=L("A hit on a free cached block takes it out of the queue; when that request ends the block is "
                     "freed again, and the next request must still find it.",
@@ -428,8 +540,28 @@ def revive_path_through_the_pool(impl):
     return record(hits=hits, free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
+@STAGE.check("s04.remove",
+             call=L("queues of 8 and of 80 blocks whose blocks count every read of their prev_free/next_free; "
+                    "q.remove(the middle keyless block); q.remove(the middle cached block): "
+                    "do the reads grow with the queue?",
+                    "两个队列，分别有 8 个和 80 个块，块会记下 prev_free/next_free 每一次被读取；"
+                    "q.remove(无 key 段正中间的块)；q.remove(缓存段正中间的块)：读取次数会随队列变长而增加吗？"),
+             title=L("constant time: the block leaves through its own links", "常数时间：块通过自己的链接离开"),
+             hint=L("The block's own links say where it is: test membership through them and unlink it with the "
+                    "given helper; never walk the list looking for it.",
+                    "块自己的链接已经说明了它在哪里：用它们判断是否在队列里，再用给定的摘除辅助方法摘下它；"
+                    "绝不要遍历链表去找它。"),
+             specificity=2)
+def remove_work_does_not_grow(impl):
+    return work_grows(impl, "remove")
+
+
 # -- TODO 4: release_blocks ---------------------------------------------------------------------------
-@STAGE.check("s04.release_blocks", call="pool = EvictionPool(8, 2); run(pool, 'a', [1, 2, 3, 4, 5, 6]); [b.block_id for b in pool.free_queue if b.key is not None]",
+@STAGE.check("s04.release_blocks",
+             call=L("pool = EvictionPool(8, 2); run(pool, 'a', [1, 2, 3, 4, 5, 6]) (admit, commit, release); "
+                    "[b.block_id for b in pool.free_queue if b.key is not None]",
+                    "pool = EvictionPool(8, 2)；run(pool, 'a', [1, 2, 3, 4, 5, 6])（接纳、提交、释放）；"
+                    "[b.block_id for b in pool.free_queue if b.key is not None]"),
              title=L("the tail is freed first", "尾部先被释放"),
              hint=L("Hand the blocks to the free queue from the last block of the table to the first, so the first "
                     "block ends up the most recent.",
@@ -441,9 +573,12 @@ def tail_is_freed_first(impl):
 
 
 @STAGE.check("s04.release_blocks",
-             call="pool = EvictionPool(8, 2); admit and commit 'a' = [1, 1, 2, 2, 3] and 'b' = [1, 1, 2, 2, 4]; "
-                  "pool.release('a'); [b.ref_count for b in pool.blocks], "
-                  "[b.block_id for b in pool.free_queue if b.key is not None]",
+             call=L("pool = EvictionPool(8, 2); "
+                    "admit and commit 'a' = [1, 1, 2, 2, 3] and 'b' = [1, 1, 2, 2, 4]; pool.release('a'); "
+                    "[b.ref_count for b in pool.blocks], [b.block_id for b in pool.free_queue if b.key is not None]",
+                    "pool = EvictionPool(8, 2)；接纳并提交 'a' = [1, 1, 2, 2, 3] 和 'b' = [1, 1, 2, 2, 4]；"
+                    "pool.release('a')；"
+                    "[b.ref_count for b in pool.blocks]，[b.block_id for b in pool.free_queue if b.key is not None]"),
              title=L("shared blocks stay in use", "共享的块仍在使用"),
              hint=L("Only a block whose count reaches 0 joins the free queue; a block another request still holds "
                     "keeps its reference and stays out.",
@@ -459,8 +594,12 @@ def shared_blocks_stay_in_use(impl):
 
 
 @STAGE.check("s04.release_blocks",
-             call="pool = EvictionPool(4, 2); A = [5, 5, 6, 6, 7, 7]; run(pool, 'A', A); run(pool, 'B', [9, 9, 9]); "
-                  "[pool.is_cached(k) for k in pool.keys_of(A)], run(pool, 'A2', A + [0])",
+             call=L("pool = EvictionPool(4, 2); A = [5, 5, 6, 6, 7, 7]; run(pool, 'A', A); "
+                    "run(pool, 'B', [9, 9, 9]); "
+                    "[pool.is_cached(k) for k in pool.keys_of(A)], run(pool, 'A2', A + [0]) (its hit blocks)",
+                    "pool = EvictionPool(4, 2)；A = [5, 5, 6, 6, 7, 7]；run(pool, 'A', A)；"
+                    "run(pool, 'B', [9, 9, 9])；"
+                    "[pool.is_cached(k) for k in pool.keys_of(A)]，run(pool, 'A2', A + [0])（它命中的块数）"),
              title=L("LRU evicts the tail before the prefix", "LRU 先淘汰尾部，再淘汰前缀"),
              hint=L("Freed tail first, LRU evicts a prompt's last block before its first, so what survives is a "
                     "prefix that still hits.",
@@ -473,8 +612,37 @@ def lru_evicts_the_tail_before_the_prefix(impl):
     return record(a_keys_cached=[pool.is_cached(k) for k in pool.keys_of(a)], a_hits_again=run(pool, "A2", a + [0]))
 
 
+@STAGE.check("s04.release_blocks",
+             call=L("pool = EvictionPool(5, 2); run(pool, 'x', [4] * 8) (its 4 blocks freed tail first); "
+                    "a = pool.admit('a', [6] * 5) gets blocks whose ids fall along its table; commit, release 'a'; "
+                    "a.block_table, [b.block_id for b in pool.free_queue if b.key is not None], "
+                    "[b.block_id for b in pool.free_queue if b.key is None]",
+                    "pool = EvictionPool(5, 2)；run(pool, 'x', [4] * 8)（它的 4 个块从尾部开始释放）；"
+                    "a = pool.admit('a', [6] * 5) 拿到的块，编号沿块表递减；提交、释放 'a'；"
+                    "a.block_table，[b.block_id for b in pool.free_queue if b.key is not None]，"
+                    "[b.block_id for b in pool.free_queue if b.key is None]"),
+             title=L("tail first, whatever the block ids", "从尾部开始释放，与块的编号无关"),
+             hint=L("Tail first means the table's order, last entry first: the ids of reused blocks can go down "
+                    "along the table, so never order blocks by their id.",
+                    "“从尾部开始”指的是块表里的顺序，从最后一项开始：复用的块编号可能沿块表递减，"
+                    "所以绝不要按块的编号来排序。"))
+def tail_first_whatever_the_block_ids(impl):
+    pool = impl.EvictionPool(5, 2)
+    run(pool, "x", [4] * 8)
+    a = pool.admit("a", [6] * 5)  # the never-used block first, then x's least recent ones: ids go down
+    pool.commit("a")
+    pool.release("a")
+    keyless = [b.block_id for b in pool.free_queue if b.key is None]
+    return record(a_table=a.block_table, cached_free_order=cached_ids(pool), keyless_free_order=keyless)
+
+
 # -- TODO 5: pin ----------------------------------------------------------------------------------------
-@STAGE.check("s04.pin", call="pool = EvictionPool(6, 2, max_pinned=2); run(pool, 'sys', [7] * 6); blocks = [pool.cached[k] for k in pool.keys_of([7] * 6)]; [pool.pin(b) for b in blocks], pool.num_pinned, [b.ref_count for b in blocks]",
+@STAGE.check("s04.pin",
+             call=L("pool = EvictionPool(6, 2, max_pinned=2); run(pool, 'sys', [7] * 6); "
+                    "blocks = its 3 cached blocks; "
+                    "[pool.pin(b) for b in blocks], pool.num_pinned, [b.ref_count for b in blocks]",
+                    "pool = EvictionPool(6, 2, max_pinned=2)；run(pool, 'sys', [7] * 6)；blocks = 它的 3 个缓存块；"
+                    "[pool.pin(b) for b in blocks]，pool.num_pinned，[b.ref_count for b in blocks]"),
              title=L("the cap is respected", "遵守固定上限"),
              hint=L("At the cap, pin returns False and leaves the block exactly as it was (no extra reference).",
                     "达到上限时 pin 返回 False，块保持原样（不加引用）。"))
@@ -486,7 +654,12 @@ def cap_is_respected(impl):
                   ref_counts=[b.ref_count for b in blocks])
 
 
-@STAGE.check("s04.pin", call="pool = EvictionPool(4, 1, max_pinned=1); run(pool, 'a', [3, 4]); block = pool.cached[pool.keys_of([3])[0]]; pool.pin(block), block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()",
+@STAGE.check("s04.pin",
+             call=L("pool = EvictionPool(4, 1, max_pinned=1); run(pool, 'a', [3, 4]); "
+                    "block = the free cached block of [3]; "
+                    "pool.pin(block), block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()",
+                    "pool = EvictionPool(4, 1, max_pinned=1)；run(pool, 'a', [3, 4])；block = [3] 的那个空闲缓存块；"
+                    "pool.pin(block)，block.ref_count，block in pool.free_queue，len(pool.free_queue)，pool.violations()"),
              title=L("a pinned free block leaves the free queue", "被固定的空闲块离开空闲队列"),
              hint=L("Pinning a free block takes it out of the free queue, adds one reference and records it for the "
                     "pin pseudo-request, so the pool's invariants still hold.",
@@ -501,7 +674,13 @@ def free_block_leaves_the_queue(impl):
                   free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
-@STAGE.check("s04.pin", call="pool = EvictionPool(3, 1, max_pinned=1); pool.admit('a', [5, 6]); pool.commit('a'); block = pool.cached[pool.keys_of([5])[0]]; pool.pin(block); pool.release('a'); block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()",
+@STAGE.check("s04.pin",
+             call=L("pool = EvictionPool(3, 1, max_pinned=1); pool.admit('a', [5, 6]); pool.commit('a'); "
+                    "block = a's block of [5] (in use); pool.pin(block); pool.release('a'); "
+                    "block.ref_count, block in pool.free_queue, len(pool.free_queue), pool.violations()",
+                    "pool = EvictionPool(3, 1, max_pinned=1)；pool.admit('a', [5, 6])；pool.commit('a')；"
+                    "block = a 里 [5] 的那个块（正在使用）；pool.pin(block)；pool.release('a')；"
+                    "block.ref_count，block in pool.free_queue，len(pool.free_queue)，pool.violations()"),
              title=L("pinning a block in use", "固定一个正在使用的块"),
              hint=L("A block in use is not in the free queue: pinning it only adds a reference, and when its request "
                     "ends it must still stay out of the queue.",
@@ -517,9 +696,15 @@ def pin_in_use_block(impl):
                   free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
-@STAGE.check("s04.pin", call="pool = EvictionPool(6, 2, max_pinned=2); system = [7] * 4; run(pool, 'sys', system + [0]); "
-                             "pool.pin_prefix(pool.keys_of(system)); run(pool, f'c{i}', [100 + i] * 8) for i in range(10); "
-                             "run(pool, 'sys2', system + [1]), pool.violations()",
+@STAGE.check("s04.pin",
+             call=L("pool = EvictionPool(6, 2, max_pinned=2); system = [7] * 4; "
+                    "run(pool, 'sys', system + [0]); pool.pin_prefix(pool.keys_of(system)); "
+                    "run(pool, f'c{i}', [100 + i] * 8) for i in range(10); "
+                    "run(pool, 'sys2', system + [1]), pool.violations()",
+                    "pool = EvictionPool(6, 2, max_pinned=2)；system = [7] * 4；run(pool, 'sys', system + [0])；"
+                    "pool.pin_prefix(pool.keys_of(system))；"
+                    "对 i in range(10) 依次 run(pool, f'c{i}', [100 + i] * 8)；"
+                    "run(pool, 'sys2', system + [1])，pool.violations()"),
              title=L("a pinned prefix survives churn", "被固定的前缀经得起冲刷"),
              hint=L("A pinned block holds a reference, so the pool never hands it out: its key keeps hitting however "
                     "many other prompts pass through.",
@@ -535,8 +720,9 @@ def pinned_prefix_survives_churn(impl):
 
 
 # -- TODO 6: expire -------------------------------------------------------------------------------------
-@STAGE.check("s04.expire", call="clock.t = 0; pool = EvictionPool(4, 1, min_residence=10, clock=clock); "
-                                "run(pool, 'a', [1, 2, 3]); len(pool.free_queue), pool.admit('b', [4, 5, 6])",
+@STAGE.check("s04.expire",
+             call=("clock.t = 0; pool = EvictionPool(4, 1, min_residence=10, clock=clock); "
+                   "run(pool, 'a', [1, 2, 3]); len(pool.free_queue), pool.admit('b', [4, 5, 6]) -> ?"),
              title=L("young blocks are held", "年轻的块被持有"),
              hint=L("While less than min_residence of the pool's clock has passed, the hold stays and the new blocks "
                     "cannot be evicted: the loop must stop.",
@@ -550,7 +736,10 @@ def young_blocks_are_held(impl):
     return record(free_blocks=free, admit_another=err)
 
 
-@STAGE.check("s04.expire", call="clock.t = 0; pool = EvictionPool(4, 1, min_residence=10, clock=clock); run(pool, 'a', [1, 2, 3]); clock.t = 9.5; pool.expire(); clock.t = 10.0; pool.expire(); len(pool.free_queue)",
+@STAGE.check("s04.expire",
+             call=("clock.t = 0; pool = EvictionPool(4, 1, min_residence=10, clock=clock); "
+                   "run(pool, 'a', [1, 2, 3]); clock.t = 9.5; pool.expire(); clock.t = 10.0; pool.expire(); "
+                   "len(pool.free_queue)"),
              title=L("a hold ends at exactly min_residence", "持有恰好在 min_residence 时结束"),
              hint=L("'Not evicted before T has passed': at exactly T the hold has ended, just before T it has not.",
                     "“T 过去之前不淘汰”：恰好到 T 时持有已经结束，差一点到 T 时还没有。"))
@@ -565,7 +754,13 @@ def hold_ends_at_exactly_t(impl):
     return record(ended_at_9_5=early, ended_at_10=on_time, free_blocks=len(pool.free_queue))
 
 
-@STAGE.check("s04.expire", call="pool = EvictionPool(8, 1, min_residence=5, clock=clock); clock.t = 0: run(pool, 'a', [1, 2]); clock.t = 3: run(pool, 'b', [3, 4]); clock.t = 5: pool.expire(), len(pool.free_queue); clock.t = 8: the same",
+@STAGE.check("s04.expire",
+             call=L("pool = EvictionPool(8, 1, min_residence=5, clock=clock); "
+                    "at clock.t = 0: run(pool, 'a', [1, 2]); at clock.t = 3: run(pool, 'b', [3, 4]); "
+                    "at clock.t = 5 and again at clock.t = 8: pool.expire(), len(pool.free_queue)",
+                    "pool = EvictionPool(8, 1, min_residence=5, clock=clock)；"
+                    "clock.t = 0 时 run(pool, 'a', [1, 2])；clock.t = 3 时 run(pool, 'b', [3, 4])；"
+                    "在 clock.t = 5 和 clock.t = 8 时各做一次：pool.expire()，len(pool.free_queue)"),
              title=L("holds end oldest first", "持有按先后顺序结束"),
              hint=L("Release every hold whose time has passed, oldest first, and stop at the first one that is still young.",
                     "从最早的开始，释放所有已到期的持有，遇到第一个还年轻的就停下。"))
@@ -580,3 +775,29 @@ def holds_end_oldest_first(impl):
     clock.t = 8.0
     second = record(ended=pool.expire(), free_blocks=len(pool.free_queue))
     return record(at_t5=first, at_t8=second)
+
+
+@STAGE.check("s04.expire",
+             call=L("clock.t = 2; pool = EvictionPool(9, 1, min_residence=3, clock=clock); run(pool, 'a', [1, 2]) and "
+                    "run(pool, 'b', [3, 4]), both registered at t = 2; clock.t = 4: run(pool, 'c', [5, 6]); "
+                    "for t in (4.5, 5, 6.9, 7): clock.t = t; pool.expire(), len(pool.free_queue)",
+                    "clock.t = 2；pool = EvictionPool(9, 1, min_residence=3, clock=clock)；run(pool, 'a', [1, 2]) 和 "
+                    "run(pool, 'b', [3, 4])，都在 t = 2 登记；clock.t = 4 时 run(pool, 'c', [5, 6])；"
+                    "对 t in (4.5, 5, 6.9, 7)：clock.t = t；pool.expire()，len(pool.free_queue)"),
+             title=L("holds registered at the same time end together", "同一时刻登记的持有同时结束"),
+             hint=L("Keep releasing while the oldest remaining hold has ended: two holds with the same registration "
+                    "time end in the same call, and the loop stops only at a hold that is still young.",
+                    "只要剩下最早的那个持有已经到期，就继续释放：登记时刻相同的两个持有在同一次调用里结束，"
+                    "循环只在遇到还年轻的持有时才停下。"))
+def holds_registered_together_end_together(impl):
+    clock = Clock(2.0)
+    pool = impl.EvictionPool(9, 1, min_residence=3.0, clock=clock)
+    run(pool, "a", [1, 2])
+    run(pool, "b", [3, 4])
+    clock.t = 4.0
+    run(pool, "c", [5, 6])
+    out = []
+    for t in (4.5, 5.0, 6.9, 7.0):
+        clock.t = t
+        out.append(record(t=t, ended=pool.expire(), free_blocks=len(pool.free_queue)))
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from autograder.checks.common import record, within_budget
+from autograder.checks.s03 import Prefill
 from autograder.checks.s04 import STAGE, Clock, cached_ids, caught, ids, run
 from autograder.i18n import L
 from solutions.traces import TraceRequest, rag_traffic, thrashing_traffic
@@ -29,7 +30,7 @@ def _big_queue(impl, n: int = BIG):
     return q, blocks
 
 
-@STAGE.check("s04.append", hidden=True,
+@STAGE.check("s04.append", hidden=True, sibling="append_work_does_not_grow",
              hint=L("append must take constant time: insert in front of a sentinel you already hold, never walk the "
                     "list to find its end.",
                     "append 必须是常数时间：插到你手里已有的哨兵前面，绝不要遍历链表去找末尾。"))
@@ -39,7 +40,7 @@ def append_is_constant_time(impl):
     return fast, len(q) if fast else None
 
 
-@STAGE.check("s04.popleft", hidden=True,
+@STAGE.check("s04.popleft", hidden=True, sibling="popleft_work_does_not_grow",
              hint=L("popleft must take constant time: take the node next to the head sentinel, never search the list.",
                     "popleft 必须是常数时间：直接取 head 哨兵旁边的节点，绝不要搜索链表。"))
 def popleft_is_constant_time(impl):
@@ -51,7 +52,7 @@ def popleft_is_constant_time(impl):
     return fast, out[:3] if fast else None, len(q) if fast else None
 
 
-@STAGE.check("s04.remove", hidden=True,
+@STAGE.check("s04.remove", hidden=True, sibling="remove_work_does_not_grow",
              hint=L("remove must take constant time for a block anywhere in the queue: unlink it through its own "
                     "links, never search for it.",
                     "不管块在队列的哪个位置，remove 都必须是常数时间：通过块自己的链接把它摘下，绝不要去搜索它。"))
@@ -94,7 +95,7 @@ def _random_queue_ops(impl, seed: int):
     return trail, ids(q)
 
 
-@STAGE.check("s04.append", hidden=True,
+@STAGE.check("s04.append", hidden=True, sibling="keyless_blocks_go_first",
              hint=L("Under a random mix of frees, reuses and hits, each freed block must land at the end of its own "
                     "run: keyless ones before mid, cached ones before tail, in the order they were freed.",
                     "在随机混合的释放、复用和命中之下，每个被释放的块都必须落到它所属那一段的末尾：无 key 的在 `mid` "
@@ -103,7 +104,7 @@ def random_mix_append(impl):
     return _random_queue_ops(impl, 11)
 
 
-@STAGE.check("s04.popleft", hidden=True,
+@STAGE.check("s04.popleft", hidden=True, sibling="keyless_before_cached",
              hint=L("Under a random mix of operations, popleft must hand out keyless blocks first, then the least "
                     "recently freed cached one, and count every block out.",
                     "在随机混合的操作下，popleft 必须先交出无 key 的块，再交出最早释放的缓存块，并且每交出一个就减一次长度。"))
@@ -111,7 +112,7 @@ def random_mix_popleft(impl):
     return _random_queue_ops(impl, 12)
 
 
-@STAGE.check("s04.remove", hidden=True,
+@STAGE.check("s04.remove", hidden=True, sibling="remove_from_the_middle",
              hint=L("Under a random mix of operations, remove must unlink exactly the given block and count it out, "
                     "leaving its neighbours linked to each other.",
                     "在随机混合的操作下，remove 必须只摘下指定的那个块并把长度减一，它的两个邻居要彼此连好。"))
@@ -130,7 +131,7 @@ def _lru_pool_trail(impl):
     return trail, cached, pool.violations()
 
 
-@STAGE.check("s04.popleft", hidden=True,
+@STAGE.check("s04.popleft", hidden=True, sibling="least_recent_first",
              hint=L("Plugged into stage 3's pool, the queue must hand out the least recently used cached block when "
                     "the pool needs room.",
                     "接入第 3 阶段的块池后，块池需要空间时，队列必须交出最近最少使用的缓存块。"))
@@ -138,7 +139,7 @@ def pool_evicts_least_recently_used(impl):
     return _lru_pool_trail(impl)
 
 
-@STAGE.check("s04.remove", hidden=True,
+@STAGE.check("s04.remove", hidden=True, sibling="revive_path_through_the_pool",
              hint=L("A hit on a free cached block takes it out of the queue, so it is never handed out while a "
                     "request uses it.",
                     "命中空闲缓存块时要把它移出队列，这样它在被请求使用期间绝不会被交出去。"))
@@ -174,7 +175,7 @@ def _trace(seed: int, n: int = 60) -> list:
     return out
 
 
-@STAGE.check("s04.release_blocks", hidden=True,
+@STAGE.check("s04.release_blocks", hidden=True, sibling="tail_first_whatever_the_block_ids",
              hint=L("Replayed request traces must hit exactly as with a tail-first release that frees only the "
                     "blocks whose count reaches 0.",
                     "回放请求 trace 时，命中情况必须和“从尾部释放、只释放计数降到 0 的块”完全一致。"))
@@ -183,7 +184,7 @@ def random_trace_lru_hits(impl):
             for s in (1, 2) for cap in (8, 16)]
 
 
-@STAGE.check("s04.release_blocks", hidden=True,
+@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use",
              hint=L("With several live requests, a shared block is freed only by its last user, and the pool's "
                     "invariants hold after every release.",
                     "有多个活跃请求时，共享的块只由最后一个使用者释放，每次释放之后块池的不变量都要成立。"))
@@ -204,7 +205,7 @@ def concurrent_requests_keep_invariants(impl):
     return trail, pool.violations()
 
 
-@STAGE.check("s04.release_blocks", hidden=True,
+@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use",
              hint=L("Two requests share a deep prefix: each shared block joins the free queue once, when its last user "
                     "releases it, and after that release the prefix is more recent than every tail.",
                     "两个请求共享一段较深的前缀：每个共享块只在最后一个使用者释放它时进入空闲队列一次，"
@@ -225,7 +226,7 @@ def shared_path_released_by_both(impl):
 
 
 # -- TODO 5: pin ------------------------------------------------------------------------------------------
-@STAGE.check("s04.pin", hidden=True,
+@STAGE.check("s04.pin", hidden=True, sibling="pin_in_use_block",
              hint=L("A pinned block that two live requests share keeps exactly one reference for the pin after both "
                     "requests end, and stays out of the free queue until it is unpinned.",
                     "被两个活跃请求共享的固定块，在两个请求都结束后只剩固定带来的那一个引用，"
@@ -245,7 +246,7 @@ def pinned_shared_block_after_both_release(impl):
     return record(pinned=ok, during=during, after_release=after, after_unpin=cached_ids(pool))
 
 
-@STAGE.check("s04.pin", hidden=True,
+@STAGE.check("s04.pin", hidden=True, sibling="pin_in_use_block",
              hint=L("A block held by a residence hold is in use, not free: pinning it adds a reference without "
                     "touching the free queue, and it stays pinned after the hold ends.",
                     "被驻留持有的块处于使用中，不是空闲块：固定它只加一个引用、不碰空闲队列；持有结束后它仍保持固定。"))
@@ -261,7 +262,7 @@ def pin_a_block_under_a_residence_hold(impl):
                   holds_ended=ended, free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
-@STAGE.check("s04.pin", hidden=True,
+@STAGE.check("s04.pin", hidden=True, sibling="pinned_prefix_survives_churn",
              hint=L("Replaying traffic with pinning on must give the same hits and rejections as pins that are "
                     "capped, leave the free queue and are never evicted.",
                     "开启固定后回放流量，命中数和拒绝数必须和“有上限、离开空闲队列、永不被淘汰”的固定完全一致。"))
@@ -274,7 +275,7 @@ def pinning_replays(impl):
     return out
 
 
-@STAGE.check("s04.pin", hidden=True,
+@STAGE.check("s04.pin", hidden=True, sibling="cap_is_respected",
              hint=L("With a cap of 0 no block may be pinned: pin returns False and changes nothing.",
                     "上限为 0 时任何块都不能固定：pin 返回 False，什么都不改。"))
 def zero_cap_pins_nothing(impl):
@@ -285,7 +286,7 @@ def zero_cap_pins_nothing(impl):
 
 
 # -- TODO 6: expire -------------------------------------------------------------------------------------
-@STAGE.check("s04.expire", hidden=True,
+@STAGE.check("s04.expire", hidden=True, sibling="holds_end_oldest_first",
              hint=L("Replaying traffic with a minimum residence time must hold and release blocks on the trace's "
                     "clock exactly when their time has come.",
                     "带最短驻留时间回放流量时，必须按 trace 的时钟，在块到期的那一刻才结束持有。"))
@@ -298,7 +299,7 @@ def residence_replays(impl):
     return out
 
 
-@STAGE.check("s04.expire", hidden=True,
+@STAGE.check("s04.expire", hidden=True, sibling="holds_registered_together_end_together",
              hint=L("Several holds may end in one call, none while still young; expire returns how many ended.",
                     "一次调用可以结束多个持有，但还年轻的一个也不能结束；expire 返回结束了多少个。"))
 def many_holds_end_together(impl):
@@ -314,7 +315,7 @@ def many_holds_end_together(impl):
     return counts, pool.violations()
 
 
-@STAGE.check("s04.expire", hidden=True,
+@STAGE.check("s04.expire", hidden=True, sibling="young_blocks_are_held",
              hint=L("Time comes from the pool's own clock (here it reads about a billion seconds): compare it with "
                     "the registration time, never with the wall clock.",
                     "时间来自块池自己的时钟（这里它的读数约为十亿秒）：拿它和登记时刻比较，绝不要用系统时间。"))
@@ -327,3 +328,93 @@ def expire_reads_the_pools_clock(impl):
         clock.t = t
         counts.append(record(ended=pool.expire(), free_blocks=len(pool.free_queue)))
     return counts
+
+
+# -- stale KV on every reuse path ----------------------------------------------------------------------
+def _stale_churn(impl, seed: int, steps: int = 160) -> dict:
+    """Random traffic through an EvictionPool with pins and a residence time: admissions, commits,
+    releases, pins and unpins, so blocks are evicted and reallocated (popleft), revived (remove), held
+    (pin, residence) and freed (release_blocks) all the time. The ground truth knows nothing of keys or
+    links: a hit must read exactly the prefix it asked for, and no block may be handed out as a fresh
+    block while a live request holds it or while it is pinned. Returns how many times either failed,
+    the first one, and the first broken invariant."""
+    rng = random.Random(seed)
+    clock = Clock()
+    pool = impl.EvictionPool(8, 2, max_pinned=2, min_residence=1.5, clock=clock)
+    prefill = Prefill(pool)
+    heads = [[1, 1, 2, 2], [1, 1, 3, 3], [4, 4], [5, 6, 7, 8, 9, 9]]
+    live: list[str] = []
+    pending: list[str] = []
+    pinned: dict[int, object] = {}
+    overwritten_pins: list[dict] = []
+    broken = None
+    for step in range(steps):
+        clock.t = step * 0.5
+        roll = rng.random()
+        if roll < 0.45 or not live:
+            rid = f"r{step}"
+            tokens = rng.choice(heads) + [rng.randrange(3) for _ in range(rng.randint(0, 3))]
+            try:
+                a = prefill.admit(rid, tokens)
+            except Exception as exc:  # noqa: BLE001 - a refusal is part of the traffic, anything else is the answer
+                if type(exc).__name__ != "PoolFullError":
+                    raise
+            else:
+                live.append(rid)
+                pending.append(rid)
+                overwritten_pins += [record(request=rid, block=b) for b in a.block_table[a.hit_blocks:] if b in pinned]
+        elif roll < 0.65 and pending:
+            prefill.commit(pending.pop(rng.randrange(len(pending))))
+        elif roll < 0.75:
+            for key in pool.keys_of(rng.choice(heads)):
+                block = pool.cached.get(key)
+                if block is None or not pool.pin(block):
+                    break
+                pinned[block.block_id] = block
+        elif roll < 0.8 and pinned:
+            pool.unpin(pinned.pop(rng.choice(sorted(pinned))))
+        else:
+            rid = live.pop(rng.randrange(len(live)))
+            if rid in pending:
+                pending.remove(rid)
+            prefill.release(rid)
+        if broken is None and pool.violations():
+            broken = record(step=step, violation=pool.violations()[0])
+    stale = prefill.stale + overwritten_pins
+    return record(stale=len(stale), first_stale=stale[0] if stale else None, first_broken_invariant=broken)
+
+
+@STAGE.check("s04.popleft", hidden=True, sibling="popped_blocks_leave_the_queue",
+             hint=L("Random traffic with eviction, pins and residence: a block popleft hands out must have left the "
+                    "queue completely, so it is never handed out again while a request holds it.",
+                    "带淘汰、固定和驻留的随机流量：popleft 交出的块必须完全离开队列，这样它在被请求持有期间绝不会"
+                    "再被交出去。"))
+def no_stale_kv_through_eviction(impl):
+    return [_stale_churn(impl, seed) for seed in (51, 52)]
+
+
+@STAGE.check("s04.remove", hidden=True, sibling="revive_path_through_the_pool",
+             hint=L("Random traffic with eviction, pins and residence: a revived block must leave the queue "
+                    "completely, so it is never evicted while the request that hit it still reads it.",
+                    "带淘汰、固定和驻留的随机流量：被重新启用的块必须完全离开队列，这样在命中它的请求还在读它时，"
+                    "它绝不会被淘汰。"))
+def no_stale_kv_through_revival(impl):
+    return [_stale_churn(impl, seed) for seed in (53, 54)]
+
+
+@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use",
+             hint=L("Random traffic with eviction, pins and residence: only a block whose count reaches 0 may join "
+                    "the free queue, or it is evicted under a request (or a pin) that still holds it.",
+                    "带淘汰、固定和驻留的随机流量：只有计数降到 0 的块才能进入空闲队列，否则它会在仍持有它的请求"
+                    "（或固定）之下被淘汰。"))
+def no_stale_kv_through_release(impl):
+    return [_stale_churn(impl, seed) for seed in (55, 56)]
+
+
+@STAGE.check("s04.pin", hidden=True, sibling="free_block_leaves_the_queue",
+             hint=L("Random traffic with eviction, pins and residence: a pinned block must leave the free queue and "
+                    "hold a reference, so it is never handed out for other content while it is pinned.",
+                    "带淘汰、固定和驻留的随机流量：被固定的块必须离开空闲队列并持有一个引用，这样在固定期间它绝不会"
+                    "被分配给别的内容。"))
+def no_stale_kv_through_pins(impl):
+    return [_stale_churn(impl, seed) for seed in (57, 58)]
