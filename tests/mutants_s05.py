@@ -1,5 +1,6 @@
-"""Realistic wrong answers for each stage-5 TODO, graded by the real grader: each fails its TODO only.
-Also a few *right* answers written differently from the reference, which must pass everything."""
+"""Realistic wrong answers for each stage-5 TODO, graded by the real grader: each fails its TODO only,
+and leads with the check named in ``LEADS``. Right answers written differently from the reference live in
+``tests/alternatives_s05.py``."""
 from __future__ import annotations
 
 # -- snippets of the reference (each occurs exactly once in solutions/s05_radix_tree.py) ---------------
@@ -75,6 +76,18 @@ INSERT_COUNT = """            matched = self._common_len(child.key, key, pos)
 INSERT_LOOKUP = """            child = node.children.get(self._child_key(key, pos))
             if child is None:
                 leaf"""
+# Compares tokens by identity: right while the ids are small ints (CPython keeps one object per value up to
+# 256), wrong for real token ids built at run time.
+IDENTITY = """            matched = 0
+            while matched < min(len(child.key), len(key) - pos) and child.key[matched] is key[pos + matched]:
+                matched += 1
+            matched -= matched % self.page_size
+"""
+SPLIT_FILE_CHILD = "        new.children[self._child_key(child.key)] = child\n"
+INC_WALK = "        # TODO 4 (s05.inc_lock_ref)\n        ### BEGIN SOLUTION\n        while node is not self.root:\n"
+EVICT_POP = "            _, _, leaf = heapq.heappop(heap)\n"
+EVICT_PUSH_PARENT = "                heapq.heappush(heap, (parent.last_access, parent.id, parent))\n"
+EVICT_DETACH = "            del parent.children[self._child_key(leaf.key)]\n            # Mark it detached: locking it later is an error.\n"
 ANSWERS = '    return {"q1": "B", "q2": "B", "q3": 32, "q4": "A", "q5": 64, "q6": "C"}\n'
 
 EVICT_HEAP = "heap = [(leaf.last_access, leaf.id, leaf) for leaf in self._leaves() if leaf.lock_ref == 0]"
@@ -145,6 +158,24 @@ MUTANTS = {
     "s05.match_prefix/scans_children": ("s05.match_prefix", [(MATCH_LOOKUP, SCAN + "            if child is None:\n                break\n")]),
     "s05.insert/joined_digits": ("s05.insert", [(INSERT_COUNT, DIGITS + INSERT_COUNT.split("\n", 1)[1])]),
     "s05.insert/scans_children": ("s05.insert", [(INSERT_LOOKUP, SCAN + "            if child is None:\n                leaf")]),
+    # issue 21: identity vs equality, stale nodes after a split or an eviction, pages, ties, the root
+    "s05._split_node/child_filed_under_its_first_token": ("s05._split_node", [(SPLIT_FILE_CHILD, SPLIT_FILE_CHILD.replace(
+        "self._child_key(child.key)", "child.key[0]"))]),
+    "s05.match_prefix/compares_tokens_by_identity": ("s05.match_prefix", [
+        (MATCH_COUNT, IDENTITY + MATCH_COUNT.split("\n", 1)[1])]),
+    "s05.match_prefix/keeps_the_stale_child_after_split": ("s05.match_prefix", [(MATCH_STEP, MATCH_STEP.replace(
+        "child = self._split_node(child, matched)", "self._split_node(child, matched)"))]),
+    "s05.insert/compares_tokens_by_identity": ("s05.insert", [(INSERT_COUNT, IDENTITY + INSERT_COUNT.split("\n", 1)[1])]),
+    "s05.insert/keeps_the_stale_child_after_split": ("s05.insert", [(INSERT_STEP, INSERT_STEP.replace(
+        "child = self._split_node(child, matched)", "self._split_node(child, matched)"))]),
+    "s05.insert/leaf_inherits_the_parent_lock": ("s05.insert", [(INSERT_LEAF, INSERT_LEAF.replace(
+        "                node.children[", "                leaf.lock_ref = node.lock_ref\n                node.children["))]),
+    "s05.inc_lock_ref/locks_the_root_too": ("s05.inc_lock_ref", [(INC_WALK, INC_WALK.replace(
+        "while node is not self.root:", "while node is not None:"))]),
+    "s05.evict/tie_goes_to_the_newer_node": ("s05.evict", [
+        (EVICT_HEAP, EVICT_HEAP.replace("leaf.id, leaf)", "-leaf.id, leaf)")),
+        (EVICT_PUSH_PARENT, EVICT_PUSH_PARENT.replace("parent.id, parent)", "-parent.id, parent)"))]),
+    "s05.evict/leaf_left_in_its_parent": ("s05.evict", [(EVICT_DETACH, EVICT_DETACH.split("\n", 1)[1])]),
     # the quiz
     "s05.quiz/counts_a_node_per_match": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q1": "B"', '"q1": "C"'))]),
     "s05.quiz/one_unlock_frees_the_shared_path": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
@@ -153,34 +184,52 @@ MUTANTS = {
     "s05.quiz/scans_the_children": ("s05.quiz", [(ANSWERS, ANSWERS.replace('"q6": "C"', '"q6": "a"'))]),
 }
 
-# Right answers that do not look like the reference: they must pass every TODO.
-EQUIVALENT = {
-    "match_breaks_after_split": [(MATCH_STEP, """            if matched < len(child.key):
-                child = self._split_node(child, matched)
-                child.last_access = now
-                slots.extend(child.value)
-                node = child
-                break
-            child.last_access = now
-            slots.extend(child.value)
-""")],
-    "locks_via_path_list": [(INC_MOVE, """            path = []
-            while node is not self.root:
-                path.append(node)
-                node = node.parent
-            for n in path:
-                if n.lock_ref == 0:
-                    self.evictable_size -= len(n.key)
-                    self.protected_size += len(n.key)
-                    moved += len(n.key)
-                n.lock_ref += 1
-            break
-""")],
-    "evict_by_min_over_candidates": [
-        (EVICT_HEAP, "heap = [leaf for leaf in self._leaves() if leaf.lock_ref == 0]"),
-        ("        heapq.heapify(heap)\n", ""),
-        ("            _, _, leaf = heapq.heappop(heap)\n",
-         "            leaf = min(heap, key=lambda n: (n.last_access, n.id))\n            heap.remove(leaf)\n"),
-        ("                heapq.heappush(heap, (parent.last_access, parent.id, parent))\n",
-         "                heap.append(parent)\n")],
+# The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
+LEADS = {
+    "s05._split_node/no_lock_copy": "split_keeps_locks",
+    "s05._split_node/fresh_access_time": "split_keeps_access_time",
+    "s05._split_node/parent_not_relinked": "split_twice_then_match",
+    "s05._split_node/child_parent_not_updated": "split_twice_then_match",
+    "s05._split_node/child_filed_under_its_first_token": "split_on_a_page_boundary",
+    "s05.match_prefix/no_split_on_partial_edge": "splits_inside_an_edge",
+    "s05.match_prefix/no_access_time": "stamps_the_whole_path",
+    "s05.match_prefix/stamps_last_node_only": "stamps_the_whole_path",
+    "s05.match_prefix/first_token_lookup_with_pages": "whole_pages_only",
+    "s05.match_prefix/joined_digits": "token_boundaries",
+    "s05.match_prefix/scans_children": "one_lookup_per_level",
+    "s05.match_prefix/compares_tokens_by_identity": "equal_ids_are_not_identical",
+    "s05.match_prefix/keeps_the_stale_child_after_split": "splits_inside_an_edge",
+    "s05.insert/no_split_where_paths_diverge": "splits_where_paths_diverge",
+    "s05.insert/returns_new_tokens": "returns_tokens_already_cached",
+    "s05.insert/evictable_not_counted": "counts_evictable_and_stamps",
+    "s05.insert/no_access_time": "counts_evictable_and_stamps",
+    "s05.insert/joined_digits": "insert_token_boundaries",
+    "s05.insert/scans_children": "insert_one_lookup_per_level",
+    "s05.insert/compares_tokens_by_identity": "insert_equal_ids_are_not_identical",
+    "s05.insert/keeps_the_stale_child_after_split": "splits_where_paths_diverge",
+    "s05.insert/leaf_inherits_the_parent_lock": "leaf_below_a_locked_path",
+    "s05.inc_lock_ref/locks_last_node_only": "locks_the_whole_path",
+    "s05.inc_lock_ref/moves_on_every_lock": "second_lock_moves_nothing",
+    "s05.inc_lock_ref/forgets_protected": "locks_the_whole_path",
+    "s05.inc_lock_ref/stops_at_locked_ancestor": "two_requests_lock_a_deep_node",
+    "s05.inc_lock_ref/locks_the_root_too": "lock_after_a_miss",
+    "s05.dec_lock_ref/unlocks_last_node_only": "unlock_restores",
+    "s05.dec_lock_ref/moves_on_every_unlock": "two_locks_need_two_unlocks",
+    "s05.dec_lock_ref/off_by_one": "two_locks_need_two_unlocks",
+    "s05.dec_lock_ref/stops_while_still_held": "two_requests_share_a_deep_node",
+    "s05.evict/evicts_internal_nodes": "parent_becomes_a_candidate",
+    "s05.evict/ignores_locks": "locked_nodes_stay",
+    "s05.evict/parent_never_a_candidate": "parent_becomes_a_candidate",
+    "s05.evict/heap_without_a_tie_break": "equal_access_times",
+    "s05.evict/most_recent_first": "least_recently_used_first",
+    "s05.evict/one_node_too_many": "stops_when_enough",
+    "s05.evict/evicted_node_keeps_its_parent": "evicted_nodes_leave_the_tree",
+    "s05.evict/locked_parent_becomes_candidate": "locked_inner_node_loses_its_last_child",
+    "s05.evict/tie_goes_to_the_newer_node": "equal_access_times",
+    "s05.evict/leaf_left_in_its_parent": "evicted_nodes_leave_the_tree",
+    "s05.quiz/counts_a_node_per_match": "q1",
+    "s05.quiz/one_unlock_frees_the_shared_path": "q2",
+    "s05.quiz/partial_pages_hit": "q3",
+    "s05.quiz/evicts_single_tokens": "q5",
+    "s05.quiz/scans_the_children": "q6",
 }

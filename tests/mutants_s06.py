@@ -11,7 +11,7 @@ cached prompt (stage 3's own pool already caps its hits, see its ``no_cap`` muta
 
 The mutants of TODO 4 each break one thing, and each fails the public check built for it, with a
 hint about that thing only: the missing offset keeps the mask on q's device, the tiled heads keep the
-offset. One correct answer written differently (attention by hand instead of SDPA) must pass."""
+offset. Correct answers written differently live in ``tests/alternatives_s06.py``."""
 from __future__ import annotations
 
 POSITIONS = "positions = torch.arange(hit_tokens, num_tokens, dtype=torch.long, device=device)"
@@ -58,18 +58,41 @@ MUTANTS = {
     "s06.prefill/attention_without_offset": ("s06.prefill", [(
         "return self.attention(q, self.pool, layer, table, hit)", "return self.attention(q, self.pool, layer, table, 0)")]),
     "s06.prefill/token_ids_on_the_host": ("s06.prefill", [(TOKEN_IDS, TOKEN_IDS.replace(", device=self.device", ""))]),
+    # issue 21: off by one at the boundary, a reused slot's stale row, the diagonal of the mask
+    "s06.suffix_positions/starts_one_past_the_hit": ("s06.suffix_positions", [(POSITIONS, POSITIONS.replace(
+        "arange(hit_tokens, num_tokens", "arange(hit_tokens + 1, num_tokens + 1"))]),
+    "s06.write_kv/adds_to_the_stale_row": ("s06.write_kv", [(WRITE, (
+        "    pool.flat_k(layer).index_add_(0, slots, k)\n    pool.flat_v(layer).index_add_(0, slots, v)\n"))]),
+    "s06.paged_attention/query_cannot_see_itself": ("s06.paged_attention", [(MASK, MASK.replace("<=", "<"))]),
     # the quiz
     "s06.quiz/positions_restart_at_zero": ("s06.quiz", [(ANSWERS, ANSWERS.replace('"q1": 12', '"q1": 0'))]),
     "s06.quiz/slot_is_the_position": ("s06.quiz", [(ANSWERS, ANSWERS.replace('"q2": 21', '"q2": 9'))]),
     "s06.quiz/decode_gets_cheaper": ("s06.quiz", [(ANSWERS, ANSWERS.replace('"q5": "B"', '"q5": "A"'))]),
 }
 
-#: Correct answers written differently: each must earn every point.
-EQUIVALENT = {
-    # Anchored after the SDPA call (whose exact form may change): the hand-written result replaces it.
-    "paged_attention/softmax_by_hand": [("    ### END SOLUTION\n    return out\n", (
-        "    scores = torch.einsum('thd,shd->hts', q, k) / q.shape[-1] ** 0.5\n"
-        "    scores = scores.masked_fill(~mask, float('-inf'))\n"
-        "    out = torch.einsum('hts,shd->thd', scores.softmax(dim=-1), v)\n"
-        "    ### END SOLUTION\n    return out\n"))],
+# The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
+LEADS = {
+    "s06.suffix_positions/restart_at_zero": "after_a_hit",
+    "s06.suffix_positions/float_positions": "positions_are_int64",
+    "s06.suffix_positions/ignores_device": "created_on_the_device",
+    "s06.suffix_positions/starts_one_past_the_hit": "after_a_hit",
+    "s06.slot_mapping/contiguous_table": "whole_table",
+    "s06.slot_mapping/block_id_not_scaled": "whole_table",
+    "s06.slot_mapping/python_loop_on_the_host": "stays_on_the_device",
+    "s06.write_kv/v_gets_k": "v_is_not_k",
+    "s06.write_kv/off_by_one_slot": "rows_land_in_their_slots",
+    "s06.write_kv/writes_a_copy": "rows_land_in_their_slots",
+    "s06.write_kv/adds_to_the_stale_row": "overwrite_replaces_the_row",
+    "s06.paged_attention/missing_causal_offset": "offset_shifts_the_mask",
+    "s06.paged_attention/is_causal_ignores_offset": "offset_shifts_the_mask",
+    "s06.paged_attention/gqa_heads_tiled": "grouped_query_heads",
+    "s06.paged_attention/mask_on_the_host": "helpers_on_q_device",
+    "s06.paged_attention/query_cannot_see_itself": "causal_mask",
+    "s06.prefill/zero_computed_tokens_when_fully_cached": "manager_reports_everything_cached",
+    "s06.prefill/never_commits": "whole_prompt_again",
+    "s06.prefill/attention_without_offset": "hit_at_block_boundary",
+    "s06.prefill/token_ids_on_the_host": "tensors_on_the_engine_device",
+    "s06.quiz/positions_restart_at_zero": "q1",
+    "s06.quiz/slot_is_the_position": "q2",
+    "s06.quiz/decode_gets_cheaper": "q5",
 }

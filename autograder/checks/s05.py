@@ -448,9 +448,64 @@ def checked(cache) -> dict:
     return record(tree=tree(cache), **sizes(cache), invariants=invariants(cache))
 
 
+def big_tokens(*offsets: int) -> list[int]:
+    """Token ids of a real vocabulary (above 150,000), computed at run time: each call makes new int
+    objects, so two equal ids are equal but not the same object (``is`` tells them apart, ``==`` does not)."""
+    base = int("151000")
+    return [base + o for o in offsets]
+
+
+class WalkCounter(dict):
+    """A ``children`` dict that counts how often it is walked (iterated, or its keys, values or items
+    listed); a lookup (``get``, ``in``, ``[]``) is not a walk."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.walks = 0
+
+    def __iter__(self):
+        self.walks += 1
+        return super().__iter__()
+
+    def keys(self):
+        self.walks += 1
+        return super().keys()
+
+    def values(self):
+        self.walks += 1
+        return super().values()
+
+    def items(self):
+        self.walks += 1
+        return super().items()
+
+
+def wide_cache(impl, fanout: int, system=(7, 7, 7)):
+    """A shared prefix ``system`` with ``fanout`` two-token children below it, built node by node (no
+    TODO code runs); the root's and the prefix node's children dicts count their walks."""
+    cache = impl.RadixCache()
+    inner = cache._new_node(tuple(system), tuple(range(len(system))), cache.root, 0)
+    cache.root.children = WalkCounter({cache._child_key(inner.key): inner})
+    inner.children = WalkCounter()
+    for i in range(fanout):
+        node = cache._new_node((10 + i, 3), (10 + 2 * i, 11 + 2 * i), inner, 0)
+        dict.__setitem__(inner.children, cache._child_key(node.key), node)
+    cache.evictable_size = len(system) + 2 * fanout
+    return cache
+
+
+def walks(cache) -> int:
+    """How often the root's and the shared prefix node's children were walked, and reset the counts."""
+    inner = next(iter(dict.values(cache.root.children)))
+    n = cache.root.children.walks + inner.children.walks
+    cache.root.children.walks = inner.children.walks = 0
+    return n
+
+
 # -- TODO 1: _split_node ----------------------------------------------------------------------------
 @STAGE.check("s05._split_node",
-             call="insert([1, 2, 3, 4]); new = _split_node(<node [1 2 3 4]>, 2); new.key, new.value, the tree",
+             call=L("insert([1, 2, 3, 4]); new = _split_node(<node [1 2 3 4]>, 2); new.key, new.value, the tree",
+                    "insert([1, 2, 3, 4])；new = _split_node(<节点 [1 2 3 4]>, 2)；new.key、new.value、整棵树"),
              title=L("split in the middle of an edge", "在一条边的中间切开"),
              hint=L("The new node takes the first split_len tokens and their slots; the old node keeps the rest, "
                     "below it.",
@@ -462,7 +517,8 @@ def split_in_the_middle(impl):
 
 
 @STAGE.check("s05._split_node",
-             call="insert([1, 2, 3]); lock <node [1 2 3]>; _split_node(it, 1); the tree; unlock it; the tree",
+             call=L("insert([1, 2, 3]); lock <node [1 2 3]>; _split_node(it, 1); the tree; unlock it; the tree",
+                    "insert([1, 2, 3])；给 <节点 [1 2 3]> 加锁；_split_node(它, 1)；整棵树；给它解锁；整棵树"),
              title=L("a split keeps the locks", "分裂后锁还在"),
              hint=L("The new node copies the lock count of the node it splits: the same locks still cover its "
                     "tokens.",
@@ -478,7 +534,9 @@ def split_keeps_locks(impl):
 
 
 @STAGE.check("s05._split_node",
-             call="insert([1, 2, 3]) at t=1; insert([9]) at t=2; _split_node(<node [1 2 3]>, 2); the tree",
+             call=L("insert([1, 2, 3]) at t=1; insert([9]) at t=2; _split_node(<node [1 2 3]>, 2); the tree",
+                    "t=1 时 insert([1, 2, 3])；t=2 时 insert([9])；_split_node(<节点 [1 2 3]>, 2)；整棵树"),
+             specificity=1,
              title=L("a split keeps the access time", "分裂后访问时间不变"),
              hint=L("The new node copies the last access time of the node it splits (it was last used when that "
                     "node was), not the current time.",
@@ -490,19 +548,41 @@ def split_keeps_access_time(impl):
 
 
 @STAGE.check("s05._split_node",
-             call="insert([5, 6, 7, 8]); _split_node(<node>, 1); _split_node(<node [6 7 8]>, 1); "
-                  "match_prefix([5, 6, 7, 8]).slots; the tree",
+             call=L("insert([5, 6, 7, 8]); _split_node(<node>, 1); _split_node(<node [6 7 8]>, 1); "
+                    "match_prefix([5, 6, 7, 8]).slots; the tree",
+                    "insert([5, 6, 7, 8])；_split_node(<节点>, 1)；_split_node(<节点 [6 7 8]>, 1)；"
+                    "match_prefix([5, 6, 7, 8]).slots；整棵树"),
+             specificity=2,
              title=L("two splits in a row, then a match", "连续切两次，再做一次匹配"),
-             hint=L("File the new node in the old parent's children under its first token, and the old node in "
-                    "the new node's children: a match must still find every token.",
-                    "新节点要以它的第一个 token 为键登记到原父节点的 children 里，旧节点登记到新节点的 children "
-                    "里：之后的匹配必须仍能找到每个 token。"))
+             hint=L("A split fixes three links: the old parent's children entry now points to the new node, the "
+                    "old node is filed in the new node's children under its own first token, and the old node's "
+                    "parent is the new node. A match must still find every token, and each node must name its "
+                    "real parent.",
+                    "分裂要修好三处链接：原父节点 children 里的那一项改为指向新节点；旧节点以它自己的第一个 token 为键"
+                    "登记到新节点的 children 里；旧节点的 parent 改为新节点。之后的匹配必须仍能找到每个 token，"
+                    "每个节点的 parent 也必须是它真正的父节点。"))
 def split_twice_then_match(impl):
     cache = make(impl, [5, 6, 7, 8])
     leaf = node_at(cache, [5, 6, 7, 8])
     cache._split_node(leaf, 1)
     cache._split_node(leaf, 1)
     return record(slots=cache.match_prefix([5, 6, 7, 8]).slots, cache=checked(cache))
+
+
+@STAGE.check("s05._split_node",
+             call=L("RadixCache(page_size=2): insert([7, 7, 7, 8, 9, 9]); new = _split_node(<node>, 2); new.key; "
+                    "match_prefix([7, 7, 7, 8, 9, 9]).slots; the tree",
+                    "RadixCache(page_size=2)：insert([7, 7, 7, 8, 9, 9])；new = _split_node(<节点>, 2)；new.key；"
+                    "match_prefix([7, 7, 7, 8, 9, 9]).slots；整棵树"),
+             title=L("with pages, both parts are filed under their first page", "按页时，两段都以各自的第一页为键登记"),
+             hint=L("With pages, a node is filed under the first page of its edge (a tuple), not its first token: "
+                    "file both parts with self._child_key.",
+                    "按页时，节点以它这条边的第一页（一个元组）为键登记，而不是第一个 token：两段都用 "
+                    "self._child_key 登记。"))
+def split_on_a_page_boundary(impl):
+    cache = make(impl, [7, 7, 7, 8, 9, 9], page_size=2)
+    new = cache._split_node(node_at(cache, [7, 7, 7, 8, 9, 9]), 2)
+    return record(new_key=list(new.key), slots=cache.match_prefix([7, 7, 7, 8, 9, 9]).slots, cache=checked(cache))
 
 
 # -- TODO 2: match_prefix ---------------------------------------------------------------------------
@@ -520,20 +600,28 @@ def longest_prefix_and_slots(impl):
 
 
 @STAGE.check("s05.match_prefix",
-             call="insert([1, 2, 3, 4]); m = match_prefix([1, 2, 3, 9]); m.slots, m.last_node.key, the tree",
+             call=L("insert([1, 2, 3, 4]); m = match_prefix([1, 2, 3, 9]); m.slots, m.last_node.key, the tree; "
+                    "the same match again: its slots",
+                    "insert([1, 2, 3, 4])；m = match_prefix([1, 2, 3, 9])；m.slots、m.last_node.key、整棵树；"
+                    "再做一次同样的匹配：它的 slots"),
              title=L("a match that ends inside an edge splits it", "停在边中间的匹配会把边切开"),
-             hint=L("When the match ends inside an edge, split it there (self._split_node); last_node is the new "
-                    "upper part.",
-                    "匹配停在边的中间时，就在那里切开（self._split_node）；last_node 是切出来的上半段新节点。"))
+             hint=L("When the match ends inside an edge, split it there (self._split_node) and go on with the node "
+                    "it returns, the upper part: its slots are the matched ones, and last_node is that node.",
+                    "匹配停在边的中间时，就在那里切开（self._split_node），接着用它返回的节点——切出来的上半段："
+                    "匹配上的槽位是它的槽位，last_node 就是这个节点。"))
 def splits_inside_an_edge(impl):
     cache = make(impl, [1, 2, 3, 4])
     m = cache.match_prefix([1, 2, 3, 9])
-    return record(slots=m.slots, last_node_key=list(m.last_node.key), cache=checked(cache))
+    shown = record(slots=m.slots, last_node_key=list(m.last_node.key), cache=checked(cache))
+    return record(**shown, again=cache.match_prefix([1, 2, 3, 9]).slots, tree_after_again=tree(cache))
 
 
 @STAGE.check("s05.match_prefix",
-             call="insert([1, 2]) (t=1); insert([1, 2, 3]) (t=2); insert([7]) (t=3); match_prefix([1, 2, 3]) (t=4); "
-                  "the tree",
+             call=L("insert([1, 2]) (t=1); insert([1, 2, 3]) (t=2); insert([7]) (t=3); match_prefix([1, 2, 3]) (t=4); "
+                    "the tree",
+                    "insert([1, 2]) (t=1)；insert([1, 2, 3]) (t=2)；insert([7]) (t=3)；match_prefix([1, 2, 3]) (t=4)；"
+                    "整棵树"),
+             specificity=1,
              title=L("the whole matched path gets the new time", "整条匹配路径都记下新时间"),
              hint=L("Set last_access to now on every node of the matched path, not only on the last one.",
                     "匹配路径上的每个节点都要把 last_access 设为 now，不能只设最后一个。"))
@@ -544,8 +632,10 @@ def stamps_the_whole_path(impl):
 
 
 @STAGE.check("s05.match_prefix",
-             call="RadixCache(page_size=2): insert([1, 2, 3, 4, 5, 6]); match_prefix([1, 2, 3, 9]).slots, "
-                  "match_prefix([1]).length, the tree",
+             call=L("RadixCache(page_size=2): insert([1, 2, 3, 4, 5, 6]); match_prefix([1, 2, 3, 9]).slots, "
+                    "match_prefix([1]).length, the tree",
+                    "RadixCache(page_size=2)：insert([1, 2, 3, 4, 5, 6])；match_prefix([1, 2, 3, 9]).slots、"
+                    "match_prefix([1]).length、整棵树"),
              title=L("with pages, only whole pages match", "按页时只有整页才算匹配"),
              hint=L("Only whole pages match: look children up by self._child_key(key, pos) and count with "
                     "self._common_len, which rounds down to whole pages.",
@@ -557,8 +647,9 @@ def whole_pages_only(impl):
                   cache=checked(cache))
 
 
-@STAGE.check("s05.match_prefix", call="insert([1, 2]); m = match_prefix([3, 1, 2]); m.length, m.slots, "
-                                      "m.last_node is root, the tree",
+@STAGE.check("s05.match_prefix", call=L("insert([1, 2]); m = match_prefix([3, 1, 2]); m.length, m.slots, m.last_node is root, the tree",
+                                        "insert([1, 2])；m = match_prefix([3, 1, 2])；m.length、m.slots、"
+                                        "m.last_node is root、整棵树"),
              title=L("no child starts with the first token", "没有子节点以第一个 token 开头"),
              hint=L("When no child starts with the first token, nothing matches and last_node is the root.",
                     "没有子节点以第一个 token 开头时，什么也匹配不上，last_node 就是根。"))
@@ -569,8 +660,10 @@ def no_match_returns_root(impl):
 
 
 @STAGE.check("s05.match_prefix",
-             call="insert([1, 2, 3]); insert([12, 5]); match_prefix([1, 23, 4]).slots, match_prefix([12, 3]).slots, "
-                  "the tree",
+             call=L("insert([1, 2, 3]); insert([12, 5]); match_prefix([1, 23, 4]).slots, match_prefix([12, 3]).slots, "
+                    "the tree",
+                    "insert([1, 2, 3])；insert([12, 5])；match_prefix([1, 23, 4]).slots、match_prefix([12, 3]).slots、"
+                    "整棵树"),
              title=L("tokens are whole numbers, not digits", "token 是整数，不是数字字符"),
              hint=L("Compare tokens as numbers, one by one: [1, 2] is not a prefix of [1, 23, ...] or of [12, ...], "
                     "although their digits are.",
@@ -581,9 +674,43 @@ def token_boundaries(impl):
                   cache=checked(cache))
 
 
+@STAGE.check("s05.match_prefix",
+             call=L("insert(a) with a = three token ids above 151,000 and a 9; match_prefix(b) with b equal to a "
+                    "up to its last token but built anew at run time; m.length, m.slots, the tree",
+                    "insert(a)，a 是三个大于 151,000 的 token id 加一个 9；match_prefix(b)，b 在运行时重新构造，"
+                    "除最后一个 token 外与 a 相等；m.length、m.slots、整棵树"),
+             title=L("equal token ids that are different objects", "相等但不是同一个对象的 token id"),
+             hint=L("Compare tokens by value (==, or the given self._common_len), never by identity (is): two equal "
+                    "ids above 256 built at run time are different int objects.",
+                    "按值比较 token（用 ==，或者直接用已给的 self._common_len），绝不能按身份比较（is）：运行时构造的"
+                    "两个相等的、大于 256 的 id 是两个不同的 int 对象。"))
+def equal_ids_are_not_identical(impl):
+    cache = make(impl, [*big_tokens(643, 644), 9, *big_tokens(645)])
+    m = cache.match_prefix([*big_tokens(643, 644), 9, *big_tokens(646)])
+    return record(length=m.length, slots=m.slots, cache=checked(cache))
+
+
+@STAGE.check("s05.match_prefix",
+             call=L("[7, 7, 7] with 1,000 children below it (built by hand; the children dicts count how often "
+                    "they are walked); match_prefix([7, 7, 7, 500, 3, 9]); m.length, m.slots, walks",
+                    "[7, 7, 7] 下面挂 1,000 个子节点（手工构造；children 字典会统计自己被遍历的次数）；"
+                    "match_prefix([7, 7, 7, 500, 3, 9])；m.length、m.slots、遍历次数"),
+             title=L("one lookup per level, never a walk over the children", "每层查一次字典，从不遍历子节点"),
+             hint=L("Find the child to follow with one lookup in children (get, in or []), keyed by "
+                    "self._child_key(key, pos); never walk over children (a loop over it, its keys, values or items): "
+                    "a match must not slow down as a node gets more children.",
+                    "用 children 查一次字典（get、in 或 []）找到要走的子节点，键是 self._child_key(key, pos)；"
+                    "绝不能遍历 children（对它本身、它的 keys、values 或 items 做循环）：子节点再多，匹配也不应变慢。"))
+def one_lookup_per_level(impl):
+    cache = wide_cache(impl, 1_000)
+    m = cache.match_prefix([7, 7, 7, 500, 3, 9])
+    return record(length=m.length, slots=m.slots, walks=walks(cache))
+
+
 # -- TODO 3: insert ---------------------------------------------------------------------------------
 @STAGE.check("s05.insert",
-             call="[insert(s, slots) for s in ([1, 2, 3], [1, 2, 3, 4], [1, 2], [5])]; the tree",
+             call=L("[insert(s, slots) for s in ([1, 2, 3], [1, 2, 3, 4], [1, 2], [5])]; the tree",
+                    "[insert(s, slots) for s in ([1, 2, 3], [1, 2, 3, 4], [1, 2], [5])]；整棵树"),
              title=L("returns how much was cached already", "返回原本已缓存的长度"),
              hint=L("Return how many leading tokens were cached before this insert; for them keep the tree's own "
                     "slots.",
@@ -595,7 +722,9 @@ def returns_tokens_already_cached(impl):
     return record(returned=returned, cache=checked(cache))
 
 
-@STAGE.check("s05.insert", call="insert([1, 2, 3, 4]); insert([1, 2, 8, 9]); the tree",
+@STAGE.check("s05.insert", call=L("insert([1, 2, 3, 4]); insert([1, 2, 8, 9]); the tree",
+                                 "insert([1, 2, 3, 4])；insert([1, 2, 8, 9])；整棵树"),
+             specificity=1,
              title=L("paths that diverge inside an edge", "两条路径在边的中间分叉"),
              hint=L("Where the paths diverge inside an edge, split it and hang the new leaf under the split node.",
                     "两条路径在边的中间分叉时，先把边切开，再把新叶子挂在切出来的节点下面。"))
@@ -604,7 +733,9 @@ def splits_where_paths_diverge(impl):
     return checked(cache)
 
 
-@STAGE.check("s05.insert", call="insert([4, 4]); insert([4, 4, 4, 4]) (t=2); the tree, evictable_size",
+@STAGE.check("s05.insert", call=L("insert([4, 4]); insert([4, 4, 4, 4]) (t=2); the tree, evictable_size",
+                                 "insert([4, 4])；insert([4, 4, 4, 4]) (t=2)；整棵树、evictable_size"),
+             specificity=2,
              title=L("new tokens count as evictable; the path gets the new time", "新 token 计为可淘汰；路径记下新时间"),
              hint=L("Add the new leaf's tokens to self.evictable_size, and give every node you pass the time now.",
                     "把新叶子的 token 数加到 self.evictable_size 上，并给经过的每个节点记下当前时间 now。"))
@@ -614,7 +745,8 @@ def counts_evictable_and_stamps(impl):
 
 
 @STAGE.check("s05.insert",
-             call="RadixCache(page_size=2): insert([1, 2, 3]), insert([1, 2, 5, 6, 7]), insert([1, 2, 5, 8]); the tree",
+             call=L("RadixCache(page_size=2): insert([1, 2, 3]), insert([1, 2, 5, 6, 7]), insert([1, 2, 5, 8]); the tree",
+                    "RadixCache(page_size=2)：insert([1, 2, 3])、insert([1, 2, 5, 6, 7])、insert([1, 2, 5, 8])；整棵树"),
              title=L("with pages, only whole pages go in", "按页时只插入整页"),
              hint=L("Only whole pages go in, and paths diverge at page boundaries (self._common_len rounds down).",
                     "只插入整页，路径也只在页边界处分叉（self._common_len 会向下取整）。"))
@@ -625,9 +757,74 @@ def insert_whole_pages_only(impl):
     return record(returned=returned, cache=checked(cache))
 
 
+@STAGE.check("s05.insert",
+             call=L("[insert(s, slots) for s in ([1, 2, 3], [1, 23, 4], [12, 3], [1, 2, 34])]; the tree",
+                    "[insert(s, slots) for s in ([1, 2, 3], [1, 23, 4], [12, 3], [1, 2, 34])]；整棵树"),
+             title=L("tokens are whole numbers, not digits", "token 是整数，不是数字字符"),
+             hint=L("Compare tokens as numbers, one by one (the given self._common_len does): [1, 23, 4] shares only "
+                    "its first token with [1, 2, 3], and [12, 3] shares none.",
+                    "把 token 当作数逐个比较（已给的 self._common_len 就是这样做的）：[1, 23, 4] 与 [1, 2, 3] 只共享第一个 "
+                    "token，[12, 3] 一个也不共享。"))
+def insert_token_boundaries(impl):
+    cache = impl.RadixCache()
+    seqs = ([1, 2, 3], [1, 23, 4], [12, 3], [1, 2, 34])
+    returned = [cache.insert(s, slots_for(i, s)) for i, s in enumerate(seqs)]
+    return record(returned=returned, cache=checked(cache))
+
+
+@STAGE.check("s05.insert",
+             call=L("insert(a), then insert(b) and insert(c): token ids above 151,000 built anew at run time "
+                    "for each call, b sharing a's first two tokens, c equal to a; what each returned, the tree",
+                    "先 insert(a)，再 insert(b)、insert(c)：每次调用都在运行时重新构造大于 151,000 的 token id，"
+                    "b 与 a 的前两个 token 相同，c 与 a 相等；每次的返回值、整棵树"),
+             title=L("equal token ids that are different objects", "相等但不是同一个对象的 token id"),
+             hint=L("Compare tokens by value (==, or the given self._common_len), never by identity (is): two equal "
+                    "ids above 256 built at run time are different int objects.",
+                    "按值比较 token（用 ==，或者直接用已给的 self._common_len），绝不能按身份比较（is）：运行时构造的"
+                    "两个相等的、大于 256 的 id 是两个不同的 int 对象。"))
+def insert_equal_ids_are_not_identical(impl):
+    cache = impl.RadixCache()
+    seqs = (big_tokens(1, 2, 3, 4), big_tokens(1, 2, 8), big_tokens(1, 2, 3, 4))
+    returned = [cache.insert(s, slots_for(i, s)) for i, s in enumerate(seqs)]
+    return record(returned=returned, cache=checked(cache))
+
+
+@STAGE.check("s05.insert",
+             call=L("[7, 7, 7] with 1,000 children below it (built by hand; the children dicts count how often "
+                    "they are walked); insert([7, 7, 7, 2000, 5]); what it returned, walks",
+                    "[7, 7, 7] 下面挂 1,000 个子节点（手工构造；children 字典会统计自己被遍历的次数）；"
+                    "insert([7, 7, 7, 2000, 5])；返回值、遍历次数"),
+             title=L("one lookup per level, never a walk over the children", "每层查一次字典，从不遍历子节点"),
+             hint=L("Find the child to follow with one lookup in children (get, in or []); never walk over children "
+                    "(a loop over it, its keys, values or items): a miss would walk them all, and an insert must not "
+                    "slow down as a node gets more children.",
+                    "用 children 查一次字典（get、in 或 []）找到要走的子节点；绝不能遍历 children（对它本身、它的 "
+                    "keys、values 或 items 做循环）：查不到时会把所有子节点都走一遍，子节点再多，插入也不应变慢。"))
+def insert_one_lookup_per_level(impl):
+    cache = wide_cache(impl, 1_000)
+    returned = cache.insert([7, 7, 7, 2000, 5], slots_for(9, [7, 7, 7, 2000, 5]))
+    return record(returned=returned, walks=walks(cache), **sizes(cache))
+
+
+@STAGE.check("s05.insert",
+             call=L("insert([4, 5]); lock <node [4 5]>; insert([4, 5, 6, 6]); insert([4, 9]); the tree; evict(100)",
+                    "insert([4, 5])；给 <节点 [4 5]> 加锁；insert([4, 5, 6, 6])；insert([4, 9])；整棵树；evict(100)"),
+             title=L("a new leaf below a locked path is unlocked", "挂在已加锁路径下的新叶子没有锁"),
+             hint=L("A new leaf starts with no lock, whatever its parent holds: its tokens are evictable, even below "
+                    "a locked path.",
+                    "新叶子一开始没有锁，不管它的父节点持有几把：即使挂在已加锁的路径下，它的 token 也是可淘汰的。"))
+def leaf_below_a_locked_path(impl):
+    cache = make(impl, [4, 5])
+    cache.inc_lock_ref(node_at(cache, [4, 5]))
+    cache.insert([4, 5, 6, 6], slots_for(1, [4, 5, 6, 6]))
+    cache.insert([4, 9], slots_for(2, [4, 9]))
+    return record(cache=checked(cache), evicted=cache.evict(100))
+
+
 # -- TODO 4: inc_lock_ref ---------------------------------------------------------------------------
 @STAGE.check("s05.inc_lock_ref",
-             call="insert([1, 2, 3, 4]); insert([1, 2, 5]); inc_lock_ref(<node [5]>); the tree",
+             call=L("insert([1, 2, 3, 4]); insert([1, 2, 5]); inc_lock_ref(<node [5]>); the tree",
+                    "insert([1, 2, 3, 4])；insert([1, 2, 5])；inc_lock_ref(<节点 [5]>)；整棵树"),
              title=L("a lock covers the whole path", "一把锁覆盖整条路径"),
              hint=L("Lock every node from node up to the root, and move their tokens from evictable to protected.",
                     "从 node 到根的每个节点都要加锁，并把它们的 token 从可淘汰挪到受保护。"))
@@ -637,7 +834,8 @@ def locks_the_whole_path(impl):
     return record(moved=moved, cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", call="insert([1, 2, 3]); lock <node [1 2 3]> twice; moved each time, the tree",
+@STAGE.check("s05.inc_lock_ref", call=L("insert([1, 2, 3]); lock <node [1 2 3]> twice; moved each time, the tree",
+                                        "insert([1, 2, 3])；给 <节点 [1 2 3]> 加两次锁；每次的 moved、整棵树"),
              title=L("a second lock moves nothing", "第二把锁不挪动 token"),
              hint=L("Tokens move to protected only when a node's lock_ref goes from 0 to 1.",
                     "只有节点的 lock_ref 从 0 变成 1 时，token 才挪到受保护。"))
@@ -648,7 +846,8 @@ def second_lock_moves_nothing(impl):
 
 
 @STAGE.check("s05.inc_lock_ref",
-             call="insert([1, 2, 3]); insert([1, 2, 4]); lock <node [1 2]>, then <node [3]>, then <node [4]>",
+             call=L("insert([1, 2, 3]); insert([1, 2, 4]); lock <node [1 2]>, then <node [3]>, then <node [4]>",
+                    "insert([1, 2, 3])；insert([1, 2, 4])；依次给 <节点 [1 2]>、<节点 [3]>、<节点 [4]> 加锁"),
              title=L("locks below a locked node", "在已加锁节点的下面再加锁"),
              hint=L("A lock on a child adds one more lock to each ancestor, even to one that is locked already; "
                     "only newly locked nodes move tokens.",
@@ -660,7 +859,8 @@ def nested_locks(impl):
 
 
 @STAGE.check("s05.inc_lock_ref",
-             call="insert([1, 2, 3, 4]); insert([1, 2, 5]); insert([1, 6]); two requests lock <node [3 4]>; the tree",
+             call=L("insert([1, 2, 3, 4]); insert([1, 2, 5]); insert([1, 6]); two requests lock <node [3 4]>; the tree",
+                    "insert([1, 2, 3, 4])；insert([1, 2, 5])；insert([1, 6])；两个请求都给 <节点 [3 4]> 加锁；整棵树"),
              title=L("two requests on the same deep node", "两个请求锁同一个深层节点"),
              hint=L("The second request's lock goes all the way up too: do not stop at a node that is locked "
                     "already, or its ancestors end up with fewer locks than their children.",
@@ -672,9 +872,28 @@ def two_requests_lock_a_deep_node(impl):
     return record(first=first, second=cache.inc_lock_ref(deep), cache=checked(cache))
 
 
+@STAGE.check("s05.inc_lock_ref",
+             call=L("insert([1, 2]); m = match_prefix([8, 8]) (nothing cached: m.last_node is the root); "
+                    "inc_lock_ref(m.last_node); moved, root.lock_ref, the tree",
+                    "insert([1, 2])；m = match_prefix([8, 8])（什么都没缓存：m.last_node 就是根）；"
+                    "inc_lock_ref(m.last_node)；moved、root.lock_ref、整棵树"),
+             specificity=1,
+             title=L("a request that hit nothing locks the root: nothing is locked", "什么都没命中的请求锁根：什么也不锁"),
+             hint=L("Walk up while node is not self.root: the root itself is never locked, so locking it (a request "
+                    "that hit nothing) moves nothing and leaves every lock as it was.",
+                    "只在 node 不是 self.root 时往上走：根本身从不加锁，所以给根加锁（一个什么都没命中的请求）什么也不挪，"
+                    "所有锁都保持原样。"))
+def lock_after_a_miss(impl):
+    cache = make(impl, [1, 2])
+    m = cache.match_prefix([8, 8])
+    moved = cache.inc_lock_ref(m.last_node)
+    return record(moved=moved, root_lock_ref=cache.root.lock_ref, cache=checked(cache))
+
+
 # -- TODO 5: dec_lock_ref ---------------------------------------------------------------------------
 @STAGE.check("s05.dec_lock_ref",
-             call="insert([1, 2, 3, 4]); insert([1, 2, 5]); n = <node [5]>; inc_lock_ref(n); dec_lock_ref(n); the tree",
+             call=L("insert([1, 2, 3, 4]); insert([1, 2, 5]); n = <node [5]>; inc_lock_ref(n); dec_lock_ref(n); the tree",
+                    "insert([1, 2, 3, 4])；insert([1, 2, 5])；n = <节点 [5]>；inc_lock_ref(n)；dec_lock_ref(n)；整棵树"),
              title=L("an unlock undoes a lock", "解锁撤销加锁"),
              hint=L("Take one lock off every node from node up to the root; a node back at 0 locks is evictable "
                     "again.",
@@ -686,7 +905,8 @@ def unlock_restores(impl):
     return record(moved=cache.dec_lock_ref(leaf), cache=checked(cache))
 
 
-@STAGE.check("s05.dec_lock_ref", call="insert([1, 2, 3]); lock <node> twice; unlock it twice; moved each time",
+@STAGE.check("s05.dec_lock_ref", call=L("insert([1, 2, 3]); lock <node> twice; unlock it twice; moved each time",
+                                        "insert([1, 2, 3])；给 <节点> 加两次锁；再解锁两次；每次的 moved"),
              title=L("two locks need two unlocks", "两把锁要解两次"),
              hint=L("Tokens move back only when lock_ref reaches 0 after the decrement.",
                     "只有减完之后 lock_ref 变成 0，token 才挪回去。"))
@@ -701,7 +921,8 @@ def two_locks_need_two_unlocks(impl):
 
 
 @STAGE.check("s05.dec_lock_ref",
-             call="insert([1, 2, 3]); insert([1, 2, 4]); lock <node [3]> and <node [4]>; unlock <node [3]>",
+             call=L("insert([1, 2, 3]); insert([1, 2, 4]); lock <node [3]> and <node [4]>; unlock <node [3]>",
+                    "insert([1, 2, 3])；insert([1, 2, 4])；给 <节点 [3]> 和 <节点 [4]> 加锁；给 <节点 [3]> 解锁"),
              title=L("a shared parent stays locked", "共享的父节点仍然锁着"),
              hint=L("The shared parent [1 2] stays locked while the other request still holds it.",
                     "另一个请求还持有共享的父节点 [1 2]，所以它必须仍然锁着。"))
@@ -714,8 +935,10 @@ def shared_parent_stays_locked(impl):
 
 
 @STAGE.check("s05.dec_lock_ref",
-             call="insert([1, 2, 3, 4]); insert([1, 2, 5]); two requests lock <node [3 4]>; "
-                  "the first unlocks; the tree; the second unlocks; the tree; evict(100)",
+             call=L("insert([1, 2, 3, 4]); insert([1, 2, 5]); two requests lock <node [3 4]>; "
+                    "the first unlocks; the tree; the second unlocks; the tree; evict(100)",
+                    "insert([1, 2, 3, 4])；insert([1, 2, 5])；两个请求都给 <节点 [3 4]> 加锁；"
+                    "第一个请求解锁；整棵树；第二个请求解锁；整棵树；evict(100)"),
              title=L("two requests on the same deep node", "两个请求锁同一个深层节点"),
              hint=L("Walk the whole path on every unlock, even above a node that stays locked: after the second "
                     "request is done, no lock may be left anywhere.",
@@ -735,8 +958,11 @@ def two_requests_share_a_deep_node(impl):
 
 # -- TODO 6: evict ----------------------------------------------------------------------------------
 @STAGE.check("s05.evict",
-             call="insert([1, 1]) (t=1); insert([2, 2]) (t=2); insert([3, 3]) (t=3); match_prefix([1, 1]) (t=4); "
-                  "evict(1); evict(3)",
+             call=L("insert([1, 1]) (t=1); insert([2, 2]) (t=2); insert([3, 3]) (t=3); match_prefix([1, 1]) (t=4); "
+                    "evict(1); evict(3); the tree",
+                    "insert([1, 1]) (t=1)；insert([2, 2]) (t=2)；insert([3, 3]) (t=3)；match_prefix([1, 1]) (t=4)；"
+                    "evict(1)；evict(3)；整棵树"),
+             specificity=2,
              title=L("least recently used first", "最近最少使用的先走"),
              hint=L("Pop leaves by (last_access, id): the least recently used first; a whole node goes at once.",
                     "按 (last_access, id) 弹出叶子：最近最少使用的先走；一个节点整个淘汰。"))
@@ -748,17 +974,21 @@ def least_recently_used_first(impl):
 
 
 @STAGE.check("s05.evict",
-             call="insert([1, 2, 3]) (t=1); insert([1, 2, 4]) (t=2); insert([5]) (t=3); evict(4)",
+             call=L("insert([1, 2, 3]) (t=1); insert([1, 2, 4]) (t=2); insert([5]) (t=3); evict(4); the tree",
+                    "insert([1, 2, 3]) (t=1)；insert([1, 2, 4]) (t=2)；insert([5]) (t=3)；evict(4)；整棵树"),
              title=L("a parent left without children is a candidate", "没有子节点的父节点也是候选"),
-             hint=L("When a parent loses its last child it becomes a leaf: push it on the heap too (never the root).",
-                    "父节点失去最后一个子节点就成了叶子：也要把它压入堆（根除外）。"))
+             hint=L("Only leaves are candidates at first (an inner node's KV is its children's prefix). When a "
+                    "parent loses its last child it becomes a leaf: push it on the heap then (never the root).",
+                    "一开始只有叶子是候选（内部节点的 KV 是它子节点的前缀）。父节点失去最后一个子节点就成了叶子："
+                    "这时再把它压入堆（根除外）。"))
 def parent_becomes_a_candidate(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4], [5])
     return record(freed=cache.evict(4), cache=checked(cache))
 
 
 @STAGE.check("s05.evict",
-             call="insert([1, 2, 3]); insert([1, 2, 4]); inc_lock_ref(<node [3]>); evict(100)",
+             call=L("insert([1, 2, 3]); insert([1, 2, 4]); inc_lock_ref(<node [3]>); evict(100); the tree",
+                    "insert([1, 2, 3])；insert([1, 2, 4])；inc_lock_ref(<节点 [3]>)；evict(100)；整棵树"),
              title=L("locked leaves stay", "加锁的叶子留下"),
              hint=L("Only leaves with lock_ref == 0 are candidates; locked nodes stay.",
                     "只有 lock_ref == 0 的叶子才是候选；加了锁的节点留下。"))
@@ -769,8 +999,10 @@ def locked_nodes_stay(impl):
 
 
 @STAGE.check("s05.evict",
-             call="insert([1, 2, 3]); insert([1, 2, 4]); insert([5]); inc_lock_ref(<node [1 2]>); evict(100); "
-                  "the tree; dec_lock_ref(<node [1 2]>); evict(100)",
+             call=L("insert([1, 2, 3]); insert([1, 2, 4]); insert([5]); inc_lock_ref(<node [1 2]>); evict(100); "
+                    "the tree; dec_lock_ref(<node [1 2]>); evict(100)",
+                    "insert([1, 2, 3])；insert([1, 2, 4])；insert([5])；inc_lock_ref(<节点 [1 2]>)；evict(100)；"
+                    "整棵树；dec_lock_ref(<节点 [1 2]>)；evict(100)"),
              title=L("a locked inner node loses its last child", "加锁的内部节点失去最后一个子节点"),
              hint=L("A parent that becomes a leaf is a candidate only if it is unlocked: a request still holds a "
                     "locked one, even with no children left.",
@@ -785,7 +1017,9 @@ def locked_inner_node_loses_its_last_child(impl):
     return record(freed=first, cache=during, then=cache.evict(100))
 
 
-@STAGE.check("s05.evict", call="insert([1, 2]); insert([3, 4]); evict(0), evict(1), the tree",
+@STAGE.check("s05.evict", call=L("insert([1, 2]); insert([3, 4]); evict(0), evict(1), the tree",
+                                 "insert([1, 2])；insert([3, 4])；evict(0)、evict(1)、整棵树"),
+             specificity=1,
              title=L("stop as soon as enough is freed", "释放够了就停"),
              hint=L("Stop as soon as len(freed) >= num_tokens: evict(0) frees nothing; take evictable_size down.",
                     "一旦 len(freed) >= num_tokens 就停：evict(0) 什么也不释放；记得扣减 evictable_size。"))
@@ -795,8 +1029,10 @@ def stops_when_enough(impl):
 
 
 @STAGE.check("s05.evict",
-             call="cache = RadixCache(clock=a clock that reads 2.0 every time); insert([7, 1]); insert([7, 2]); "
-                  "insert([3]); insert([4, 4]); evict(3); evict(2)",
+             call=L("cache = RadixCache(clock=a clock that reads 2.0 every time); insert([7, 1]); insert([7, 2]); "
+                    "insert([3]); insert([4, 4]); evict(3); evict(2); the tree",
+                    "cache = RadixCache(clock=一个每次都读出 2.0 的时钟)；insert([7, 1])；insert([7, 2])；"
+                    "insert([3])；insert([4, 4])；evict(3)；evict(2)；整棵树"),
              title=L("equal access times: the older node goes first", "访问时间相同时：先建的节点先走"),
              hint=L("Access times can be equal (a coarse clock): order candidates by (last_access, id), so that a "
                     "tie goes to the older node and two nodes are never compared with each other.",
@@ -808,3 +1044,30 @@ def equal_access_times(impl):
         cache.insert(tokens, slots_for(i, tokens))
     first = cache.evict(3)
     return record(first=first, then=cache.evict(2), cache=checked(cache))
+
+
+@STAGE.check("s05.evict",
+             call=L("insert([5, 5]); insert([6]); insert([8, 8, 8]); n = <node [5 5]>; sorted(evict(100)); "
+                    "n.parent is None; inc_lock_ref(n); insert([5, 5, 7]); match_prefix([5, 5, 7]).slots; the tree",
+                    "insert([5, 5])；insert([6])；insert([8, 8, 8])；n = <节点 [5 5]>；sorted(evict(100))；"
+                    "n.parent is None；inc_lock_ref(n)；insert([5, 5, 7])；match_prefix([5, 5, 7]).slots；整棵树"),
+             specificity=3,
+             title=L("an evicted node leaves the tree for good", "被淘汰的节点彻底离开这棵树"),
+             hint=L("Detach an evicted node completely: delete it from its parent's children and set its parent to "
+                    "None, so that a stale reference to it cannot be locked later, and a later insert builds new "
+                    "nodes with the new slots.",
+                    "被淘汰的节点要彻底摘除：从父节点的 children 里删掉，并把它的 parent 设为 None，这样之后拿着指向它的"
+                    "过期引用也无法再给它加锁，之后的插入会用新的槽位建新节点。"))
+def evicted_nodes_leave_the_tree(impl):
+    cache = make(impl, [5, 5], [6], [8, 8, 8])
+    gone = node_at(cache, [5, 5])
+    freed = sorted(cache.evict(100))
+    detached = gone.parent is None
+    try:
+        cache.inc_lock_ref(gone)
+        relock = "locked"
+    except ValueError:
+        relock = "ValueError"
+    again = cache.insert([5, 5, 7], slots_for(3, [5, 5, 7]))
+    return record(freed=freed, parent_is_none=detached, lock_after_eviction=relock, insert_again=again,
+                  slots=cache.match_prefix([5, 5, 7]).slots, cache=checked(cache))

@@ -510,6 +510,18 @@ def stays_on_the_device(impl):
     return device_of(on_meta(lambda: impl.slot_mapping([5, 2, 9], torch.arange(4, 9, device=meta_device()), 4)))
 
 
+@STAGE.check("s06.slot_mapping", call="slot_mapping(torch.tensor([3, 8, 1]), torch.tensor([2, 3, 4, 8]), block_size=3)",
+             title=L("a block table given as a tensor", "以张量形式给出的块表"),
+             hint=L("The table may come as a list or as a tensor: index the tensor the given code made of it "
+                    "(table), with the request block of each position, and add the row.",
+                    "块表可能是列表，也可能是张量：用给定代码转换出来的那个张量（table），按每个位置所在的请求块去索引，"
+                    "再加上块内行号。"))
+def table_given_as_a_tensor(impl):
+    import torch
+
+    return values(impl.slot_mapping(torch.tensor([3, 8, 1]), torch.tensor([2, 3, 4, 8]), 3))
+
+
 # -- TODO 3: write_kv -----------------------------------------------------------------------------
 def _write_probe(impl, slots: list[int], layer: int = 0, num_layers: int = 1) -> list:
     """Write distinct K (rows 1, 2, 3, ...) and V (-1, -2, ...) rows; report, per layer, which slot holds which row."""
@@ -547,19 +559,52 @@ def only_its_layer(impl):
     return _write_probe(impl, [0, 1], layer=1, num_layers=2)
 
 
-@STAGE.check("s06.write_kv", call="write_kv(pool, 0, torch.tensor([15, 4]), k, v)  # v = -k",
+@STAGE.check("s06.write_kv",
+             call=L("write_kv(pool, 0, torch.tensor([11, 4]), k, v)  # v = -k; wherever a row landed, is V there -K?",
+                    "write_kv(pool, 0, torch.tensor([11, 4]), k, v)  # v = -k；不管某一行落在哪里，那里的 V 是否等于 -K？"),
+             specificity=1,
              title=L("V goes to the V pool", "V 写进 V 的 KV 池"),
              hint=L("v belongs in the layer's flat V view, k in its flat K view: never the same tensor for both.",
                     "v 写进这一层的 flat V 视图，k 写进 flat K 视图：两者不能写同一个张量。"))
 def v_is_not_k(impl):
-    return _write_probe(impl, [15, 4])[0]["v_rows"]
+    rows = _write_probe(impl, [11, 4])[0]
+    k_rows, v_rows = rows["k_rows"], rows["v_rows"]
+    # only the pairing of K and V is judged here (where the rows land is another check's business)
+    return record(v_is_minus_k_wherever_written=set(k_rows) == set(v_rows)
+                  and all(v_rows[s] == -k_rows[s] for s in k_rows))
+
+
+@STAGE.check("s06.write_kv",
+             call=L("write_kv(pool, 0, torch.tensor([6, 0, 9]), k, v); then write_kv(pool, 0, torch.tensor([0]), "
+                    "k2, v2)  # the slot is reused: k rows 1, 2, 3, then 5; v = -k",
+                    "write_kv(pool, 0, torch.tensor([6, 0, 9]), k, v)；再 write_kv(pool, 0, torch.tensor([0]), "
+                    "k2, v2)  # 槽位被重新使用：k 的各行依次是 1、2、3，然后是 5；v = -k"),
+             title=L("a reused slot is overwritten", "被重新使用的槽位会被覆盖"),
+             hint=L("A slot that is written again holds the new row only (assign, do not add to what is there: a "
+                    "reused block's old K/V must not leak into the new one); the other slots keep theirs.",
+                    "再次写入的槽位只保留新的那一行（要赋值，不能加到原有内容上：被重新使用的块里的旧 K/V 不能混进新内容）；"
+                    "其他槽位保持原样。"))
+def overwrite_replaces_the_row(impl):
+    import torch
+
+    from kernels.kv_pool import KVPool
+
+    pool = KVPool(1, 4, 4, 2, 4)
+    k = torch.arange(1, 4, dtype=torch.float32)[:, None, None].expand(3, 2, 4).contiguous()
+    impl.write_kv(pool, 0, torch.tensor([6, 0, 9]), k, -k)
+    k2 = torch.full((1, 2, 4), 5.0)
+    impl.write_kv(pool, 0, torch.tensor([0]), k2, -k2)
+    fk, fv = pool.flat_k(0), pool.flat_v(0)
+    return record(k_rows={s: round(float(fk[s].mean()), 4) for s in range(pool.num_slots) if fk[s].abs().sum() > 0},
+                  v_rows={s: round(float(fv[s].mean()), 4) for s in range(pool.num_slots) if fv[s].abs().sum() > 0})
 
 
 # -- TODO 4: paged_attention ----------------------------------------------------------------------
 @STAGE.check("s06.paged_attention", call="paged_attention(q, pool, 0, [0, 1], 0)  # T=5, Hq=Hkv=2",
              title=L("a causal mask", "因果掩码"), atol=ATTN_ATOL,
-             hint=L("Query i may see keys 0 to i only: mask every key after the query's own position.",
-                    "第 i 个 query 只能看到 key 0 到 i：把 query 自身位置之后的 key 全部遮住。"))
+             hint=L("Query i may see keys 0 to i, its own position included: mask every key after the query's own "
+                    "position, and only those.",
+                    "第 i 个 query 能看到 key 0 到 i，包括它自己的位置：只把 query 自身位置之后的 key 遮住。"))
 def causal_mask(impl):
     return attend(impl, 5, [0, 1], 0)
 
@@ -629,17 +674,20 @@ def hit_at_block_boundary(impl):
     return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", call="engine.prefill(p16); engine.prefill(p16)  # block size 4",
+@STAGE.check("s06.prefill", call=L("engine.prefill(p16); engine.prefill(p16)  # block size 4; both ledgers",
+                                     "engine.prefill(p16)；engine.prefill(p16)  # 块大小为 4；两次的 ledger"),
              title=L("the same prompt twice", "同一个提示词两次"), atol=ATOL,
+             specificity=1,
              hint=L("Commit after the model ran: the second, identical prompt must hit the blocks the first one wrote.",
                     "模型跑完之后要提交（`commit`）：第二个完全相同的提示词必须命中第一个写下的块。"))
 def whole_prompt_again(impl):
     model = tiny_model()
     prompt = rand_tokens(4, 16)
     engine = impl.PagedPrefiller(model, 32, 4)
-    engine.prefill(prompt)
-    logits, ledger = engine.prefill(prompt)
-    return prefill_report(logits, ledger)
+    _, first = engine.prefill(prompt)
+    _, second = engine.prefill(prompt)
+    # the ledgers only: whether the first prompt's blocks were committed (the logits are other checks' business)
+    return record(first_ledger=first, second_ledger=second)
 
 
 @STAGE.check("s06.prefill", call="engine.prefill(system16 + [1]); engine.pool.k[layer] *= -1; engine.prefill(system16 + q3)",

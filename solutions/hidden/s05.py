@@ -69,7 +69,7 @@ def _within_budget(op, n_ops: int, batch: int = 100) -> bool:
 
 
 # -- TODO 1: _split_node ----------------------------------------------------------------------------
-@STAGE.check("s05._split_node", hidden=True,
+@STAGE.check("s05._split_node", hidden=True, sibling="split_on_a_page_boundary",
              hint=L("With pages, the new node is filed under its first page (a tuple): use self._child_key.",
                     "按页时，新节点以它的第一页（一个元组）为键登记：用 self._child_key。"))
 def split_with_pages(impl):
@@ -79,7 +79,7 @@ def split_with_pages(impl):
     return record(new_key=list(new.key), slots=cache.match_prefix([1, 2, 3, 4, 5, 6]).slots, cache=checked(cache))
 
 
-@STAGE.check("s05._split_node", hidden=True,
+@STAGE.check("s05._split_node", hidden=True, sibling="split_twice_then_match",
              hint=L("Split a node below an inner node: the new node's parent is the old node's parent, not the root.",
                     "切开一个挂在内部节点下的节点：新节点的父节点是旧节点原来的父节点，而不是根。"))
 def split_below_an_inner_node(impl):
@@ -92,7 +92,7 @@ def split_below_an_inner_node(impl):
     return record(paths=paths, cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05._split_node", hidden=True,
+@STAGE.check("s05._split_node", hidden=True, sibling="split_keeps_locks",
              hint=L("Every random sequence of operations must leave the same tree: keep tokens, slots, locks and "
                     "access times when you split.",
                     "任意一串随机操作之后，树都必须一样：分裂时保留 token、槽位、锁和访问时间。"))
@@ -101,7 +101,7 @@ def random_operations(impl):
 
 
 # -- TODO 2: match_prefix ---------------------------------------------------------------------------
-@STAGE.check("s05.match_prefix", hidden=True,
+@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_inside_an_edge",
              hint=L("After a partial match, locking last_node must lock exactly the matched tokens.",
                     "部分匹配之后，给 last_node 加锁必须恰好锁住匹配上的 token。"))
 def lock_after_partial_match(impl):
@@ -111,7 +111,7 @@ def lock_after_partial_match(impl):
     return record(length=m.length, cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05.match_prefix", hidden=True,
+@STAGE.check("s05.match_prefix", hidden=True, sibling="whole_pages_only",
              hint=L("A key shorter than one page matches nothing and leaves the tree (and access times) unchanged.",
                     "不足一页的 key 什么也匹配不上，树（包括访问时间）保持不变。"))
 def short_key_changes_nothing(impl):
@@ -122,7 +122,7 @@ def short_key_changes_nothing(impl):
                   cache=checked(cache))
 
 
-@STAGE.check("s05.match_prefix", hidden=True,
+@STAGE.check("s05.match_prefix", hidden=True, sibling="longest_prefix_and_slots",
              hint=L("Random trees, random queries, page sizes 1-3: the longest match, its slots and access times.",
                     "随机的树、随机的查询、页大小 1-3：最长匹配、它的槽位和访问时间都要对。"))
 def random_matches(impl):
@@ -138,7 +138,7 @@ def random_matches(impl):
     return out
 
 
-@STAGE.check("s05.match_prefix", hidden=True,
+@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_inside_an_edge",
              hint=L("Matching the same prefix twice must not split again or move slots.",
                     "同一个前缀匹配两次，不能再切一次，也不能挪动槽位。"))
 def repeated_match_is_stable(impl):
@@ -148,7 +148,7 @@ def repeated_match_is_stable(impl):
     return record(first=first, second=second, cache=checked(cache))
 
 
-@STAGE.check("s05.match_prefix", hidden=True,
+@STAGE.check("s05.match_prefix", hidden=True, sibling="token_boundaries",
              hint=L("Tokens are whole numbers: a token 23 is not the tokens 2, 3, and a token 12 is not 1, 2. "
                     "Compare tokens, never their digits or text.",
                     "token 是整数：token 23 不等于 token 2、3，token 12 也不等于 1、2。比较 token 本身，不要比较"
@@ -163,7 +163,7 @@ def multi_digit_tokens(impl):
     return out
 
 
-@STAGE.check("s05.match_prefix", hidden=True,
+@STAGE.check("s05.match_prefix", hidden=True, sibling="one_lookup_per_level",
              hint=L("Under a node with very many children, find the child to follow with one lookup in children "
                     "(keyed by the first token or page), never by scanning every child: a match must not get "
                     "slower as a node gets more children.",
@@ -180,7 +180,7 @@ def match_under_many_children_is_fast(impl):
 
 
 # -- TODO 3: insert ---------------------------------------------------------------------------------
-@STAGE.check("s05.insert", hidden=True,
+@STAGE.check("s05.insert", hidden=True, sibling="returns_tokens_already_cached",
              hint=L("Random inserts with page sizes 1-3: the returned counts and the tree.",
                     "页大小 1-3 下的随机插入：返回值和整棵树都要对。"))
 def random_inserts(impl):
@@ -196,7 +196,7 @@ def random_inserts(impl):
     return out
 
 
-@STAGE.check("s05.insert", hidden=True,
+@STAGE.check("s05.insert", hidden=True, sibling="leaf_below_a_locked_path",
              hint=L("A leaf hung under a locked path is unlocked itself: its tokens are evictable.",
                     "挂在已加锁路径下的新叶子本身没有加锁：它的 token 是可淘汰的。"))
 def insert_below_a_locked_path(impl):
@@ -207,7 +207,7 @@ def insert_below_a_locked_path(impl):
     return record(cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05.insert", hidden=True,
+@STAGE.check("s05.insert", hidden=True, sibling="returns_tokens_already_cached",
              hint=L("Inserting a sequence that is fully cached adds nothing and returns its length.",
                     "插入一条已经完全缓存的序列，什么也不添加，返回它的长度。"))
 def fully_cached_insert(impl):
@@ -216,7 +216,7 @@ def fully_cached_insert(impl):
                   whole=cache.insert([1, 2, 3, 4], slots_for(6, [1, 2, 3, 4])), cache=checked(cache))
 
 
-@STAGE.check("s05.insert", hidden=True,
+@STAGE.check("s05.insert", hidden=True, sibling="insert_token_boundaries",
              hint=L("Tokens are whole numbers: after [1, 2, 3] is cached, [1, 23, 4] shares only its first token "
                     "with it, and [12, 3] shares none. Compare tokens, never their digits or text.",
                     "token 是整数：缓存了 [1, 2, 3] 之后，[1, 23, 4] 与它只共享第一个 token，[12, 3] 一个也不共享。"
@@ -231,7 +231,7 @@ def insert_multi_digit_tokens(impl):
     return out
 
 
-@STAGE.check("s05.insert", hidden=True,
+@STAGE.check("s05.insert", hidden=True, sibling="insert_one_lookup_per_level",
              hint=L("Under a node with very many children, find the child to follow with one lookup in children, "
                     "never by scanning every child (a miss would scan them all): an insert must not get slower as "
                     "a node gets more children.",
@@ -248,7 +248,7 @@ def insert_under_many_children_is_fast(impl):
 
 
 # -- TODO 4: inc_lock_ref ---------------------------------------------------------------------------
-@STAGE.check("s05.inc_lock_ref", hidden=True,
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="locks_the_whole_path",
              hint=L("Locked paths survive eviction of everything else.",
                     "加了锁的路径在其他所有东西被淘汰之后仍然留着。"))
 def locked_path_survives_eviction(impl):
@@ -257,7 +257,7 @@ def locked_path_survives_eviction(impl):
     return record(evicted=cache.evict(100), cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True,
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="nested_locks",
              hint=L("Random lock sequences: the moved tokens and both sizes after each lock.",
                     "随机的加锁序列：每次加锁后挪动的 token 数和两个计数都要对。"))
 def random_locks(impl):
@@ -271,14 +271,14 @@ def random_locks(impl):
     return record(locks=moved, cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True,
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="lock_after_a_miss",
              hint=L("Locking the root locks nothing and moves nothing.", "给根加锁什么也不锁，也不挪动 token。"))
 def lock_root(impl):
     cache = make(impl, [1, 2])
     return record(moved=cache.inc_lock_ref(cache.root), cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True,
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="two_requests_lock_a_deep_node",
              hint=L("Two requests lock the same deep node: every node on its path needs two locks, so do not stop "
                     "walking up at a node that is locked already.",
                     "两个请求锁同一个深层节点：它路径上的每个节点都要有两把锁，所以遇到已经加锁的节点也不能停止往上走。"))
@@ -292,14 +292,14 @@ def two_requests_lock_the_same_deep_node(impl):
 
 
 # -- TODO 5: dec_lock_ref ---------------------------------------------------------------------------
-@STAGE.check("s05.dec_lock_ref", hidden=True,
+@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_locks_need_two_unlocks",
              hint=L("Random lock/unlock sequences: the moved tokens and both sizes after each step.",
                     "随机的加锁/解锁序列：每一步之后挪动的 token 数和两个计数都要对。"))
 def random_unlocks(impl):
     return record(page_1=_random_ops(impl, 59, 1), page_2=_random_ops(impl, 60, 2))
 
 
-@STAGE.check("s05.dec_lock_ref", hidden=True,
+@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_requests_share_a_deep_node",
              hint=L("After the last unlock, the whole path can be evicted again.",
                     "最后一把锁解开之后，整条路径又可以被淘汰了。"))
 def unlock_then_evict(impl):
@@ -313,7 +313,7 @@ def unlock_then_evict(impl):
     return record(held=held, evicted=cache.evict(100), cache=checked(cache))
 
 
-@STAGE.check("s05.dec_lock_ref", hidden=True,
+@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_requests_share_a_deep_node",
              hint=L("Requests on a shared path release in any order: each unlock walks the whole path up to the "
                     "root, also past nodes another request still holds, and no lock is left after the last one.",
                     "共享路径上的请求可以按任意顺序释放：每次解锁都走完到根的整条路径，经过仍被其他请求持有的节点也要"
@@ -334,14 +334,14 @@ def shared_path_released_in_any_order(impl):
 
 
 # -- TODO 6: evict ----------------------------------------------------------------------------------
-@STAGE.check("s05.evict", hidden=True,
+@STAGE.check("s05.evict", hidden=True, sibling="least_recently_used_first",
              hint=L("Random trees and amounts: the freed slots, in eviction order.",
                     "随机的树和随机的数量：释放出的槽位及其顺序都要对。"))
 def random_evictions(impl):
     return record(page_1=_random_ops(impl, 61, 1), page_3=_random_ops(impl, 62, 3))
 
 
-@STAGE.check("s05.evict", hidden=True,
+@STAGE.check("s05.evict", hidden=True, sibling="least_recently_used_first",
              hint=L("Eviction order follows last_access (a match refreshes a whole path), ties by node id.",
                     "淘汰顺序按 last_access（一次匹配会刷新整条路径），时间相同时按节点 id。"))
 def refreshed_path_goes_last(impl):
@@ -353,7 +353,7 @@ def refreshed_path_goes_last(impl):
     return record(one_by_one=out, cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True,
+@STAGE.check("s05.evict", hidden=True, sibling="locked_nodes_stay",
              hint=L("Ask for more than is evictable: free all unlocked tokens, then stop.",
                     "要求的比可淘汰的还多时：释放所有未加锁的 token，然后停下。"))
 def more_than_evictable(impl):
@@ -362,7 +362,7 @@ def more_than_evictable(impl):
     return record(first=cache.evict(1000), then=cache.evict(1), cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True,
+@STAGE.check("s05.evict", hidden=True, sibling="evicted_nodes_leave_the_tree",
              hint=L("Evicting everything empties the tree but never touches the root; the cache stays usable.",
                     "全部淘汰会清空整棵树，但绝不碰根；之后缓存仍然可用。"))
 def evict_everything_then_reuse(impl):
@@ -372,7 +372,7 @@ def evict_everything_then_reuse(impl):
     return record(freed=freed, slots=cache.match_prefix([1, 2, 3]).slots, cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True,
+@STAGE.check("s05.evict", hidden=True, sibling="evicted_nodes_leave_the_tree",
              hint=L("Detach an evicted node completely (its parent becomes None), so that it cannot be locked later.",
                     "被淘汰的节点要彻底摘除（parent 设为 None），这样之后就无法再给它加锁。"))
 def evicted_node_is_detached(impl):
@@ -387,7 +387,7 @@ def evicted_node_is_detached(impl):
     return record(lock_after_eviction=outcome, parent_is_none=gone.parent is None, cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True,
+@STAGE.check("s05.evict", hidden=True, sibling="locked_inner_node_loses_its_last_child",
              hint=L("A locked inner node whose last child is evicted becomes a leaf, but a request still holds it: "
                     "it is not a candidate until it is unlocked, at any depth and page size.",
                     "加了锁的内部节点在最后一个子节点被淘汰后变成叶子，但仍有请求持有它：不论在哪一层、页大小多少，"
