@@ -54,11 +54,30 @@ def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:
         for c in stage.checks:
             if c.hidden:
                 continue
-            out = reference_outcome(c, stage.reference)
+            with _language("en"):
+                out = reference_outcome(c, stage.reference)
             if out["kind"] not in ("ok", "raised"):
                 raise RuntimeError(f"reference {module.__name__} fails its own check {c.key}: {out}")
+            if out["kind"] == "raised":  # "expected: raises ..." reads in the notebook's language
+                with _language("zh"):
+                    zh = reference_outcome(c, stage.reference)
+                if zh.get("message") and zh["message"] != out.get("message"):
+                    out["message_zh"] = zh["message"]
             checks[c.key] = out
     return {"stage": stage.id, "checks": checks, "given_names": defined_names(list(setup_sources))}
+
+
+@contextlib.contextmanager
+def _language(lang: str) -> Iterator[None]:
+    """The reference's messages in ``lang`` while the block runs (the kernel's choice is put back)."""
+    from autograder import i18n
+
+    before = i18n._current
+    i18n.set_language(lang)
+    try:
+        yield
+    finally:
+        i18n._current = before
 
 
 @contextlib.contextmanager

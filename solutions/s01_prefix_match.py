@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from autograder.i18n import tr
+
 
 class PrefixCacheManager:
     """Registers shared prefixes and answers how much of a prompt they cover.
@@ -40,7 +42,8 @@ class PrefixCacheManager:
         normalized = list(tokens)
         for token in normalized:
             if not isinstance(token, int):
-                raise TypeError(f"tokens must be ints, got {type(token).__name__}: {token!r}")
+                raise TypeError(tr(f"tokens must be ints, got {type(token).__name__}: {token!r}",
+                                   f"token 必须是 int，实际是 {type(token).__name__}：{token!r}"))
         return normalized
         ### END SOLUTION
 
@@ -54,7 +57,7 @@ class PrefixCacheManager:
         ### BEGIN SOLUTION
         prefix = tuple(self._normalize(prefix_tokens))
         if not prefix:
-            raise ValueError("an empty prefix cannot be cached")
+            raise ValueError(tr("an empty prefix cannot be cached", "空前缀不能缓存"))
         ### END SOLUTION
         if prefix not in self.cached_prefixes:
             self.cached_prefixes.append(prefix)

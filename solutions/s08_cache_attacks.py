@@ -18,11 +18,13 @@ Every TODO is deterministic: none of them measures time, they run on recorded or
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Iterable, Sequence
 
 from scipy import stats
 
 from autograder.i18n import tr
+from solutions.contract import ResultError
 
 #: A block of token ids, as stage 2 splits a prompt (a tuple: it can be compared and stored).
 # zh: 一个块的 token id，和第 2 阶段切分提示词时一样（用 tuple：可以比较，也可以存起来）。
@@ -74,6 +76,11 @@ def accuracy(threshold: float, hit: Sequence[float], miss: Sequence[float]) -> f
     """
     if not hit and not miss:
         raise ValueError(tr("no samples", "没有样本"))
+    # The threshold comes from fit_threshold (TODO 2): a number of seconds, checked before it is used.
+    # zh: 阈值来自 fit_threshold（TODO 2）：一个以秒为单位的数，用之前先检查。
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        raise ResultError("s08.fit_threshold", f"{threshold!r:.60} as a threshold, not a finite number of seconds",
+                          f"{threshold!r:.60} 作为阈值，而不是一个有限的秒数")
     right = sum(1 for t in hit if t < threshold) + sum(1 for t in miss if t >= threshold)
     return right / (len(hit) + len(miss))
 
@@ -166,10 +173,11 @@ def tenant_extra_keys(tenant: str, extra_keys: Sequence[tuple[str, str]] | None 
     # TODO 4 (s08.tenant_extra_keys)
     ### BEGIN SOLUTION
     if not tenant:
-        raise ValueError("the tenant must not be empty: an empty extra key means no key at all")
+        raise ValueError(tr("the tenant must not be empty: an empty extra key means no key at all",
+                            "租户不能为空：值为空的附加 key 等于没有 key"))
     keys = list(extra_keys or ())
     if any(kind == TENANT_KIND for kind, _ in keys):
-        raise ValueError("a request must not name its own tenant")
+        raise ValueError(tr("a request must not name its own tenant", "请求不能自己指定租户"))
     keys.append((TENANT_KIND, tenant))
     ### END SOLUTION
     return keys

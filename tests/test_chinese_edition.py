@@ -191,7 +191,7 @@ def _prose_words(call: str) -> list[str]:
     return [m for m in _WORDS.findall(code) if not set(m.split()) <= _CODE_WORDS]
 
 
-@pytest.mark.parametrize("stage_id", ["s01", "s03"])
+@pytest.mark.parametrize("stage_id", ["s01", "s03", "s07", "s08"])
 def test_check_inputs_written_in_words_are_bilingual(stage_id):
     plain = [f"{c.key}: {c.call}" for c in load_stage(stage_id, hidden=False).checks
              if isinstance(c.call, str) and _prose_words(c.call)]
