@@ -288,3 +288,20 @@ def test_no_english_sentence_in_a_chinese_notebook(stage_id):
     files = layout.stage_files(stage_id)
     left = english_sentences(learner_prose(files.learner("zh")))
     assert not left, f"{stage_id}: English left in the Chinese notebook: {left[:8]}"
+
+
+# -- "expected: raises ..." in the learner's language --------------------------------------------------------
+def test_an_expected_exception_reads_in_the_notebooks_language():
+    """A check whose reference raises shows the reference's message; a zh learner reads it in Chinese."""
+    from autograder.display import show
+    from autograder.inline import load_expected
+
+    raised = [(sid, key, out) for sid in (s.id for s in layout.all_stages() if s.is_built)
+              for key, out in load_expected(sid)["checks"].items() if out["kind"] == "raised"]
+    assert raised
+    for sid, key, out in raised:
+        en, zh = show(out, "en"), show(out, "zh")
+        assert en.startswith(f"raises {out['type']}") and not HAN.search(en), (key, en)
+        assert zh.startswith(f"抛出 {out['type']}"), (key, zh)
+        if out.get("message"):
+            assert HAN.search(zh.split(out["type"], 1)[1]), f"{key}: give the reference's message a Chinese text: {zh}"
