@@ -305,3 +305,12 @@ def test_an_expected_exception_reads_in_the_notebooks_language():
         assert zh.startswith(f"抛出 {out['type']}"), (key, zh)
         if out.get("message"):
             assert HAN.search(zh.split(out["type"], 1)[1]), f"{key}: give the reference's message a Chinese text: {zh}"
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_zh_skeleton_hints_do_not_join_statements_with_a_fullwidth_semicolon(stage_id):
+    """Tier 3 is a skeleton a learner copies into code: a "；" between two statements is a syntax error."""
+    for todo in load_stage(stage_id, hidden=False).todos:
+        if todo.hints:
+            skeleton = todo.hints[2].zh if isinstance(todo.hints[2], L) else todo.hints[2]
+            assert "；" not in skeleton, f"{todo.id}: {skeleton}"
