@@ -314,3 +314,31 @@ def test_zh_skeleton_hints_do_not_join_statements_with_a_fullwidth_semicolon(sta
         if todo.hints:
             skeleton = todo.hints[2].zh if isinstance(todo.hints[2], L) else todo.hints[2]
             assert "；" not in skeleton, f"{todo.id}: {skeleton}"
+
+
+# -- what the Chinese edition prints ---------------------------------------------------------------------
+def printed_text(output) -> str:
+    """What a learner reads of one cell output: streams, an error's message, and a plain-text result when
+    nothing richer (an image, a widget) stands in its place."""
+    if output.output_type == "stream":
+        return output.text
+    if output.output_type == "error":
+        return output.evalue
+    data = output.get("data", {})
+    return data["text/plain"] if set(data) == {"text/plain"} else ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_chinese_instructor_notebook_prints_no_english_sentence(stage_id):
+    """Run top to bottom, the zh instructor notebook (the reference in every TODO) prints no English sentence:
+    code, declared names and the glossary's English-kept terms excepted (:func:`english_sentences`)."""
+    from tests.test_notebooks_run import execute
+
+    files = layout.stage_files(stage_id)
+    if "zh" not in files.languages:
+        pytest.skip(f"{stage_id} has no Chinese edition")
+    nb, _ = execute(files.instructor("zh"))
+    found = [(i, s) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+             for o in c.get("outputs", []) for s in english_sentences(printed_text(o))]
+    assert not found, "\n".join(f"cell {i}: {s}" for i, s in found)
