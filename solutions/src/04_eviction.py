@@ -181,15 +181,15 @@ from autograder.textwidth import pad
 # ### See it: the cost of a hit on a free block
 # The same workload, a hit somewhere in the middle of the free queue followed by the block's release,
 # on your linked list and on a `deque`. The linked list does the same few steps at any pool size
-# (its time can still creep up a little once the blocks outgrow the CPU's caches); `deque.remove`
-# walks through half the queue to find the block. The line under the table says how the two grew
-# in this run.
+# (its time still varies with the machine's load, and creeps up once the blocks outgrow the CPU's
+# caches); `deque.remove` walks through half the queue to find the block, so its time grows with
+# the queue. The line under the table says how the two grew in this run.
 
 # %% [markdown] lang="zh"
 # ### 动手看：命中一个空闲块要花多少时间
 # 同样的负载——命中空闲队列中间的某个块，然后再释放它——分别跑在你的链表和 `deque` 上。不管块池多大，链表做的
-# 都是同样几步（块多到装不进 CPU 缓存之后，耗时仍可能略有上升）；`deque.remove` 要走过半个队列才能找到那个块。
-# 表格下面那一行给出这次运行里两者各增长了多少。
+# 都是同样几步（耗时仍会随机器负载波动，块多到装不进 CPU 缓存之后也会有所上升）；`deque.remove` 要走过半个队列才能
+# 找到那个块，所以耗时随队列一起增长。表格下面那一行给出这次运行里两者各增长了多少。
 
 # %%
 import random
