@@ -424,8 +424,8 @@ print(tr(f"nothing served (L = {', '.join(str(p.shared_len) for p in sweep if p.
          + ("rose with every longer prefix" if rising else "did not rise at every step: noise outweighed the "
             "saving of some prefixes in this run")
          + f", up to {served[-1].auc:.2f} at L = {served[-1].shared_len}",
-         f"什么都没从缓存取（L = {', '.join(str(p.shared_len) for p in sweep if p.served_tokens == 0)}）：AUC "
-         f"{', '.join(f'{a:.2f}' for a in noise)}，纯属噪声；从一个块开始，AUC "
+         f"什么都没从缓存取（L = {'、'.join(str(p.shared_len) for p in sweep if p.served_tokens == 0)}）：AUC "
+         f"{'、'.join(f'{a:.2f}' for a in noise)}，纯属噪声；从一个块开始，AUC "
          + ("随共享前缀变长而逐级升高" if rising else "并没有每一级都升高：这次运行里，噪声盖过了某些前缀省下的时间")
          + f"，L = {served[-1].shared_len} 时达到 {served[-1].auc:.2f}"))
 fig, ax = plt.subplots(figsize=(6, 3.5))
