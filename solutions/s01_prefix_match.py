@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from autograder.i18n import tr
+
+#: The messages the reference raises inside its TODO regions, in Chinese: the grader shows a Chinese-edition
+#: learner "expected: raises ..." with them (a learner writes their own message; only the type is graded).
+RAISED_ZH = {
+    "an empty prefix cannot be cached": "空前缀不能缓存",
+    "tokens must be ints, got str: 'bad'": "token 必须是 int，实际是 str：'bad'",
+}
 
 
 class PrefixCacheManager:
@@ -42,8 +48,7 @@ class PrefixCacheManager:
         normalized = list(tokens)
         for token in normalized:
             if not isinstance(token, int):
-                raise TypeError(tr(f"tokens must be ints, got {type(token).__name__}: {token!r}",
-                                   f"token 必须是 int，实际是 {type(token).__name__}：{token!r}"))
+                raise TypeError(f"tokens must be ints, got {type(token).__name__}: {token!r}")
         return normalized
         ### END SOLUTION
 
@@ -57,7 +62,7 @@ class PrefixCacheManager:
         ### BEGIN SOLUTION
         prefix = tuple(self._normalize(prefix_tokens))
         if not prefix:
-            raise ValueError(tr("an empty prefix cannot be cached", "空前缀不能缓存"))
+            raise ValueError("an empty prefix cannot be cached")
         ### END SOLUTION
         if prefix not in self.cached_prefixes:
             self.cached_prefixes.append(prefix)
