@@ -26,6 +26,13 @@ from scipy import stats
 from autograder.i18n import tr
 from solutions.contract import ResultError
 
+#: The messages the reference raises inside its TODO regions, in Chinese: the grader shows a Chinese-edition
+#: learner "expected: raises ..." with them (a learner writes their own message; only the type is graded).
+RAISED_ZH = {
+    "the tenant must not be empty: an empty extra key means no key at all": "租户不能为空：值为空的附加 key 等于没有 key",
+    "a request must not name its own tenant": "请求不能自己指定租户",
+}
+
 #: A block of token ids, as stage 2 splits a prompt (a tuple: it can be compared and stored).
 # zh: 一个块的 token id，和第 2 阶段切分提示词时一样（用 tuple：可以比较，也可以存起来）。
 Block = tuple[int, ...]
@@ -173,11 +180,10 @@ def tenant_extra_keys(tenant: str, extra_keys: Sequence[tuple[str, str]] | None 
     # TODO 4 (s08.tenant_extra_keys)
     ### BEGIN SOLUTION
     if not tenant:
-        raise ValueError(tr("the tenant must not be empty: an empty extra key means no key at all",
-                            "租户不能为空：值为空的附加 key 等于没有 key"))
+        raise ValueError("the tenant must not be empty: an empty extra key means no key at all")
     keys = list(extra_keys or ())
     if any(kind == TENANT_KIND for kind, _ in keys):
-        raise ValueError(tr("a request must not name its own tenant", "请求不能自己指定租户"))
+        raise ValueError("a request must not name its own tenant")
     keys.append((TENANT_KIND, tenant))
     ### END SOLUTION
     return keys
