@@ -43,11 +43,32 @@ def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:
         for c in stage.checks:
             if c.hidden:
                 continue
-            out = reference_outcome(c, stage.reference)
+            with _language("en"):
+                out = reference_outcome(c, stage.reference)
             if out["kind"] not in ("ok", "raised"):
                 raise RuntimeError(f"reference {module.__name__} fails its own check {c.key}: {out}")
+            if out["kind"] == "raised":  # "expected: raises ..." reads in the notebook's language
+                with _language("zh"):
+                    zh = reference_outcome(c, stage.reference).get("message")
+                if zh == out.get("message"):  # raised in a TODO region, in English: the module's catalogue
+                    zh = getattr(module, "RAISED_ZH", {}).get(zh, zh)
+                if zh and zh != out.get("message"):
+                    out["message_zh"] = zh
             checks[c.key] = out
     return {"stage": stage.id, "checks": checks, "given_names": defined_names(list(setup_sources))}
+
+
+@contextlib.contextmanager
+def _language(lang: str) -> Iterator[None]:
+    """The reference's messages in ``lang`` while the block runs (the kernel's choice is put back)."""
+    from autograder import i18n
+
+    before = i18n._current
+    i18n.set_language(lang)
+    try:
+        yield
+    finally:
+        i18n._current = before
 
 
 @contextlib.contextmanager

@@ -107,7 +107,9 @@ def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
                                   "（这里只接受普通的 int/float/str/list/tuple/dict 值）"), lang)
         return out
     if kind == "raised":
-        msg = f": {_short(outcome['message'], 100)}" if outcome.get("message") else ""
+        message = outcome.get("message_zh") if text(L("en", "zh"), lang) == "zh" else None
+        message = message or outcome.get("message")
+        msg = f": {_short(message, 100)}" if message else ""
         return text(L("raises {t}{m}", "抛出 {t}{m}"), lang).format(t=outcome["type"], m=msg)
     if kind == "todo":
         return text(L("NotImplementedError (the TODO is still a stub)", "NotImplementedError（这个 TODO 还没写）"), lang)

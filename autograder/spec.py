@@ -35,7 +35,7 @@ QUIZ_HINTS = (
     L("Re-run the demo the question refers to, and compare your prediction with what it printed.",
       "重新运行题目提到的演示单元，把你的预测和它的输出对照一下。"),
     L("Answer format: return {\"q1\": \"B\", \"q2\": 0.75, ...}; check(\"<stage>.quiz\") marks each question.",
-      "答案格式：return {\"q1\": \"B\", \"q2\": 0.75, ...}；check(\"<阶段>.quiz\") 会逐题判分。"),
+      "答案格式：return {\"q1\": \"B\", \"q2\": 0.75, ...}。check(\"<阶段>.quiz\") 会逐题判分。"),
 )
 
 

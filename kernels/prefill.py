@@ -100,7 +100,8 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
             for _ in range(reps):
                 prompt = system + [rng.randrange(vocab) for _ in range(question_len)]
                 t_full, full_logits = timed(lambda: full_prefill(model, prompt), device, clock)
-                t_cached, (cached_logits, ledger) = timed(lambda: engine.prefill(prompt), device, clock)
+                t_cached, answer = timed(lambda: engine.prefill(prompt), device, clock)
+                cached_logits, ledger = _checked_prefill(answer, full_logits, prompt, prefix)
                 full_t.append(t_full)
                 cached_t.append(t_cached)
                 diff = max(diff, float((cached_logits.float() - full_logits.float()).abs().max()))
@@ -109,3 +110,31 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
             rows.append(TTFTRow(prefix, full_s, cached_s, full_s / cached_s,
                                 predicted_speedup(model.config, prefix, question_len), diff, hits))
     return rows
+
+
+def _checked_prefill(answer: object, full_logits: Tensor, prompt: Sequence[int], prefix: int) -> tuple[Tensor, dict]:
+    """The learner's ``prefill`` answer (TODO 5), checked before it is timed or compared: a pair of the last
+    token's logits (the full prefill's shape, finite) and a ledger whose hit and computed tokens add up
+    to the prompt. A wrong answer stops with one line naming the TODO instead of an error further on."""
+    from solutions.contract import ResultError
+
+    todo = "s06.prefill"
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise ResultError(todo, f"{type(answer).__name__} instead of the pair (logits, ledger)",
+                          f"{type(answer).__name__}，而不是 (logits, ledger) 这一对")
+    logits, ledger = answer
+    if not isinstance(logits, Tensor) or tuple(logits.shape) != tuple(full_logits.shape) \
+            or not bool(torch.isfinite(logits).all()):
+        shape = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
+        raise ResultError(todo, f"logits {shape} where the last token's logits are a finite tensor of shape "
+                          f"{tuple(full_logits.shape)}",
+                          f"形状为 {shape} 的 logits，而最后一个 token 的 logits 应当是形状为 "
+                          f"{tuple(full_logits.shape)} 的有限张量")
+    hit = ledger.get("hit_tokens") if isinstance(ledger, dict) else None
+    computed = ledger.get("computed_tokens") if isinstance(ledger, dict) else None
+    if not (type(hit) is int and type(computed) is int and 0 <= hit <= prefix and hit + computed == len(prompt)):
+        raise ResultError(todo, f"the ledger {ledger!r:.80} for a {len(prompt)}-token prompt with a {prefix}-token "
+                          "cached prefix: hit_tokens + computed_tokens must be the prompt's length",
+                          f"账目 {ledger!r:.80}，而提示词有 {len(prompt)} 个 token、缓存前缀有 {prefix} 个："
+                          "hit_tokens + computed_tokens 必须等于提示词的长度")
+    return logits, ledger

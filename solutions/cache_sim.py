@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autograder.i18n import tr
+from solutions.contract import ResultError
 from solutions.s03_block_pool import PoolFullError
 from solutions.traces import TraceRequest, request_tokens
 
@@ -163,21 +164,86 @@ def simulate(
         try:
             adm = pool.admit(rid, tokens)
         except PoolFullError:
+            if not policy.max_pinned and not policy.min_residence and len(tokens) <= num_blocks:
+                _check_queue_length(pool)  # nothing is held between requests: every block was free
             result.add(req, 0, rejected=True)
             continue
+        state = pool.requests[rid]
+        _check_table(state.blocks)
         pool.commit(rid)
         if pinning and pool.num_pinned < policy.max_pinned:
-            state = pool.requests[rid]
             for j, key in enumerate(state.keys):  # prefix first: pins stay prefix-closed
                 use_counts[key] += 1
                 block = state.blocks[j]
                 if block.key != key:
                     break  # a duplicate that could not register: nothing cached to pin
-                if use_counts[key] >= policy.pin_after_uses and not pool.pin(block):
-                    break
+                if use_counts[key] >= policy.pin_after_uses:
+                    pinned = pool.pin(block)
+                    _check_pin(pool, block, pinned, policy.max_pinned)
+                    if not pinned:
+                        break
+        before = [block.ref_count for block in state.blocks]
         pool.release(rid)
+        _check_released(pool, state.blocks, before)
         result.add(req, adm.hit_blocks)
     return result
+
+
+# -- what the replay reads from the learner's pool, checked before it is counted ---------------------
+# zh: -- 回放从学习者的块池里读到的东西，先检查再计数 ------------------------------------------------------
+def _check_table(blocks: Sequence) -> None:
+    """A block table holds real blocks only: a sentinel (id -1) there came out of ``popleft``."""
+    for block in blocks:
+        if block.block_id < 0:
+            raise ResultError("s04.popleft", "a sentinel (block -1) as the next block to reuse: step over mid, "
+                              "and never hand out head, mid or tail",
+                              "一个哨兵块（编号 -1）作为下一个要复用的块：要跨过 mid，head、mid、tail 都绝不能交出去")
+
+
+def _check_pin(pool, block, pinned: object, max_pinned: int) -> None:
+    """``pin`` answers True or False; a pinned block is out of the free queue, and the cap holds."""
+    if type(pinned) is not bool:
+        raise ResultError("s04.pin", f"{pinned!r:.40} instead of True or False", f"{pinned!r:.40}，而不是 True 或 False")
+    if pool.num_pinned > max_pinned:
+        raise ResultError("s04.pin", f"True with {pool.num_pinned} blocks pinned, over max_pinned = {max_pinned}",
+                          f"True，这时已固定 {pool.num_pinned} 个块，超过了 max_pinned = {max_pinned}")
+    if pinned and (block.ref_count < 1 or block in pool.free_queue):
+        raise ResultError("s04.pin", f"True for block {block.block_id}, which is still evictable (ref_count "
+                          f"{block.ref_count}, in the free queue: {block in pool.free_queue})",
+                          f"True，可块 {block.block_id} 仍然可能被淘汰（ref_count {block.ref_count}，"
+                          f"在空闲队列里：{block in pool.free_queue}）")
+
+
+def _check_released(pool, blocks: Sequence, before: Sequence[int]) -> None:
+    """After a release, each block of the request holds one reference less, and a block nobody
+    references waits in the free queue."""
+    for block, count in zip(blocks, before):
+        if block.ref_count != count - 1:
+            raise ResultError("s04.release_blocks", f"block {block.block_id} with ref_count {block.ref_count} after "
+                              f"releasing a request that held it at {count}: each block loses exactly one reference",
+                              f"块 {block.block_id} 在释放一个持有它的请求之后 ref_count 为 {block.ref_count}，释放前是 "
+                              f"{count}：每个块恰好少一个引用")
+        if (block.ref_count == 0) != (block in pool.free_queue):
+            raise ResultError("s04.release_blocks", f"block {block.block_id} with ref_count {block.ref_count}, "
+                              f"in the free queue: {block in pool.free_queue} (a block is free exactly when "
+                              "nobody references it)",
+                              f"块 {block.block_id} 的 ref_count 是 {block.ref_count}，在空闲队列里：{block in pool.free_queue}"
+                              "（一个块恰好在没人引用时才是空闲的）")
+
+
+def _check_queue_length(pool) -> None:
+    """A request that fits an idle pool was refused: compare ``len(free_queue)`` with the blocks in it."""
+    queue = pool.free_queue
+    linked = sum(1 for _ in iter(queue))
+    if linked > len(queue):
+        raise ResultError("s04.append", f"a free queue whose len() is {len(queue)} while {linked} blocks are linked "
+                          "in it: count each block you link", f"一个 len() 为 {len(queue)} 的空闲队列，可里面链着 "
+                          f"{linked} 个块：每链入一个块都要计数")
+    if linked < len(queue):
+        raise ResultError("s04.popleft", f"a free queue whose len() is {len(queue)} while only {linked} blocks are "
+                          "linked in it: popleft and remove must each count out the block they unlink",
+                          f"一个 len() 为 {len(queue)} 的空闲队列，可里面只链着 {linked} 个块："
+                          "popleft 和 remove 摘下一个块都要减一")
 
 
 def belady(trace: Sequence[TraceRequest], num_blocks: int) -> SimResult:

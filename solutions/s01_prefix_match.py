@@ -9,6 +9,14 @@ from __future__ import annotations
 from typing import Sequence
 
 
+#: The messages the reference raises inside its TODO regions, in Chinese: the grader shows a Chinese-edition
+#: learner "expected: raises ..." with them (a learner writes their own message; only the type is graded).
+RAISED_ZH = {
+    "an empty prefix cannot be cached": "空前缀不能缓存",
+    "tokens must be ints, got str: 'bad'": "token 必须是 int，实际是 str：'bad'",
+}
+
+
 class PrefixCacheManager:
     """Registers shared prefixes and answers how much of a prompt they cover.
 

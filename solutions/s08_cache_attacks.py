@@ -18,11 +18,20 @@ Every TODO is deterministic: none of them measures time, they run on recorded or
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Iterable, Sequence
 
 from scipy import stats
 
 from autograder.i18n import tr
+from solutions.contract import ResultError
+
+#: The messages the reference raises inside its TODO regions, in Chinese: the grader shows a Chinese-edition
+#: learner "expected: raises ..." with them (a learner writes their own message; only the type is graded).
+RAISED_ZH = {
+    "the tenant must not be empty: an empty extra key means no key at all": "租户不能为空：值为空的附加 key 等于没有 key",
+    "a request must not name its own tenant": "请求不能自己指定租户",
+}
 
 #: A block of token ids, as stage 2 splits a prompt (a tuple: it can be compared and stored).
 # zh: 一个块的 token id，和第 2 阶段切分提示词时一样（用 tuple：可以比较，也可以存起来）。
@@ -74,6 +83,11 @@ def accuracy(threshold: float, hit: Sequence[float], miss: Sequence[float]) -> f
     """
     if not hit and not miss:
         raise ValueError(tr("no samples", "没有样本"))
+    # The threshold comes from fit_threshold (TODO 2): a number of seconds, checked before it is used.
+    # zh: 阈值来自 fit_threshold（TODO 2）：一个以秒为单位的数，用之前先检查。
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        raise ResultError("s08.fit_threshold", f"{threshold!r:.60} as a threshold, not a finite number of seconds",
+                          f"{threshold!r:.60} 作为阈值，而不是一个有限的秒数")
     right = sum(1 for t in hit if t < threshold) + sum(1 for t in miss if t >= threshold)
     return right / (len(hit) + len(miss))
 

@@ -191,7 +191,7 @@ def _prose_words(call: str) -> list[str]:
     return [m for m in _WORDS.findall(code) if not set(m.split()) <= _CODE_WORDS]
 
 
-@pytest.mark.parametrize("stage_id", ["s01", "s03", "s04", "s05", "s06"])
+@pytest.mark.parametrize("stage_id", ["s01", "s03", "s04", "s05", "s06", "s07", "s08"])
 def test_check_inputs_written_in_words_are_bilingual(stage_id):
     plain = [f"{c.key}: {c.call}" for c in load_stage(stage_id, hidden=False).checks
              if isinstance(c.call, str) and _prose_words(c.call)]
@@ -288,3 +288,57 @@ def test_no_english_sentence_in_a_chinese_notebook(stage_id):
     files = layout.stage_files(stage_id)
     left = english_sentences(learner_prose(files.learner("zh")))
     assert not left, f"{stage_id}: English left in the Chinese notebook: {left[:8]}"
+
+
+# -- "expected: raises ..." in the learner's language --------------------------------------------------------
+def test_an_expected_exception_reads_in_the_notebooks_language():
+    """A check whose reference raises shows the reference's message; a zh learner reads it in Chinese."""
+    from autograder.display import show
+    from autograder.inline import load_expected
+
+    raised = [(sid, key, out) for sid in (s.id for s in layout.all_stages() if s.is_built)
+              for key, out in load_expected(sid)["checks"].items() if out["kind"] == "raised"]
+    assert raised
+    for sid, key, out in raised:
+        en, zh = show(out, "en"), show(out, "zh")
+        assert en.startswith(f"raises {out['type']}") and not HAN.search(en), (key, en)
+        assert zh.startswith(f"抛出 {out['type']}"), (key, zh)
+        if out.get("message"):
+            assert HAN.search(zh.split(out["type"], 1)[1]), f"{key}: give the reference's message a Chinese text: {zh}"
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_zh_skeleton_hints_do_not_join_statements_with_a_fullwidth_semicolon(stage_id):
+    """Tier 3 is a skeleton a learner copies into code: a "；" between two statements is a syntax error."""
+    for todo in load_stage(stage_id, hidden=False).todos:
+        if todo.hints:
+            skeleton = todo.hints[2].zh if isinstance(todo.hints[2], L) else todo.hints[2]
+            assert "；" not in skeleton, f"{todo.id}: {skeleton}"
+
+
+# -- what the Chinese edition prints ---------------------------------------------------------------------
+def printed_text(output) -> str:
+    """What a learner reads of one cell output: streams, an error's message, and a plain-text result when
+    nothing richer (an image, a widget) stands in its place."""
+    if output.output_type == "stream":
+        return output.text
+    if output.output_type == "error":
+        return output.evalue
+    data = output.get("data", {})
+    return data["text/plain"] if set(data) == {"text/plain"} else ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_chinese_instructor_notebook_prints_no_english_sentence(stage_id):
+    """Run top to bottom, the zh instructor notebook (the reference in every TODO) prints no English sentence:
+    code, declared names and the glossary's English-kept terms excepted (:func:`english_sentences`)."""
+    from tests.test_notebooks_run import execute
+
+    files = layout.stage_files(stage_id)
+    if "zh" not in files.languages:
+        pytest.skip(f"{stage_id} has no Chinese edition")
+    nb, _ = execute(files.instructor("zh"))
+    found = [(i, s) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+             for o in c.get("outputs", []) for s in english_sentences(printed_text(o))]
+    assert not found, "\n".join(f"cell {i}: {s}" for i, s in found)

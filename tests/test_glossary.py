@@ -8,7 +8,7 @@ import re
 import pytest
 
 from autograder import layout
-from autograder.glossary import Term, parse, stage_terms, terms
+from autograder.glossary import Term, parse, stage_terms, terms, terms_markdown
 from autograder.spec import load_stage
 from tests.conftest import stage_params
 from tests.test_chinese_edition import learner_prose, strip_code
@@ -51,6 +51,25 @@ def test_every_notebook_links_the_terms_its_stage_introduces(stage_id):
                            if c["cell_type"] == "markdown")
             missing = [t.en for t in own if f"glossary.md#{t.anchor})" not in text]
             assert not missing, f"{layout.rel(path)}: link the glossary entries {missing}"
+
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_the_generated_terms_cell_is_the_only_list_of_terms(stage_id):
+    """A hand-written "key terms" paragraph repeats the generated list and drifts from it: there is none."""
+    files = layout.stage_files(stage_id)
+    own = stage_terms(layout.stage_number(stage_id))
+    for lang in files.languages:
+        head = terms_markdown(layout.stage_number(stage_id), lang, files.learner(lang)).split("：")[0].split(":")[0]
+        for path in (files.learner(lang), files.instructor(lang)):
+            cells = [("".join(c["source"])) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                     if c["cell_type"] == "markdown"]
+            assert sum(head in c for c in cells) == 1, f"{layout.rel(path)}: one generated Terms cell"
+            for cell in (c for c in cells if head not in c):
+                assert not re.search(r"关键术语|\b[Kk]ey terms\b|\bTerms:", cell), f"{layout.rel(path)}: {cell[:200]}"
+                for line in cell.splitlines():  # a run of five or more of the stage's terms in one sentence
+                    named = [t for t in own if (t.zh if lang == "zh" else t.en) in line]
+                    assert len(named) < 5 or "|" in line, f"{layout.rel(path)}: a list of terms? {line[:160]}"
 
 
 # -- one word for one thing ---------------------------------------------------------------------------

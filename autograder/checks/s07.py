@@ -418,7 +418,8 @@ def skewed_latencies() -> list[float]:
     return xs
 
 
-@STAGE.check("s07.latency_summary", call="xs = 13 long-tailed latencies, three equal; latency_summary(xs, (25, 50, 90, 99.5))",
+@STAGE.check("s07.latency_summary", call=L("xs = 13 long-tailed latencies, three equal; latency_summary(xs, (25, 50, 90, 99.5))",
+                    "xs = 13 个长尾延迟，其中三个相等；latency_summary(xs, (25, 50, 90, 99.5))"),
              atol=TIME_ATOL,
              title=L("a long tail with repeated values, the caller's list unchanged",
                      "带重复值的长尾列表，调用者的列表不变"),
@@ -443,7 +444,8 @@ def one_value(impl):
 
 
 # -- TODO 2: cache_accounting ---------------------------------------------------------------------
-@STAGE.check("s07.cache_accounting", call="cache_accounting(3 requests: 528/512 hit, 100/0, 540/512; small model)",
+@STAGE.check("s07.cache_accounting", call=L("cache_accounting(3 requests: 528/512 hit, 100/0, 540/512; small model)",
+                    "cache_accounting(3 个请求：528/512 命中、100/0、540/512；小模型)"),
              atol=GFLOP_ATOL, title=L("three requests, two of them hit", "三个请求，其中两个命中"),
              hint=L("hit_rate is all hit tokens over all prompt tokens; requests_with_hit counts the requests with "
                     "at least one hit token. FLOPs are shown in GFLOP.",
@@ -456,7 +458,8 @@ def three_requests(impl):
     return token_fields(impl.cache_accounting(rows, model_config("small")))
 
 
-@STAGE.check("s07.cache_accounting", call="cache_accounting(one 1000-token request with 992 hit + one 10-token miss)",
+@STAGE.check("s07.cache_accounting", call=L("cache_accounting(one 1000-token request with 992 hit + one 10-token miss)",
+                    "cache_accounting(一个 1000 token 的请求命中 992 个 + 一个 10 token 的请求未命中)"),
              atol=GFLOP_ATOL, title=L("the hit rate is weighted by tokens", "命中率按 token 加权"),
              hint=L("Weight by tokens, not by requests: the big request's hits count for almost all of the hit rate.",
                     "按 token 加权，而不是按请求：命中率几乎全由那个大请求的命中决定。"))
@@ -466,7 +469,8 @@ def token_weighted(impl):
     return token_fields(impl.cache_accounting(rows, model_config("small")))
 
 
-@STAGE.check("s07.cache_accounting", call="cache_accounting(ledger(seed=1, n=20, prefix=4096), small model)",
+@STAGE.check("s07.cache_accounting", call=L("cache_accounting(ledger(seed=1, n=20, prefix=4096), small model)",
+                    "cache_accounting(ledger(seed=1, n=20, prefix=4096), 小模型)"),
              atol=GFLOP_ATOL, title=L("the question still attends to a long prefix", "问题部分仍要对长前缀做 attention"),
              hint=L("With a cache, the computed tokens still attend to the hit ones: count prefill_flops with the "
                     "hit tokens as cached context, not the computed tokens alone; saved_fraction is saved FLOPs over "
@@ -477,7 +481,7 @@ def long_prefix_attention_remains(impl):
     return in_gflop(impl.cache_accounting(ledger(1, 20, prefix=4096), model_config("small")))
 
 
-@STAGE.check("s07.cache_accounting", call="cache_accounting([], tiny model)", atol=GFLOP_ATOL,
+@STAGE.check("s07.cache_accounting", call=L("cache_accounting([], tiny model)", "cache_accounting([], 微型模型)"), atol=GFLOP_ATOL,
              title=L("an empty ledger", "空账目"),
              hint=L("An empty ledger: zero requests and tokens, hit_rate and saved_fraction 0.0 (no division by "
                     "zero).",
@@ -488,7 +492,8 @@ def no_requests(impl):
 
 # -- TODO 3: predict_ttft -------------------------------------------------------------------------
 @STAGE.check("s07.predict_ttft",
-             call="predict_ttft(small, computed=64, cached=1024, cal) * 1e3  # cal: synthetic rates",
+             call=L("predict_ttft(small, computed=64, cached=1024, cal) * 1e3  # cal: synthetic rates",
+                    "predict_ttft(small, computed=64, cached=1024, cal) * 1e3  # cal：合成的速率"),
              atol=TIME_ATOL, title=L("a cached prefill, in ms", "一次带缓存的 prefill（毫秒）"),
              hint=L("Four terms: linear FLOPs at cal.gemm_rate(computed rows); attention FLOPs at "
                     "cal.attention_rate(computed, computed + cached); head FLOPs at cal.head_flops_per_s; plus "
@@ -520,7 +525,8 @@ def growing_prefix(impl):
 
 
 # -- TODO 4: choose_setting -----------------------------------------------------------------------
-@STAGE.check("s07.choose_setting", call="choose_setting(sweep(), {'ttft_p90': 0.5})  # 5 pool sizes x cache on/off",
+@STAGE.check("s07.choose_setting", call=L("choose_setting(sweep(), {'ttft_p90': 0.5})  # 5 pool sizes x cache on/off",
+                                        "choose_setting(sweep(), {'ttft_p90': 0.5})  # 5 种块池大小 × 开/关缓存"),
              title=L("the smallest pool that meets the SLO", "满足 SLO 的最小块池"),
              hint=L("Among the settings that meet the SLO, the smallest num_blocks wins: memory is the cost, not "
                     "the latency.",
@@ -546,9 +552,12 @@ def every_metric_counts(impl):
 
 
 @STAGE.check("s07.choose_setting",
-             call="slo = {'tpot_p50': 0.05, 'ttft_p90': 0.5}; choose_setting([on/128/ttft 0.45/tpot 0.02, on/64/0.60, "
-                  "off/128/ttft 0.40/tpot 0.03, off/256/0.10], slo); also at 32 blocks on/off ttft 0.25/tpot 0.02 "
-                  "and 0.03 under {'ttft_p90': 0.5, 'tpot_p50': 0.05}, and the rows reversed",
+             call=L("slo = {'tpot_p50': 0.05, 'ttft_p90': 0.5}; choose_setting([on/128/ttft 0.45/tpot 0.02, on/64/0.60, "
+                    "off/128/ttft 0.40/tpot 0.03, off/256/0.10], slo); also at 32 blocks on/off ttft 0.25/tpot 0.02 "
+                    "and 0.03 under {'ttft_p90': 0.5, 'tpot_p50': 0.05}, and the rows reversed",
+                    "slo = {'tpot_p50': 0.05, 'ttft_p90': 0.5}; choose_setting([on/128/ttft 0.45/tpot 0.02, on/64/0.60, "
+                    "off/128/ttft 0.40/tpot 0.03, off/256/0.10], slo)；另外 32 块时开/关缓存 ttft 都是 0.25、tpot 分别为 "
+                    "0.02 和 0.03，SLO 为 {'ttft_p90': 0.5, 'tpot_p50': 0.05}；以及把各行倒过来的情形"),
              title=L("a tie at equal pool size, broken by the SLO's metrics in its order",
                      "块池一样大时的平局：按 SLO 中指标的顺序来比"),
              hint=L("At equal pool size compare the SLO's metrics in the SLO's order (the first one, whatever its "

@@ -339,8 +339,10 @@ def no_collision_gives_none(impl):
 
 
 @STAGE.check("s08.birthday_search",
-             call="counted: birthday_search(counting sum_key, a counting stream of (2, 2), (2, 2), (1, 3), (0, 4), "
-                  "(9, 9)...); then [] and [(5, 5)]",
+             call=L("counted: birthday_search(counting sum_key, a counting stream of (2, 2), (2, 2), (1, 3), (0, 4), "
+                    "(9, 9)...); then [] and [(5, 5)]",
+                    "计数：birthday_search(会计数的 sum_key，会计数的候选流 (2, 2), (2, 2), (1, 3), (0, 4), "
+                    "(9, 9)...)；然后是 [] 和 [(5, 5)]"),
              title=L("one key per candidate, nothing taken after the collision; no or one candidate",
                      "每个候选块只算一次 key，碰撞之后一个也不取；没有或只有一个候选块"),
              hint=L("Take the candidates one at a time, compute each one's key once, and stop at the collision "
@@ -576,8 +578,10 @@ def ids_kept_exactly(impl):
 
 
 @STAGE.check("s08.tenant_extra_keys", specificity=1,
-             call="salt = [('salt', 's')]; a = tenant_extra_keys('bob', salt); a.append(...); "
-                  "b = tenant_extra_keys('bob', tuple(salt)); the keys of b in another process",
+             call=L("salt = [('salt', 's')]; a = tenant_extra_keys('bob', salt); a.append(...); "
+                    "b = tenant_extra_keys('bob', tuple(salt)); the keys of b in another process",
+                    "salt = [('salt', 's')]; a = tenant_extra_keys('bob', salt); a.append(...); "
+                    "b = tenant_extra_keys('bob', tuple(salt))；另一个进程里 b 的 key"),
              title=L("a fresh list per call, the caller's keys untouched, the same keys in every process",
                      "每次调用返回新列表、不改调用者的 key、在每个进程里 key 都一样"),
              hint=L("Build a new list on every call from the request's keys (a list or a tuple), leave the "

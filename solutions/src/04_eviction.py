@@ -34,7 +34,7 @@
 # `hint("s04.append")` (any TODO id): each call shows the next of three hints. Only the cells with
 # TODOs are graded, so keep any helper you write inside them; stage 3's pool (`BlockPool`, `Block`,
 # `PoolFullError`), the trace tools and the simulator (`simulate_with`, `belady`, `Policy`) are given
-# and imported by the setup cell. Terms: see the [glossary](../docs/glossary.md).
+# and imported by the setup cell.
 
 # %% [markdown] lang="zh"
 # # 第 4 阶段 · 缓存淘汰：LRU、固定与最短驻留
@@ -43,9 +43,6 @@
 # （一个各项操作都是 O(1) 的 LRU 链表，直接穿过块本身），把它接进第 3 阶段的 `BlockPool`，再加上两种
 # 保护块的策略——固定（pinning）和最短驻留时间，最后在合成流量和真实请求 trace（请求轨迹）上测量它们，
 # 并和理论上任何策略能达到的最好结果做对比。
-#
-# 本阶段的关键术语：淘汰（eviction）、LRU（最近最少使用）、空闲队列、引用计数、固定（pinning）、
-# 最短驻留时间、命中率、工作集、抖动（thrashing）、Belady 最优策略。统一译法见[术语表](../../docs/glossary.md)。
 #
 # ## 学习目标
 # 学完本阶段，你能够：
@@ -183,13 +180,16 @@ from autograder.textwidth import pad
 # %% [markdown] lang="en"
 # ### See it: the cost of a hit on a free block
 # The same workload, a hit somewhere in the middle of the free queue followed by the block's release,
-# on your linked list and on a `deque`. The linked list's cost does not depend on the pool size;
-# `deque.remove` walks through half the queue to find the block.
+# on your linked list and on a `deque`. The linked list does the same few steps at any pool size
+# (its time still varies with the machine's load, and creeps up once the blocks outgrow the CPU's
+# caches); `deque.remove` walks through half the queue to find the block, so its time grows with
+# the queue. The line under the table says how the two grew in this run.
 
 # %% [markdown] lang="zh"
 # ### 动手看：命中一个空闲块要花多少时间
-# 同样的负载——命中空闲队列中间的某个块，然后再释放它——分别跑在你的链表和 `deque` 上。链表的代价与块池大小无关；
-# `deque.remove` 要走过半个队列才能找到那个块。
+# 同样的负载——命中空闲队列中间的某个块，然后再释放它——分别跑在你的链表和 `deque` 上。不管块池多大，链表做的
+# 都是同样几步（耗时仍会随机器负载波动，块多到装不进 CPU 缓存之后也会有所上升）；`deque.remove` 要走过半个队列才能
+# 找到那个块，所以耗时随队列一起增长。表格下面那一行给出这次运行里两者各增长了多少。
 
 # %%
 import random
@@ -218,8 +218,15 @@ def cost_per_hit_us(make_queue, n, hits=200):
 
 with demo("s04.append", "s04.remove"):
     print(f"{pad(tr('free blocks', '空闲块数'), 12, '>')} {'LRUFreeQueue':>14} {'deque':>12}")
+    hit_us = {}
     for n in (1_000, 10_000, 100_000):
-        print(f"{n:>12} {cost_per_hit_us(LRUFreeQueue, n):>11.2f} us {cost_per_hit_us(deque, n):>9.2f} us")
+        hit_us[n] = cost_per_hit_us(LRUFreeQueue, n), cost_per_hit_us(deque, n)
+        print(f"{n:>12} {hit_us[n][0]:>11.2f} us {hit_us[n][1]:>9.2f} us")
+    (linked_small, deque_small), (linked_big, deque_big) = hit_us[1_000], hit_us[100_000]
+    print(tr(f"from 1,000 to 100,000 free blocks: your linked list {linked_big / linked_small:.1f}x, deque.remove "
+             f"{deque_big / deque_small:.0f}x; at 100,000, deque.remove costs {deque_big / linked_big:,.0f}x more per hit",
+             f"从 1,000 到 100,000 个空闲块：你的链表变成 {linked_big / linked_small:.1f} 倍，deque.remove 变成 "
+             f"{deque_big / deque_small:.0f} 倍；在 100,000 个时，deque.remove 每次命中贵 {deque_big / linked_big:,.0f} 倍"))
 
 # %% [markdown] lang="en"
 # ## A pool that evicts well
@@ -490,9 +497,9 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
 # its arrival time, its length and its prompt as **chained hashes of 512-token blocks**, exactly the form
 # our simulator replays. The *conversation* trace has 12,031 requests; the *synthetic* one (3,993
 # requests) mixes ShareGPT, L-Eval and LooGLE prompts. To keep this notebook fast we replay their first
-# 4,000 requests at three capacities (the whole traces take about a second per replay; see
-# `benchmarks/bench_traces.py`). Capacities are fractions of the distinct blocks in the replayed part,
-# and the residence time is 60 s of trace time.
+# 4,000 requests at three capacities (the whole conversation trace, three times as long, takes about
+# three times as long per replay; `benchmarks/bench_traces.py` times it). Capacities are fractions of
+# the distinct blocks in the replayed part, and the residence time is 60 s of trace time.
 #
 # *Data: Mooncake FAST'25 traces, Apache-2.0, from github.com/kvcache-ai/Mooncake. Qin et al.,
 # "Mooncake: Trading More Storage for Less Computation — A KVCache-centric Architecture for Serving LLM
@@ -511,7 +518,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
 # 月之暗面（Moonshot AI）随 Mooncake 论文公开了 Kimi 服务的请求 trace：每个请求的到达时间、长度，以及用
 # **512 token 一块的链式哈希**表示的提示词——正好是我们的模拟器回放的格式。*conversation* trace 有 12,031 个请求；
 # *synthetic* trace（3,993 个请求）混合了 ShareGPT、L-Eval 和 LooGLE 的提示词。为了让笔记本跑得快，我们只回放各自的
-# 前 4,000 个请求，并且只取三个容量（完整 trace 每次回放大约一秒，见 `benchmarks/bench_traces.py`）。容量按回放部分里
+# 前 4,000 个请求，并且只取三个容量（完整的 conversation trace 长三倍，每次回放也要多花大约三倍的时间；
+# `benchmarks/bench_traces.py` 给它计了时）。容量按回放部分里
 # 不同块数的比例来取，驻留时间是 trace 时间里的 60 秒。
 #
 # *数据：Mooncake FAST'25 traces，Apache-2.0 许可，来自 github.com/kvcache-ai/Mooncake。Qin 等，
@@ -623,8 +631,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
 #
 # **The number:** on the first 4,000 requests of Mooncake's conversation trace, with a cache of 2% of
 # its distinct blocks, LRU hits about 4% of the blocks where Belady hits about 21%: a fifth of what is
-# possible. At 100,000 free blocks a hit costs your linked list about a microsecond, and `deque.remove`
-# milliseconds: thousands of times more.
+# possible. A hit on a free block costs your linked list the same few steps at any pool size, while
+# `deque.remove` grows with the queue: the line under the timing table says by how much in your run.
 #
 # Next: stage 5 organises the same cache as a radix tree, and stage 6 runs real attention on the block
 # tables your pool hands out, in the eviction order you built here.
@@ -656,8 +664,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
 # **最重要的不变量：** 只有没人引用的块才在空闲队列里，所以只有它们可能被淘汰；保护一个块，就是多持有它一个引用。
 #
 # **测到的数字：** 在 Mooncake conversation trace 的前 4,000 个请求上，缓存容量取不同块数的 2% 时，LRU 命中约 4% 的块，
-# 而 Belady 约为 21%：只拿到了可能值的五分之一。有 100,000 个空闲块时，你的链表处理一次命中大约只要一微秒，
-# 而 `deque.remove` 要几毫秒，慢了几千倍。
+# 而 Belady 约为 21%：只拿到了可能值的五分之一。命中一个空闲块时，不管块池多大，你的链表都只做同样几步，
+# 而 `deque.remove` 的耗时随队列增长：计时表格下面那一行给出了你这次运行里增长了多少。
 #
 # 下一步：第 5 阶段把同样的缓存组织成一棵基数树（radix tree）；第 6 阶段在你的块池交出的块表上运行真正的 attention，
 # 用的就是你在这里实现的淘汰顺序。

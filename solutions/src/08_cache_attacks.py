@@ -18,7 +18,8 @@
 # it. **Only the TODO cells are graded** (everything else comes from the course when grading): keep any
 # helper you write inside them. The four TODOs never measure time; they run on recorded or synthetic
 # samples, so their grades are the same on every machine. The experiments around them do time the
-# engine: their numbers change a little from run to run, and the notebook prints what *this* run measured.
+# engine: their numbers change from run to run (more on a busy machine), and the notebook prints what *this*
+# run measured.
 #
 # | TODO | function | what it does |
 # |---|---|---|
@@ -59,15 +60,11 @@
 # 就在七家商用大模型 API 里发现了跨用户共享的提示词缓存。下面所有实验都只针对*你自己的*引擎，
 # 在这个笔记本里运行：没有任何攻击会离开这台机器。
 #
-# 本阶段的关键术语（中英对照见[术语表](../../docs/glossary.md)）：哈希碰撞、生日攻击搜索、块 key、
-# 附加 key（extra keys）、盐值（salt）、租户、隔离、侧信道、计时攻击、TTFT（首 token 延迟）、阈值、
-# 准确率、ROC AUC、KS 检验（Kolmogorov–Smirnov 检验）、效应量、命中率。
-#
 # *这个笔记本怎么用。* 先运行设置单元。每个 TODO 占一个代码单元：把 `raise NotImplementedError()`
 # 换成你的代码，重新运行这个单元，再运行它下面的 `check(...)` 单元。**只有 TODO 单元会被评分**
 # （评分时其余单元都用课程自带的版本），所以你写的辅助函数要放在 TODO 单元里面。四个 TODO 都不计时，
 # 只处理录好的或合成的样本，所以在任何机器上得分都一样。TODO 周围的实验会给引擎计时：每次运行的数字
-# 会略有不同，笔记本打印的是*这一次*运行测到的结果。
+# 每次都会不同（机器越忙差别越大），笔记本打印的是*这一次*运行测到的结果。
 #
 # | TODO | 函数 | 作用 |
 # |---|---|---|
@@ -329,12 +326,13 @@ for bits in (32, 64, 128, 256):
              f"  {bits:>3} 位：{expected_birthday_tries(bits):.1e} 次 = {seconds / 3600:.1e} 核·小时"))
 
 # %% [markdown] lang="en"
-# At 64 bits, the width of Python's `hash()`, a collision costs hours on one core (and much less with a
-# hash that is ten times faster and a root known in advance). At 256 bits, no computer will ever find one.
+# At 64 bits, the width of Python's `hash()`, a collision is within reach of a single core: the 64-bit line
+# above gives the core-hours at this machine's SHA-256 rate (a hash ten times faster, with a root known in advance,
+# makes it cheaper still). At 256 bits, no computer will ever find one.
 
 # %% [markdown] lang="zh"
-# 在 64 位（Python `hash()` 的位宽）下，单核几个小时就能找到一次碰撞（如果哈希快十倍、起点又事先知道，
-# 还会快得多）。到了 256 位，任何计算机都不可能找到。
+# 在 64 位（Python `hash()` 的位宽）下，单个核就能找到一次碰撞：上面 64 位那一行按这台机器的 SHA-256 速度给出了
+# 所需的核·小时（如果哈希快十倍、起点又事先知道，还会更便宜）。到了 256 位，任何计算机都不可能找到。
 
 # %% [markdown] lang="en"
 # ## Part 2 · The timing side channel
@@ -416,6 +414,20 @@ for p in sweep:
     print(f"{p.shared_len:>8} {p.served_tokens:>6} {e['median_hit_ms']:>7.3f} {e['median_miss_ms']:>7.3f} "
           f"{e['auc']:>5.2f} {e['robust_d']:>8.1f}")
 measured["auc_by_length_shared"] = {p.shared_len: round(p.auc, 2) for p in sweep}
+# What this run shows: the AUC where nothing is served (noise), and whether it rose with every longer prefix.
+# zh: 这次运行说明了什么：什么都没从缓存取时的 AUC（噪声），以及共享前缀每变长一次 AUC 是否都升高。
+noise = [p.auc for p in sweep if p.served_tokens == 0]
+served = [p for p in sweep if p.served_tokens > 0]
+rising = all(a.auc < b.auc for a, b in zip(served, served[1:]))
+print(tr(f"nothing served (L = {', '.join(str(p.shared_len) for p in sweep if p.served_tokens == 0)}): AUC "
+         f"{', '.join(f'{a:.2f}' for a in noise)}, noise alone; from one block on the AUC "
+         + ("rose with every longer prefix" if rising else "did not rise at every step: noise outweighed the "
+            "saving of some prefixes in this run")
+         + f", up to {served[-1].auc:.2f} at L = {served[-1].shared_len}",
+         f"什么都没从缓存取（L = {'、'.join(str(p.shared_len) for p in sweep if p.served_tokens == 0)}）：AUC "
+         f"{'、'.join(f'{a:.2f}' for a in noise)}，纯属噪声；从一个块开始，AUC "
+         + ("随共享前缀变长而逐级升高" if rising else "并没有每一级都升高：这次运行里，噪声盖过了某些前缀省下的时间")
+         + f"，L = {served[-1].shared_len} 时达到 {served[-1].auc:.2f}"))
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.plot(lengths, [p.auc for p in sweep], "o-", label=tr("one shared cache", "所有人共用一个缓存"))
 ax.axhline(0.5, color="grey", ls=":", label=tr("chance", "瞎猜"))
@@ -428,18 +440,22 @@ plt.show()
 
 # %% [markdown] lang="en"
 # "served" is how many tokens the engine actually took from the cache on a hit trial: only **whole blocks**
-# hit, so 8 shared tokens give nothing at all, and the AUC there is chance. (A token-granular cache, such as
-# stage 5's radix tree, leaks at every token, and that is what token-by-token prompt-stealing attacks use.)
-# "robust d" is the effect size: the difference of the medians over the spread of the samples. From one
-# block on, the signal grows with the number of cached tokens.
+# hit, so 8 shared tokens give nothing at all: the engine does the same work as on a miss, and an AUC away
+# from 0.5 there (or at 0 shared tokens) is noise. (A token-granular cache, such as stage 5's radix tree,
+# leaks at every token, and that is what token-by-token prompt-stealing attacks use.) "robust d" is the
+# effect size: the difference of the medians over the spread of the samples. From one block on, every cached
+# block is work the hit skips, so the signal should grow with the number of cached tokens; on a busy machine
+# the saving of a short prefix can drown in the noise. The line under the table says how this run went.
 #
 # Now the same measurement on the wall clock of this machine (64 of 80 tokens shared), next to the CPU clock:
 
 # %% [markdown] lang="zh"
 # “缓存提供”一列是命中试验里引擎真正从缓存取出的 token 数：只有**整块**才会命中，所以共享 8 个 token
-# 什么也得不到，这一行的 AUC 就是瞎猜的水平。（按 token 粒度缓存的结构，比如第 5 阶段的基数树，每多一个
-# token 都会泄露，逐 token 窃取提示词的攻击正是利用了这一点。）“稳健 d”是效应量：两组中位数之差除以
-# 样本的离散程度。从一个块开始，信号随缓存的 token 数增长。
+# 什么也得不到：引擎做的计算和未命中时一样，这一行（以及共享 0 个 token 那一行）的 AUC 偏离 0.5 多少都只是
+# 噪声。（按 token 粒度缓存的结构，比如第 5 阶段的基数树，每多一个 token 都会泄露，逐 token 窃取提示词的
+# 攻击正是利用了这一点。）“稳健 d”是效应量：两组中位数之差除以样本的离散程度。从一个块开始，每个缓存块都是
+# 命中时省掉的计算，所以信号应当随缓存的 token 数增长；机器很忙时，短前缀省下的那点时间可能淹没在噪声里。
+# 表格下面那一行说明了这次运行的情况。
 #
 # 下面用这台机器的墙钟时间重做同一个测量（80 个 token 里共享 64 个），和 CPU 时间放在一起比较：
 
@@ -679,7 +695,7 @@ with demo("s08.tenant_extra_keys"):
 # %% [markdown] lang="en"
 # The attacker's own tools against the salted engine, on 60 + 60 fresh samples with 64 of 80 tokens
 # shared: a threshold fitted on half of them and scored on the other half (TODO 2), and the KS audit on
-# all of them (TODO 3). On the shared cache the same tools scored well above chance (TODOs 2 and 3 above).
+# all of them (TODO 3). Compare with what the same tools scored on the shared cache (TODOs 2 and 3 above).
 # The second row is a **control**: the salted engine with *nothing* shared, so any difference there is
 # noise alone. Compare the salted row with the control, not with a perfect 0.50: on a busy shared machine
 # the noise comes in bursts, so now and then a p-value falls below alpha with nothing to find (that is
@@ -687,8 +703,8 @@ with demo("s08.tenant_extra_keys"):
 
 # %% [markdown] lang="zh"
 # 再用攻击者自己的工具对加盐的引擎看一遍：80 个 token 里共享 64 个，新采 60 + 60 个样本，一半用来拟合
-# 阈值、另一半用来评估（TODO 2），KS 审计则用上全部样本（TODO 3）。在共用的缓存上，同样的工具远好于
-# 瞎猜（见上面 TODO 2 和 TODO 3 的演示）。第二行是**对照组**：加盐的引擎，而且*什么都不共享*，所以那里
+# 阈值、另一半用来评估（TODO 2），KS 审计则用上全部样本（TODO 3）。可以和同样的工具在共用缓存上的得分对照
+# （见上面 TODO 2 和 TODO 3 的演示）。第二行是**对照组**：加盐的引擎，而且*什么都不共享*，所以那里
 # 出现的差异全是噪声。加盐那一行要和对照组比，而不是和完美的 0.50 比：在一台繁忙的共用机器上，噪声是
 # 一阵一阵来的，偶尔会有 p 值在什么都没有的情况下低于 alpha（这也是审计者要重复检验的原因）。
 
@@ -815,6 +831,17 @@ labels = {
 for key, label in labels.items():
     value = measured.get(key, tr("(finish the TODOs to measure this)", "（完成 TODO 后才能测到）"))
     print(f"{label}: {value:.3g}" if isinstance(value, float) else f"{label}: {value}")
+# What these numbers say about this run (a 95% interval that excludes 1/8 is more than chance).
+# zh: 这些数字对这次运行意味着什么（95% 置信区间不含 1/8，就说明不是瞎猜）。
+print()
+for name, r in recovery.items():
+    above = r.ci95[0] > r.chance
+    label = tr("one shared cache", "共用一个缓存") if name == "shared" else tr("salted per tenant", "按租户加盐")
+    print(tr(f"{label}: {r.correct}/{r.trials} secrets recovered, "
+             + ("more than chance (the 95% interval lies above 1/8)" if above else
+                "no better than chance (the 95% interval reaches down to 1/8)"),
+             f"{label}：还原出 {r.correct}/{r.trials} 个秘密，"
+             + ("比瞎猜好（95% 置信区间整个在 1/8 之上）" if above else "不比瞎猜好（95% 置信区间包含 1/8 或更低）")))
 
 # %% [markdown] lang="en"
 # ## Recap
@@ -822,18 +849,20 @@ for key, label in labels.items():
 # - `birthday_search` found two different blocks with one truncated key in about √(π/2 · 2^k) tries (about
 #   320 at 16 bits), and the engine then served one prompt's KV to the other. Full SHA-256 keys, or checking
 #   the tokens on a hit, each turn the collision into a miss.
-# - `fit_threshold` and `detect_sharing` turned TTFT into evidence: from one cached block on, hits are
-#   faster, and a one-sided KS test detects the shared cache with a few dozen samples.
-# - `tenant_extra_keys` put the tenant into every block key: the attack falls to chance, each tenant keeps
-#   its own hits, and the price is the sharing between tenants.
+# - `fit_threshold` and `detect_sharing` turned TTFT into evidence: a threshold scored on samples it was
+#   not fitted on, and a one-sided KS test that answers "are hits faster?" with a p-value; a cached block is
+#   work a hit skips, and the longer the shared prefix, the fewer samples they need.
+# - `tenant_extra_keys` put the tenant into every block key: the attacker's probes no longer hit the
+#   victim's blocks, so recovering a secret is left to chance; each tenant keeps its own hits, and the price
+#   is the sharing between tenants.
 #
 # **The one invariant:** a request may hit a block only if the same principal computed that block for the
 # same prefix. The key must identify the prefix (no collisions), and the tenant must be part of the key (no
 # crossing between principals).
 #
-# **The numbers:** the table above. On our 2-core CPU, with the sizes used here, the shared cache gave a ROC
-# AUC close to 1.0 from 64 shared tokens on and recovered nearly every secret out of 40; with salts, both
-# fell to chance.
+# **The numbers:** the table above, and under it what they say about this run: how well the attack did on
+# one shared cache, and whether salting left it at chance. Timing is noisy: the busier the machine, the
+# longer the shared prefix the attack needs before its AUC nears 1.0.
 #
 # ## Further reading
 # - vLLM security advisory for CVE-2025-25183 (GHSA-rm76-4mrf-v9r8): how a predictable hash root made
@@ -856,16 +885,17 @@ for key, label in labels.items():
 # - `birthday_search` 大约试 √(π/2 · 2^k) 次（16 位时约 320 次）就找到了两个截断 key 相同的不同块，
 #   引擎随后把一个提示词的 KV 交给了另一个提示词。用完整的 SHA-256 key，或者命中时核对 token，任何一种
 #   都能把碰撞变成一次未命中。
-# - `fit_threshold` 和 `detect_sharing` 把 TTFT 变成了证据：从缓存一个块开始，命中就更快；单侧 KS 检验
-#   只需几十个样本就能查出共享缓存。
-# - `tenant_extra_keys` 把租户写进了每个块 key：攻击退化为瞎猜，每个租户仍能命中自己的块，代价是租户之间
-#   不再共享。
+# - `fit_threshold` 和 `detect_sharing` 把 TTFT 变成了证据：一个在没参与拟合的样本上评估的阈值，以及一个
+#   用 p 值回答“命中是不是更快”的单侧 KS 检验；缓存的每个块都是命中时省掉的计算，共享的前缀越长，需要的
+#   样本就越少。
+# - `tenant_extra_keys` 把租户写进了每个块 key：攻击者的探测再也命中不了受害者的块，还原秘密只能靠瞎猜；
+#   每个租户仍能命中自己的块，代价是租户之间不再共享。
 #
 # **最重要的不变量：** 只有当同一个主体为同一个前缀算出了某个块时，请求才能命中这个块。key 必须唯一地
 # 标识前缀（不能碰撞），租户必须是 key 的一部分（不同主体之间不能串）。
 #
-# **测到的数字：** 见上面的表。在我们的 2 核 CPU 上、用本笔记本的规模，共用缓存从共享 64 个 token 起
-# ROC AUC 接近 1.0，40 个秘密几乎全部被还原；加盐之后，两者都降到了瞎猜的水平。
+# **测到的数字：** 见上面的表，表下面的几行说明了它们对这次运行意味着什么：攻击在共用缓存上做得怎么样，
+# 加盐之后是不是只剩瞎猜。计时是有噪声的：机器越忙，攻击要让 AUC 接近 1.0 所需的共享前缀就越长。
 #
 # ## 延伸阅读
 # - vLLM 关于 CVE-2025-25183 的安全公告（GHSA-rm76-4mrf-v9r8）：可预测的哈希起点如何让碰撞变得可行，
