@@ -10,6 +10,7 @@ before any rule is made from them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -161,14 +162,27 @@ def compile_tree(tree: Path, files: Iterable[Path] | None = None) -> None:
     Children run with ``PYTHONDONTWRITEBYTECODE`` from a read-only tree: without these, each child
     compiled every module it imports from source again (about a third of a small child's start).
     The caches are checked by the source's hash, never its time stamp, so a module rewritten later
-    (a twin blocked at the source) can never run from the code compiled before the rewrite.
+    (a twin blocked at the source) can never run from the code compiled before the rewrite; for the
+    same reason one compilation serves every later run of this process with the same source bytes.
     """
+    import importlib.util
     import py_compile
 
     for path in files if files is not None else sorted(tree.rglob("*.py")):
-        cfile = py_compile.compile(str(path), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-        Path(cfile).parent.chmod(0o755)
-        Path(cfile).chmod(0o644)
+        source = path.read_bytes()
+        key = hashlib.sha256(source).digest()
+        cfile = Path(importlib.util.cache_from_source(str(path)))
+        if key in _compiled:
+            cfile.parent.mkdir(exist_ok=True)
+            cfile.write_bytes(_compiled[key])
+        else:
+            py_compile.compile(str(path), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+            _compiled[key] = cfile.read_bytes()
+        cfile.parent.chmod(0o755)
+        cfile.chmod(0o644)
+
+
+_compiled: dict[bytes, bytes] = {}  # sha256 of a module's source -> its hash-checked byte code
 
 
 def _freeze_access_times(tree: Path) -> None:

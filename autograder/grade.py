@@ -26,6 +26,7 @@ from autograder.disclosure import Disclosure, unlimited
 from autograder.i18n import L, text
 from autograder.leaks import LeakGuard
 from autograder.protocol import CellError, CellsDone, Event
+from autograder.pysource import imported_modules
 from autograder.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.spec import Check, Stage, Todo
 from autograder.staging import GradingRun, private_library_caches
@@ -39,8 +40,26 @@ __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"
 VERBOSE_ENV = "PCW_GRADE_VERBOSE"  # "1": every grading run logs each child to stderr, as --verbose does
 
 
-def limits_for(stage: Stage) -> ChildLimits:
-    return ChildLimits(stage.time_limit_s, stage.memory_limit_mb, 15.0 if "torch" in stage.preload else 5.0)
+#: Address space a child that imports torch needs (its libraries map far more than they touch).
+TORCH_MEMORY_MB = 4096
+
+
+def child_preload(sub: Submission) -> list[str]:
+    """What a child imports before any learner code runs: the stage's preload, and torch when the
+    learner's own cells import it although the stage needs none (a correct answer may use torch;
+    its native libraries can be loaded only before learner code runs, when the audit hook is not yet
+    in place)."""
+    preload = list(sub.stage.preload)
+    if "torch" not in preload and any("torch" in imported_modules(c) for c in sub.cells):
+        preload.append("torch")
+    return preload
+
+
+def limits_for(stage: Stage, preload: Collection[str] | None = None) -> ChildLimits:
+    """A child's limits: the stage's, with room for torch when the child imports it."""
+    torch = "torch" in (stage.preload if preload is None else preload)
+    memory = max(stage.memory_limit_mb, TORCH_MEMORY_MB) if torch else stage.memory_limit_mb
+    return ChildLimits(stage.time_limit_s, memory, 15.0 if torch else 5.0)
 
 
 @dataclass
@@ -86,7 +105,7 @@ def child_payload_for(sub: Submission, todo: Todo) -> dict:
     stage = sub.stage
     cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
-            "modules": child_modules(stage, todo), "preload": stage.preload}
+            "modules": child_modules(stage, todo), "preload": child_preload(sub)}
 
 
 def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
@@ -98,7 +117,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
         if on_cells is not None and isinstance(event, CellsDone):
             on_cells()
 
-    report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event,
+    report = run_child(payload, limits_for(stage, payload["preload"]), run, [c.key for c in stage.checks_for(todo.id)], on_event,
                        staging=run.staging_for(todo))
     if how.log is not None:
         how.log(describe(report, f"{sub.path} · {todo.id}"))

@@ -36,6 +36,22 @@ def names_defined(body: Iterable[ast.stmt], *, imports: bool = True) -> set[str]
     return names
 
 
+def imported_modules(source: str) -> set[str]:
+    """Top-level packages a cell imports anywhere in it (``import torch.nn`` and ``from torch import
+    nn`` give ``torch``); a cell that does not parse is read line by line."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][A-Za-z0-9_]*)", source, flags=re.M))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
 def defined_names(source: str, *, imports: bool = True) -> set[str]:
     """:func:`names_defined` of a cell's source. A cell that does not parse (a learner's unfinished
     one) is read line by line instead: its ``def``/``class`` heads and ``name =`` lines."""

@@ -202,7 +202,8 @@ def child_phases(notebook: Path) -> Phases:
                 if name and name not in marks and sampler:
                     marks[name] = sampler[0].now()
 
-            run_child(child_payload_for(sub, todo), limits_for(sub.stage), run,
+            payload = child_payload_for(sub, todo)
+            run_child(payload, limits_for(sub.stage, payload["preload"]), run,
                       [c.key for c in sub.stage.checks_for(todo.id)], on_event, staging=run.staging_for(todo),
                       on_start=lambda pid, sampler=sampler: sampler.append(TreeCPU(pid)))
             total = sampler[0].finish()

@@ -17,23 +17,37 @@ Given to learners fully implemented:
   from a paged-attention kernel to the signature a cached prefill calls.
 - :mod:`kernels.flops` -- a FLOP model of prefill with and without a cached prefix.
 
-Importing this package is cheap: it imports torch, never triton (that happens on first use).
+Importing this package is cheap: it imports nothing until a name is asked for (``from kernels import
+KVPool`` imports torch then), so that :mod:`kernels.config`, :mod:`kernels.flops` and
+:mod:`kernels.calibration`, which reason about shapes and measured rates only, never import torch;
+triton is imported on first use only.
 """
+from __future__ import annotations
 
-from kernels.kv_pool import KVPool
-from kernels.model import AttentionFn, DecoderLM, ModelConfig, load_model, save_model
-from kernels.paged_attention import causal_attention, paged_attention_torch
-from kernels.tokenizer import ByteTokenizer, load_tokenizer
+import importlib
 
-__all__ = [
-    "AttentionFn",
-    "ByteTokenizer",
-    "DecoderLM",
-    "KVPool",
-    "ModelConfig",
-    "causal_attention",
-    "load_model",
-    "load_tokenizer",
-    "paged_attention_torch",
-    "save_model",
-]
+_EXPORTS = {
+    "AttentionFn": "kernels.model",
+    "ByteTokenizer": "kernels.tokenizer",
+    "DecoderLM": "kernels.model",
+    "KVPool": "kernels.kv_pool",
+    "ModelConfig": "kernels.config",
+    "causal_attention": "kernels.paged_attention",
+    "load_model": "kernels.model",
+    "load_tokenizer": "kernels.tokenizer",
+    "paged_attention_torch": "kernels.paged_attention",
+    "save_model": "kernels.model",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # once
+        return value
+    raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -16,18 +16,17 @@ yet another rate; element-wise work and Python overhead are not FLOPs at all. So
   measured parts), and the block manager's **bookkeeping** per prompt token (hashing, admission,
   commit) for prefills that go through it.
 
-:class:`Calibration` holds the measured rates; stage 7's ``predict_ttft`` combines them with
+:class:`Calibration` (:mod:`kernels.calibration`, which needs no torch) holds the measured rates;
+stage 7's ``predict_ttft`` combines them with
 :func:`kernels.flops.prefill_flops`. The ``*_probe`` functions return zero-argument callables so
 that a benchmark can interleave them with the prefills it predicts (``benchmarks/rounds.py``), and
 :meth:`Calibration.from_seconds` turns their times into rates.
 """
 from __future__ import annotations
 
-import math
 import random
 import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -35,9 +34,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.i18n import tr
-from kernels.flops import prefill_flops
+from kernels.calibration import Calibration  # measured here, used without torch from kernels.calibration
 from kernels.kv_pool import KVPool
-from kernels.model import DecoderLM, ModelConfig, apply_rope, rope_cos_sin
+from kernels.model import DecoderLM, apply_rope, rope_cos_sin
 from kernels.paged_attention import causal_attention
 from kernels.timing import timed
 
@@ -46,151 +45,6 @@ Probe = Callable[[], Any]
 PagedAttentionFn = Callable[[Tensor, KVPool, int, Any, int], Tensor]
 
 
-def linear_flops(cfg: ModelConfig, rows: int) -> float:
-    """FLOPs of every layer's projections and MLP for ``rows`` tokens (no head, no attention)."""
-    return prefill_flops(cfg, rows)["linear"]
-
-
-def head_flops(cfg: ModelConfig) -> float:
-    return prefill_flops(cfg, 1)["head"]
-
-
-def attention_flops(cfg: ModelConfig, queries: int, context: int) -> float:
-    """FLOPs of every layer's attention: ``queries`` new tokens, the last at position ``context - 1``."""
-    return prefill_flops(cfg, queries, context - queries)["attention"]
-
-
-def _interp_loglog(points: dict[int, float], x: float) -> float:
-    """Piecewise linear in log-log between measured points; the end values beyond them."""
-    xs = sorted(points)
-    if not xs:
-        raise ValueError(tr("nothing measured", "没有任何测量"))
-    if x <= xs[0]:
-        return points[xs[0]]
-    if x >= xs[-1]:
-        return points[xs[-1]]
-    for lo, hi in zip(xs, xs[1:]):
-        if lo <= x <= hi:
-            w = (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
-            return math.exp((1 - w) * math.log(points[lo]) + w * math.log(points[hi]))
-    raise AssertionError(tr("unreachable", "不应运行到这里"))
-
-
-def _interp_linear(points: dict[int, float], x: float) -> float:
-    """Piecewise linear between measured points, extended along the nearest segment (or constant)."""
-    xs = sorted(points)
-    if len(xs) == 1:
-        return points[xs[0]]
-    for lo, hi in zip(xs, xs[1:]):
-        if x <= hi or hi == xs[-1]:
-            w = (x - lo) / (hi - lo)
-            return max(0.0, points[lo] + w * (points[hi] - points[lo]))
-    raise AssertionError(tr("unreachable", "不应运行到这里"))
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Rates measured on one device for one model shape.
-
-    Invariants: every rate is positive (FLOP/s) and every time non-negative (s); the tables are
-    keyed by the sizes that were measured (rows; ``(queries, context)``), and lookups between them
-    interpolate (GEMM rate: log-log; element-wise time: linear; attention: the nearest measured
-    shape in log distance), so a table measured at exactly the sizes used is read exactly.
-    """
-
-    gemm_flops_per_s: dict[int, float]
-    head_flops_per_s: float
-    attention_flops_per_s: dict[tuple[int, int], float]
-    elementwise_s: dict[int, float]
-    overhead_s: float = 0.0
-    bookkeeping_s_per_token: float = 0.0
-    device: str = ""
-    notes: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        rates = [*self.gemm_flops_per_s.values(), *self.attention_flops_per_s.values(), self.head_flops_per_s]
-        if not self.gemm_flops_per_s or not self.attention_flops_per_s or not self.elementwise_s:
-            raise ValueError(tr("a calibration needs GEMM, attention and element-wise measurements",
-                                "校准需要 GEMM、attention 和逐元素运算三类测量"))
-        if any(not r > 0 for r in rates):
-            raise ValueError(tr("rates must be positive", "速率必须是正数"))
-        if any(not t >= 0 for t in (*self.elementwise_s.values(), self.overhead_s, self.bookkeeping_s_per_token)):
-            raise ValueError(tr("times must be non-negative", "时间不能为负"))
-
-    # -- lookups used by the cost model ---------------------------------------------------------
-    def gemm_rate(self, rows: int) -> float:
-        """FLOP/s of the model's linear layers with ``rows`` rows."""
-        return _interp_loglog(self.gemm_flops_per_s, rows)
-
-    def attention_rate(self, queries: int, context: int) -> float:
-        """FLOP/s of attention of ``queries`` new tokens over ``context`` keys (nearest measured shape)."""
-        if (queries, context) in self.attention_flops_per_s:
-            return self.attention_flops_per_s[(queries, context)]
-        lq, lc = math.log(queries), math.log(context)
-        key = min(self.attention_flops_per_s,
-                  key=lambda k: (abs(math.log(k[0]) - lq) + abs(math.log(k[1]) - lc), k))
-        return self.attention_flops_per_s[key]
-
-    def other_s(self, computed: int, cached: int) -> float:
-        """Seconds that are neither matmul nor attention: element-wise work on ``computed`` rows,
-        the fixed overhead of a forward pass, and block bookkeeping over all ``computed + cached``
-        prompt tokens (zero for a prefill that bypasses the block manager)."""
-        return (_interp_linear(self.elementwise_s, computed) + self.overhead_s
-                + self.bookkeeping_s_per_token * (computed + cached))
-
-    def without_block_manager(self) -> Calibration:
-        """The same rates for a prefill that never hashes or admits (a plain full prefill)."""
-        return replace(self, bookkeeping_s_per_token=0.0)
-
-    # -- construction and JSON ------------------------------------------------------------------
-    @classmethod
-    def from_seconds(cls, cfg: ModelConfig, *, gemm_s: dict[int, float], head_s: float,
-                     attention_s: dict[tuple[int, int], float], elementwise_s: dict[int, float],
-                     forward1_s: float | None = None, bookkeeping_s: dict[int, float] | None = None,
-                     device: str = "") -> Calibration:
-        """Rates from measured seconds: ``gemm_s[rows]`` (all linear layers), ``head_s`` (one row),
-        ``attention_s[(queries, context)]`` (one layer), ``elementwise_s[rows]`` (one forward),
-        ``forward1_s`` (a whole one-token forward: its unexplained rest is the fixed overhead) and
-        ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length)."""
-        tiny = 1e-12
-        layers = cfg.num_hidden_layers
-        cal = cls(
-            gemm_flops_per_s={r: linear_flops(cfg, r) / max(s, tiny) for r, s in gemm_s.items()},
-            head_flops_per_s=head_flops(cfg) / max(head_s, tiny),
-            attention_flops_per_s={k: attention_flops(cfg, *k) / max(layers * s, tiny) for k, s in attention_s.items()},
-            elementwise_s=dict(elementwise_s),
-            device=device,
-        )
-        overhead = 0.0
-        if forward1_s is not None:
-            explained = (linear_flops(cfg, 1) / cal.gemm_rate(1) + head_flops(cfg) / cal.head_flops_per_s
-                         + attention_flops(cfg, 1, 1) / cal.attention_rate(1, 1) + cal.other_s(1, 0))
-            overhead = max(0.0, forward1_s - explained)
-        per_token = 0.0
-        if bookkeeping_s:
-            per_token = statistics.median(s / n for n, s in bookkeeping_s.items())
-        return replace(cal, overhead_s=overhead, bookkeeping_s_per_token=per_token)
-
-    def to_dict(self) -> dict[str, Any]:
-        raw = asdict(self)
-        raw["gemm_flops_per_s"] = {str(k): v for k, v in self.gemm_flops_per_s.items()}
-        raw["attention_flops_per_s"] = {f"{q},{c}": v for (q, c), v in self.attention_flops_per_s.items()}
-        raw["elementwise_s"] = {str(k): v for k, v in self.elementwise_s.items()}
-        return raw
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Calibration:
-        raw = dict(raw)
-        raw["gemm_flops_per_s"] = {int(k): float(v) for k, v in raw["gemm_flops_per_s"].items()}
-        raw["attention_flops_per_s"] = {tuple(int(x) for x in k.split(",")): float(v)
-                                        for k, v in raw["attention_flops_per_s"].items()}
-        raw["elementwise_s"] = {int(k): float(v) for k, v in raw["elementwise_s"].items()}
-        return cls(**raw)
-
-
-# ------------------------------------------------------------------------------------------------
-# Probes: zero-argument callables that do one kind of work at one size, for interleaved timing.
-# ------------------------------------------------------------------------------------------------
 def _device_dtype(model: DecoderLM) -> tuple[torch.device, torch.dtype]:
     p = next(model.parameters())
     return p.device, p.dtype

@@ -13,7 +13,7 @@ reused:
 from __future__ import annotations
 
 from autograder.i18n import tr
-from kernels.model import ModelConfig
+from kernels.config import ModelConfig
 
 
 def prefill_flops(cfg: ModelConfig, computed: int, cached: int = 0) -> dict[str, float]:

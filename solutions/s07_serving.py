@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autograder.i18n import tr
-from kernels.cost_model import Calibration
+from kernels.calibration import Calibration
 from kernels.flops import prefill_flops
-from kernels.model import ModelConfig
+from kernels.config import ModelConfig
 from solutions.contract import ResultError
 
 #: The percentiles :func:`latency_summary` reports by default.

@@ -36,6 +36,12 @@ ALTERNATIVES = {
     for p in percentiles:
         summary[f"p{p:g}"] = np.percentile(xs, p)
 """)],
+        # torch where the stage needs none: the grader then loads torch before the learner's code
+        "torch_quantile": [(LOOP, """    import torch
+    ordered = torch.tensor(xs, dtype=torch.float64)
+    for p in percentiles:
+        summary[f"p{p:g}"] = float(torch.quantile(ordered, p / 100))
+""")],
         "modf_and_sort_a_copy_in_place": [(LOOP, """    ordered = list(xs)
     ordered.sort()
     for p in percentiles:

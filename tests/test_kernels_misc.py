@@ -96,3 +96,28 @@ def test_kernels_a_failing_triton_kernel_falls_back_to_torch_with_one_line():
         torch.testing.assert_close(out, paged_attention_torch(q, k_cache, v_cache, table, 2))
     assert fn.fallen and len(said) == 1
     assert "Triton" in said[0] and "torch" in said[0] and "sm_999" in said[0]
+
+
+def test_shapes_and_rates_need_no_torch_so_stage_7_grades_without_it():
+    """What only reasons about shapes and measured rates imports no torch: a stage-7 grading child
+    (its setup cells, reference and checks) stays small; kernels' public names still resolve."""
+    import subprocess
+    import sys
+
+    from autograder.pysource import imported_modules
+    from autograder.spec import load_stage
+    from autograder.trusted import setup_cells
+
+    probe = ("import sys, kernels.config, kernels.flops, kernels.calibration, solutions.s07_serving, "
+             "autograder.checks.s07, solutions.hidden.s07; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    stage = load_stage("s07", hidden=True)
+    assert "torch" not in stage.preload
+    assert not any("torch" in imported_modules(c) for c in setup_cells(stage))
+    import kernels
+    from kernels.cost_model import Calibration
+    from kernels.model import ModelConfig as FromModel
+
+    assert kernels.ModelConfig is FromModel is ModelConfig and kernels.KVPool is KVPool
+    assert Calibration.__module__ == "kernels.calibration"

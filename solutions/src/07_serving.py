@@ -95,6 +95,12 @@
 
 # %% setup="course"
 from solutions.predictions import why
+from autograder.plots import log_axis
+from autograder.textwidth import pad as pad_columns
+
+# %%
+# The experiments' tools (not graded, not needed by the TODOs).
+# zh: 实验用到的工具（不评分，TODO 也用不到）。
 import json
 import random
 import statistics
@@ -106,8 +112,6 @@ import torch
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
-from autograder.plots import log_axis
-from autograder.textwidth import pad as pad_columns
 from kernels import cost_model
 from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM
