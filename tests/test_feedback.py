@@ -13,7 +13,7 @@ from autograder.verdict import check_title
 from tests import mutants_s08
 
 # Stages whose hidden checks all name their visible sibling (the others are not audited yet).
-AUDITED = ("s01", "s07", "s08")
+AUDITED = ("s01", "s02", "s07", "s08")
 HIDDEN = [(sid, c.key) for sid in layout.built_stages() for c in load_stage(sid).checks if c.hidden]
 
 
