@@ -262,7 +262,9 @@ def generator_read_once(impl):
     return impl.PrefixCacheManager()._normalize(t * t for t in (3, 1, 2))
 
 
-@STAGE.check("s01.normalize", call="given = [7, 7, 5]; out = _normalize(given); out is given, out, given", specificity=1,
+@STAGE.check("s01.normalize", specificity=1,
+             call=L("given = [7, 7, 5]; out = _normalize(given); out is given, out, given",
+                    "given = [7, 7, 5]；out = _normalize(given)；依次看 out is given、out 和调用后的 given"),
              title=L("a new list, the caller's left alone", "返回新列表，调用者的列表不动"),
              hint=L("Return a new list even when a list came in: the caller's list is never returned itself (a later "
                     "change to one would change the other) and never changed.",
