@@ -26,6 +26,12 @@ from autograder.verdict import CheckVerdict, judge, lead_first
 INLINE_TIME_LIMIT_S = 10
 
 
+class CheckTimeout(BaseException):
+    """The inline time limit fired. Not an ``Exception``: a probe's ``attempt()`` (which reports what
+    each call raised and goes on with the next call) and a learner's own ``except Exception`` must not
+    swallow it, or the next call would run on with no limit left (an endless loop hangs ``check()``)."""
+
+
 @dataclass
 class CheckReport:
     """What one ``check()`` call found; ``passed`` is True only when every check ran and passed."""
@@ -58,7 +64,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
         return
 
     def on_alarm(signum, frame):
-        raise TimeoutError(text(messages.TIMEOUT).format(s=seconds))
+        raise CheckTimeout(text(messages.TIMEOUT).format(s=seconds))
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(seconds)
@@ -94,9 +100,12 @@ def check(todo_id: str, hidden: bool = False) -> None:
 def _run_limited(c: Check, impl: object) -> dict:
     with _time_limit(INLINE_TIME_LIMIT_S):
         try:
-            return run_probe(c, impl)
-        except TimeoutError as exc:
-            return {"kind": "raised", "type": "TimeoutError", "message": str(exc)}
+            got = run_probe(c, impl)
+        except CheckTimeout as exc:  # fired outside the probe
+            got = {"kind": "raised", "type": CheckTimeout.__name__, "message": str(exc)}
+    if got.get("kind") == "raised" and got.get("type") == CheckTimeout.__name__:
+        got = {**got, "type": "TimeoutError"}  # what the learner reads: the time limit, as Python names it
+    return got
 
 
 def run_check(todo_id: str, hidden: bool = False, *, namespace: dict | None = None, impl: object = None,

@@ -13,6 +13,8 @@ DIGEST = "    key = hashlib.sha256(data).digest()\n"
 CHAIN_PREFIX = "        prefix = key_head + parent + block_head\n"
 CHAIN_FIRST = "        prefix = frame(root_seed) + block_head\n"
 CHAIN_END = "    end = len(tokens) - len(tokens) % block_size\n"
+CHAIN_TAGS = "for kind, value in normalize_extra_keys(extra_keys))"
+CHAIN_TAG_BYTES = 'tags = b"".join(frame(kind.encode()) + frame(value.encode())'
 CHAIN_DIGEST = "parent = hashlib.sha256(prefix + encoded[start : start + width] + tags).digest()"
 _REFERENCE = layout.stage_files("s02").reference.read_text(encoding="utf-8")
 _begin, _end = solution_region(_REFERENCE, "chain_keys")
@@ -79,6 +81,12 @@ MUTANTS = {
         (SPLIT, "blocks = [tuple(tokens[i : i + block_size]) for i in range(num_full)]")]),
     "s02.split_blocks/misses_last_block": ("s02.split_blocks", [
         (SPLIT, "blocks = [tuple(tokens[i : i + block_size]) for i in range(0, len(tokens) - block_size, block_size)]")]),
+    # takes the blocks off the caller's list (a tuple or a range cannot even be changed)
+    "s02.split_blocks/consumes_the_callers_list": ("s02.split_blocks", [(SPLIT, """blocks = []
+    while len(tokens) >= block_size:
+        blocks.append(tuple(tokens[:block_size]))
+        del tokens[:block_size]""")]),
+    "s02.split_blocks/drops_repeated_blocks": ("s02.split_blocks", [(SPLIT, SPLIT.replace("list(zip(", "list(dict.fromkeys(zip(") + ")")]),
     # TODO 2: hash_block
     "s02.hash_block/python_hash": ("s02.hash_block", [(DIGEST, "    key = hash(data).to_bytes(8, 'little', signed=True)\n")]),
     "s02.hash_block/ignores_parent": ("s02.hash_block", [(DATA, DATA.replace("root_seed if parent is None else parent", "root_seed"))]),
@@ -92,6 +100,15 @@ MUTANTS = {
         (DATA, DATA.replace("frame(encode_tokens(block_tokens))", "frame(''.join(map(str, block_tokens)).encode())"))]),
     "s02.hash_block/memo_by_parent_and_tokens": ("s02.hash_block", [(DIGEST, MEMO_BY_PARENT_AND_TOKENS)]),
     "s02.hash_block/memo_without_root_seed": ("s02.hash_block", [(DIGEST, MEMO_WITHOUT_ROOT_SEED)]),
+    "s02.hash_block/unframed_extra_keys": ("s02.hash_block", [(TAG, "data += kind.encode() + value.encode()")]),
+    "s02.hash_block/extra_keys_in_given_order": ("s02.hash_block", [
+        ("for kind, value in tags:", "for kind, value in [pair for pair in extra_keys or () if pair[1]]:")]),
+    # "robust" tenant ids: values that differ in case, spaces or Unicode form merged (a cross-tenant hit)
+    "s02.hash_block/case_folded_values": ("s02.hash_block", [(TAG, TAG.replace("value.encode()", "value.casefold().encode()"))]),
+    "s02.hash_block/stripped_values": ("s02.hash_block", [(TAG, TAG.replace("value.encode()", "value.strip().encode()"))]),
+    "s02.hash_block/nfkc_values": ("s02.hash_block", [
+        (TAG, TAG.replace("value.encode()", "__import__('unicodedata').normalize('NFKC', value).encode()"))]),
+    "s02.hash_block/ascii_values": ("s02.hash_block", [(TAG, TAG.replace("value.encode()", "value.encode('ascii', 'replace')"))]),
     # TODO 3: chain_keys
     "s02.chain_keys/no_parent": ("s02.chain_keys", [(CHAIN_PREFIX, CHAIN_FIRST)]),
     "s02.chain_keys/drops_extra_keys": ("s02.chain_keys", [(CHAIN_DIGEST, CHAIN_DIGEST.replace(" + tags)", ")"))]),
@@ -108,6 +125,9 @@ MUTANTS = {
     "s02.chain_keys/memo_by_tokens": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_TOKENS)]),
     "s02.chain_keys/memo_by_token_prefix": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_PREFIX)]),
     "s02.chain_keys/memo_without_root_seed": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_WITHOUT_ROOT_SEED)]),
+    "s02.chain_keys/extra_keys_in_given_order": ("s02.chain_keys", [(CHAIN_TAGS, CHAIN_TAGS.replace(
+        "normalize_extra_keys(extra_keys))", "extra_keys or () if value)"))]),
+    "s02.chain_keys/case_folded_values": ("s02.chain_keys", [(CHAIN_TAG_BYTES, CHAIN_TAG_BYTES.replace("value.encode()", "value.lower().encode()"))]),
     # TODO 4: longest_cached_run
     "s02.longest_cached_run/skips_misses": ("s02.longest_cached_run", [(RUN, RUN.replace("break", "continue"))]),
     "s02.longest_cached_run/tests_value": ("s02.longest_cached_run", [(RUN, RUN.replace("if key not in table:", "if not table.get(key):"))]),
@@ -119,6 +139,7 @@ MUTANTS = {
         (RUN, RUN.replace("not in table", "not in list(table)"))]),
     "s02.longest_cached_run/rechecks_the_keys_so_far": ("s02.longest_cached_run", [
         (RUN_LOOP, "    while hits < len(keys) and all(key in table for key in keys[: hits + 1]):\n        hits += 1\n")]),
+    "s02.longest_cached_run/counts_each_key_once": ("s02.longest_cached_run", [("    for key in keys:\n", "    for key in dict.fromkeys(keys):\n")]),
     # TODO 5: quiz
     "s02.quiz/tail_gets_a_key": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q1": 62', '"q1": 63'))]),
     "s02.quiz/later_blocks_still_equal": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
@@ -145,4 +166,52 @@ EQUIVALENT = {
     "run_with_takewhile": [(RUN_LOOP, "    import itertools\n    hits = sum(1 for _ in itertools.takewhile(table.__contains__, keys))\n")],
     "chain_by_index": [(CHAIN_BODY, "    blocks = split_blocks(tokens, block_size)\n    for i in range(len(blocks)):\n"
                         "        keys.append(hash_block(keys[i - 1] if i else None, blocks[i], extra_keys, root_seed=root_seed))\n")],
+}
+
+# The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
+LEADS = {
+    "s02.split_blocks/keeps_partial_tail": "tail_is_dropped",
+    "s02.split_blocks/lists_not_tuples": "exact_multiple",
+    "s02.split_blocks/overlapping_windows": "exact_multiple",
+    "s02.split_blocks/misses_last_block": "exact_multiple",
+    "s02.split_blocks/consumes_the_callers_list": "any_sequence_left_alone",
+    "s02.split_blocks/drops_repeated_blocks": "repeats_size_one_and_empty",
+    "s02.hash_block/python_hash": "first_block",
+    "s02.hash_block/ignores_parent": "parent_is_digested",
+    "s02.hash_block/untagged_extra_keys": "extra_keys_are_tagged",
+    "s02.hash_block/raw_extra_keys": "empty_salt_is_no_salt",
+    "s02.hash_block/str_encoding": "first_block",
+    "s02.hash_block/module_root_seed": "same_tokens_other_extra_keys_in_one_sequence",
+    "s02.hash_block/joined_digits": "first_block",
+    "s02.hash_block/memo_by_parent_and_tokens": "same_tokens_other_extra_keys_in_one_sequence",
+    "s02.hash_block/memo_without_root_seed": "same_tokens_other_extra_keys_in_one_sequence",
+    "s02.hash_block/unframed_extra_keys": "framing_keeps_kind_and_value_apart",
+    "s02.hash_block/extra_keys_in_given_order": "order_of_extra_keys_does_not_matter",
+    "s02.hash_block/case_folded_values": "extra_key_values_kept_exactly",
+    "s02.hash_block/stripped_values": "extra_key_values_kept_exactly",
+    "s02.hash_block/nfkc_values": "extra_key_values_kept_exactly",
+    "s02.hash_block/ascii_values": "extra_key_values_kept_exactly",
+    "s02.chain_keys/no_parent": "three_blocks",
+    "s02.chain_keys/drops_extra_keys": "extra_keys_reach_every_block",
+    "s02.chain_keys/drops_root_seed": "same_prompt_other_salts_in_one_sequence",
+    "s02.chain_keys/hashes_partial_tail": "partial_tail_has_no_key",
+    "s02.chain_keys/loop_without_parent": "three_blocks",
+    "s02.chain_keys/loop_drops_extra_keys": "extra_keys_reach_every_block",
+    "s02.chain_keys/loop_hashes_partial_tail": "partial_tail_has_no_key",
+    "s02.chain_keys/memo_by_tokens": "same_prompt_other_salts_in_one_sequence",
+    "s02.chain_keys/memo_by_token_prefix": "same_prompt_other_salts_in_one_sequence",
+    "s02.chain_keys/memo_without_root_seed": "same_prompt_other_salts_in_one_sequence",
+    "s02.chain_keys/extra_keys_in_given_order": "non_ascii_extra_keys_in_any_order",
+    "s02.chain_keys/case_folded_values": "non_ascii_extra_keys_in_any_order",
+    "s02.longest_cached_run/skips_misses": "stops_at_first_miss",
+    "s02.longest_cached_run/tests_value": "stored_value_does_not_matter",
+    "s02.longest_cached_run/from_the_end": "first_key_missing",
+    "s02.longest_cached_run/copies_the_table_to_a_set": "lookups_stay_cheap",
+    "s02.longest_cached_run/scans_the_table_as_a_list": "lookups_stay_cheap",
+    "s02.longest_cached_run/rechecks_the_keys_so_far": "lookups_stay_cheap",
+    "s02.longest_cached_run/counts_each_key_once": "stored_value_does_not_matter",
+    "s02.quiz/tail_gets_a_key": "q1",
+    "s02.quiz/later_blocks_still_equal": "q2",
+    "s02.quiz/counts_hits_after_a_miss": "q5",
+    "s02.quiz/unanswered": "q2",
 }

@@ -41,7 +41,7 @@ def _alternatives(sid: str) -> dict:
 ALTS = {sid: _alternatives(sid) for sid in DATA}
 ALTERNATIVES = [(sid, todo, name) for sid, alts in ALTS.items() for todo, named in alts.items() for name in named]
 # Stages whose every code TODO has its alternatives and every wrong answer its declared lead check.
-AUDITED = ("s03", "s04", "s05", "s06", "s07", "s08")
+AUDITED = tuple(layout.built_stages())  # every stage: siblings, leads and alternatives
 MUTANTS = [(sid, name) for sid, mod in DATA.items() for name in mod.MUTANTS]
 EQUIVALENT = [(sid, name) for sid, mod in DATA.items() for name in getattr(mod, "EQUIVALENT", {})]
 TODOS = [(sid, t.id) for sid in DATA for t in load_stage(sid, hidden=False).todos]

@@ -6,7 +6,7 @@ code; hint tiers go from the idea (1) over the approach (2) to a skeleton with b
 """
 from __future__ import annotations
 
-from autograder.checks.common import raised, record
+from autograder.checks.common import attempt, plain, raised, record
 from autograder.i18n import L
 from autograder.quiz import Question, Quiz
 from autograder.spec import Stage, Todo
@@ -216,15 +216,16 @@ def boundary_matches(impl, cases) -> list[dict]:
 
 
 # -- TODO 1: _normalize -------------------------------------------------------------------------
-@STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize([3, 1, 2])",
-             title=L("keeps the order of the tokens", "保持 token 的顺序"),
-             hint=L("Keep the tokens in the order they came: a prompt's order is its meaning, never sort it.",
-                    "保持 token 进来时的顺序：提示词的顺序就是它的含义，不能排序。"))
+@STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize([3, 1, 3, 2, 1])", specificity=1,
+             title=L("keeps every token in its order, repeats included", "保留每个 token 及其顺序，重复的也保留"),
+             hint=L("Keep every token in the order it came, repeats included: a prompt's order is its meaning, so "
+                    "never sort it or drop a repeated token.",
+                    "按进来的顺序保留每个 token，重复的也要保留：提示词的顺序就是它的含义，不能排序，也不能去掉重复的 token。"))
 def keeps_order(impl):
-    return impl.PrefixCacheManager()._normalize([3, 1, 2])
+    return impl.PrefixCacheManager()._normalize([3, 1, 3, 2, 1])
 
 
-@STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize((5, 6))",
+@STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize((5, 6))", specificity=2,
              title=L("a tuple comes back as a list", "传入 tuple，返回 list"),
              hint=L("Return a list whatever container came in (here a tuple).",
                     "不管传进来的是什么容器（这里是 tuple），都要返回 list。"))
@@ -234,10 +235,55 @@ def tuple_becomes_list(impl):
 
 @STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize([1, 'bad'])",
              title=L("a token that is not an int is refused", "不是 int 的 token 会被拒绝"),
-             hint=L("Raise TypeError as soon as one token is not an int.",
-                    "只要有一个 token 不是 int，就抛出 TypeError。"))
+             hint=L("Raise TypeError as soon as one token is not an int: check each token's type, never convert it "
+                    "(int('bad') raises ValueError, and int(5.0) would hide a float).",
+                    "只要有一个 token 不是 int，就抛出 TypeError：检查每个 token 的类型，不要转换它"
+                    "（int('bad') 抛出的是 ValueError，int(5.0) 则会把浮点数掩盖过去）。"))
 def rejects_string_token(impl):
     return impl.PrefixCacheManager()._normalize([1, "bad"])
+
+
+@STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize([4, 5.0, 6])",
+             title=L("a whole float is not a token either", "整数值的浮点数也不是 token"),
+             hint=L("Check each token's type, never convert it: 5.0 is a float, not a token id, even though int(5.0) "
+                    "is 5 (and int() would turn the text '5' into a token too). Raise TypeError.",
+                    "检查每个 token 的类型，不要转换它：5.0 是浮点数，不是 token id，哪怕 int(5.0) 等于 5"
+                    "（int() 还会把文本 '5' 也变成 token）。应该抛出 TypeError。"))
+def rejects_whole_float(impl):
+    return impl.PrefixCacheManager()._normalize([4, 5.0, 6])
+
+
+@STAGE.check("s01.normalize", call="PrefixCacheManager()._normalize(t * t for t in (3, 1, 2))", specificity=1,
+             title=L("a generator is read once", "生成器只能读一遍"),
+             hint=L("A generator can be read only once: copy it into a list first, then check the tokens of the copy "
+                    "(checking first and copying afterwards leaves nothing to copy).",
+                    "生成器只能读一遍：先把它复制成 list，再检查副本里的 token（先检查、后复制，就什么也复制不到了）。"))
+def generator_read_once(impl):
+    return impl.PrefixCacheManager()._normalize(t * t for t in (3, 1, 2))
+
+
+@STAGE.check("s01.normalize", specificity=1,
+             call=L("given = [7, 7, 5]; out = _normalize(given); out is given, out, given",
+                    "given = [7, 7, 5]；out = _normalize(given)；依次看 out is given、out 和调用后的 given"),
+             title=L("a new list, the caller's left alone", "返回新列表，调用者的列表不动"),
+             hint=L("Return a new list even when a list came in: the caller's list is never returned itself (a later "
+                    "change to one would change the other) and never changed.",
+                    "即使传进来的就是 list，也要返回一个新列表：不能把调用者的列表原样返回（否则改动其中一个，另一个也跟着变），"
+                    "也不能修改它。"))
+def returns_a_new_list(impl):
+    given = [7, 7, 5]
+    out = impl.PrefixCacheManager()._normalize(given)
+    return record(same_object=out is given, returned=out, callers_list_after=given)
+
+
+@STAGE.check("s01.normalize", call="_normalize([]), _normalize((42,))",
+             title=L("no tokens, and a single token", "没有 token，以及只有一个 token"),
+             hint=L("An empty sequence is valid and gives an empty list (refusing empty prefixes is TODO 2's job); "
+                    "a single token gives a list of one.",
+                    "空序列是合法的，结果是空列表（拒绝空前缀是 TODO 2 的事）；只有一个 token 时结果是只含它的列表。"))
+def empty_and_one_token(impl):
+    m = impl.PrefixCacheManager()
+    return record(empty=attempt(lambda: m._normalize([])), one_token=attempt(lambda: m._normalize((42,))))
 
 
 # -- TODO 2: add_prefix -------------------------------------------------------------------------
@@ -257,13 +303,29 @@ def rejects_empty(impl):
     return impl.PrefixCacheManager().add_prefix([])
 
 
-@STAGE.check("s01.add_prefix", call="add_prefix([1, 'bad']); cached_prefixes",
+@STAGE.check("s01.add_prefix", call="add_prefix([1, 'bad']); cached_prefixes", specificity=1,
              title=L("a bad token stores nothing", "含坏 token 的前缀什么也不存"),
              hint=L("Normalize first: a bad token raises TypeError, and nothing may be stored.",
                     "先规范化：坏 token 会抛出 TypeError，而且什么都不能存进去。"))
 def bad_token_stores_nothing(impl):
     m = impl.PrefixCacheManager()
     return outcome_and_state(lambda: m.add_prefix([1, "bad"]), m)
+
+
+@STAGE.check("s01.add_prefix", specificity=1,
+             call="add_prefix([300, 301]); add_prefix((300, 301)); add_prefix(t for t in (300, 301)); "
+                  "add_prefix([301]); cached_prefixes",
+             title=L("a list, a tuple and a generator of the same tokens are one prefix",
+                     "装着相同 token 的 list、tuple 和生成器是同一个前缀"),
+             hint=L("Turn what TODO 1 returns into a tuple: the same tokens then make the same prefix whatever "
+                    "container brought them, and a generator, which can be read only once, is read by TODO 1 alone.",
+                    "把 TODO 1 返回的结果转成 tuple：这样不管相同的 token 装在什么容器里，都是同一个前缀；"
+                    "生成器只能读一遍，只能让 TODO 1 去读它。"))
+def same_tokens_any_container(impl):
+    m = impl.PrefixCacheManager()
+    base = int("300")  # built at run time
+    steps = [[base, base + 1], (base, base + 1), (t for t in (base, base + 1)), [base + 1]]
+    return record(raised=[raised(lambda s=s: m.add_prefix(s)) for s in steps], cached_prefixes=m.cached_prefixes)
 
 
 # -- TODO 3: match_prefix -----------------------------------------------------------------------
@@ -291,10 +353,11 @@ def seed_no_match(impl):
     return seed_fixture(impl).match_prefix([1, 2, 0])
 
 
-@STAGE.check("s01.match_prefix", call="add_prefix([2, 3]); match_prefix([1, 2, 3])",
+@STAGE.check("s01.match_prefix", call="add_prefix([2, 3]); match_prefix([1, 2, 3])", specificity=1,
              title=L("equal tokens in the middle do not count", "中间相同的 token 不算"),
-             hint=L("Equal tokens in the middle of the prompt do not count: compare from position 0.",
-                    "提示词中间相同的 token 不算：要从第 0 个位置开始比较。"))
+             hint=L("Only the start of the prompt counts: equal tokens in the middle or at the end do not. Compare "
+                    "the prefix with the prompt's tokens from position 0 on.",
+                    "只有提示词的开头才算：中间或末尾相同的 token 都不算。要拿前缀和提示词从第 0 个位置起的 token 比较。"))
 def middle_does_not_count(impl):
     m = impl.PrefixCacheManager()
     m.add_prefix([2, 3])
@@ -313,6 +376,53 @@ def middle_does_not_count(impl):
                     "\"12\" + \"3\"，但 token 23 不是 token 2。"))
 def token_boundaries(impl):
     return boundary_matches(impl, [([1, 2], [1, 23, 4]), ([1, 23], [12, 3, 5]), ([1, 2], [1, 2, 34])])
+
+
+@STAGE.check("s01.match_prefix", specificity=1,
+             call=L("seed fixture; add_prefix([4]); match_prefix([1, 2, 9]), match_prefix([4]), match_prefix([])",
+                    "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；add_prefix([4])；match_prefix([1, 2, 9])、"
+                    "match_prefix([4])、match_prefix([])"),
+             title=L("a prefix as long as the prompt, a one-token prompt, an empty prompt",
+                     "和提示词一样长的前缀、只有一个 token 的提示词、空提示词"),
+             hint=L("A prefix as long as the prompt matches when every token is equal: the whole prompt hits "
+                    "(nothing needs to be left over). An empty prompt hits nothing.",
+                    "和提示词一样长的前缀，只要每个 token 都相等就算匹配：整个提示词都命中（不需要剩下任何 token）。"
+                    "空提示词什么也命中不了。"))
+def whole_prompt_one_token_and_empty(impl):
+    m = seed_fixture(impl)
+    m.add_prefix([4])
+    return record(whole_prompt=m.match_prefix([1, 2, 9]), one_token=m.match_prefix([4]), empty=m.match_prefix([]))
+
+
+@STAGE.check("s01.match_prefix", specificity=1,
+             call=L("seed fixture; match_prefix((1, 2, 9, 8)), match_prefix(t for t in [1, 2, 3, 3])",
+                    "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；match_prefix((1, 2, 9, 8))、"
+                    "match_prefix(t for t in [1, 2, 3, 3])"),
+             title=L("a tuple or a generator as the prompt", "提示词是 tuple 或生成器"),
+             hint=L("Compare with `prompt`, the list TODO 1 made, never with the caller's `prompt_tokens`: that may be "
+                    "a tuple, or a generator that TODO 1 has already read to the end.",
+                    "要和 `prompt`（TODO 1 生成的列表）比较，而不是调用者传进来的 `prompt_tokens`：它可能是 tuple，"
+                    "也可能是一个已经被 TODO 1 读到头的生成器。"))
+def any_iterable_prompt(impl):
+    m = seed_fixture(impl)
+    return record(tuple_prompt=attempt(lambda: m.match_prefix((1, 2, 9, 8))),
+                  generator_prompt=attempt(lambda: m.match_prefix(t for t in [1, 2, 3, 3])))
+
+
+@STAGE.check("s01.match_prefix",
+             call="vocab = 50_000; add_prefix([vocab + i for i in (7, 1, 7)]); "
+                  "match_prefix([vocab + i for i in (7, 1, 7, 2)]), match_prefix([vocab + i for i in (7, 1, 8)])",
+             title=L("token ids above 256, built at run time", "运行时算出来的、大于 256 的 token id"),
+             hint=L("Compare token ids by value (==), never by identity (is): two equal ids above 256 computed at run "
+                    "time are usually two different objects (real vocabularies have tens of thousands of ids).",
+                    "按值（==）比较 token id，绝不能按身份（is）比较：运行时算出来的两个相等的、大于 256 的 id，"
+                    "通常是两个不同的对象（真实词表有好几万个 id）。"))
+def large_ids_built_at_run_time(impl):
+    vocab = int("50000")
+    m = impl.PrefixCacheManager()
+    m.add_prefix([vocab + i for i in (7, 1, 7)])
+    return record(equal_ids=m.match_prefix([vocab + i for i in (7, 1, 7, 2)]),
+                  last_id_differs=m.match_prefix([vocab + i for i in (7, 1, 8)]))
 
 
 # -- TODO 4: split_prompt -----------------------------------------------------------------------
@@ -340,13 +450,40 @@ def split_full_hit(impl):
     return split_record(seed_fixture(impl).split_prompt([1, 2, 3]))
 
 
+@STAGE.check("s01.split_prompt",
+             call=L("seed fixture; split_prompt((1, 2, 9, 9, 7)), split_prompt(t for t in [1, 2, 3, 3])",
+                    "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；split_prompt((1, 2, 9, 9, 7))、"
+                    "split_prompt(t for t in [1, 2, 3, 3])"),
+             title=L("a tuple or a generator as the prompt: both parts are lists", "提示词是 tuple 或生成器：两部分都是 list"),
+             hint=L("Cut `prompt`, the list TODO 1 made, never the caller's `prompt_tokens`: that may be a tuple, or "
+                    "a generator already read to the end. Both parts are lists.",
+                    "要切的是 `prompt`（TODO 1 生成的列表），而不是调用者传进来的 `prompt_tokens`：它可能是 tuple，"
+                    "也可能是一个已经读到头的生成器。两部分都是 list。"))
+def tuple_or_generator_gives_lists(impl):
+    m = seed_fixture(impl)
+    return record(from_tuple=attempt(lambda: split_record(m.split_prompt((1, 2, 9, 9, 7)))),
+                  from_generator=attempt(lambda: split_record(m.split_prompt(t for t in [1, 2, 3, 3]))))
+
+
+@STAGE.check("s01.split_prompt",
+             call=L("seed fixture; split_prompt([]), split_prompt([5])",
+                    "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；split_prompt([])、split_prompt([5])"),
+             title=L("an empty prompt and a one-token prompt", "空提示词和只有一个 token 的提示词"),
+             hint=L("An empty prompt splits into two empty lists; a one-token prompt that does not hit is all suffix.",
+                    "空提示词拆成两个空列表；只有一个 token 且没有命中的提示词，整个都是后缀。"))
+def empty_and_one_token_prompts(impl):
+    m = seed_fixture(impl)
+    return record(empty=split_record(m.split_prompt([])), one_token=split_record(m.split_prompt([5])))
+
+
 # -- TODO 5: cache_stats ------------------------------------------------------------------------
 @STAGE.check("s01.cache_stats", call=L("seed fixture; cache_stats([1, 2, 3, 9])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([1, 2, 3, 9])"),
              title=L("the seed's ledger", "基础示例的账本"),
-             hint=L("3 of 4 tokens hit, 1 is left to prefill: the ratio is 3 / 4.",
-                    "4 个 token 命中了 3 个，剩 1 个要 prefill：复用率是 3 / 4。"))
+             hint=L("3 of 4 tokens hit, 1 is left to prefill: the ratio is the hit tokens over all of them, 3 / 4 = "
+                    "0.75 (a fraction, not a percentage).",
+                    "4 个 token 命中了 3 个，剩 1 个要 prefill：复用率是命中数除以总数，3 / 4 = 0.75（是比例，不是百分数）。"))
 def seed_stats(impl):
-    return seed_fixture(impl).cache_stats([1, 2, 3, 9])
+    return plain(seed_fixture(impl).cache_stats([1, 2, 3, 9]))
 
 
 @STAGE.check("s01.cache_stats", call=L("seed fixture; cache_stats([])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([])"),
@@ -354,7 +491,7 @@ def seed_stats(impl):
              hint=L("An empty prompt has 0 hit, 0 uncached tokens and ratio 0.0: never divide by zero.",
                     "空提示词命中 0 个、未命中 0 个、复用率 0.0：不能除以零。"))
 def empty_prompt_stats(impl):
-    return seed_fixture(impl).cache_stats([])
+    return plain(seed_fixture(impl).cache_stats([]))
 
 
 @STAGE.check("s01.cache_stats", call=L("seed fixture; cache_stats([5, 6])", "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([5, 6])"),
@@ -362,4 +499,31 @@ def empty_prompt_stats(impl):
              hint=L("No hit: every token is uncached and the ratio is 0.0.",
                     "没有命中：每个 token 都未命中，复用率是 0.0。"))
 def no_hit_stats(impl):
-    return seed_fixture(impl).cache_stats([5, 6])
+    return plain(seed_fixture(impl).cache_stats([5, 6]))
+
+
+@STAGE.check("s01.cache_stats",
+             call=L("seed fixture; cache_stats([1, 2, 3, 5, 5, 5, 5]), cache_stats([1, 2, 9] + [8] * 6)",
+                    "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([1, 2, 3, 5, 5, 5, 5])、"
+                    "cache_stats([1, 2, 9] + [8] * 6)"),
+             title=L("a ratio that needs rounding: 3 of 7 tokens", "需要舍入的复用率：7 个 token 命中 3 个"),
+             hint=L("Round the ratio to 4 decimals (round to nearest, as round(x, 4) does): 3 / 7 is 0.4286, not "
+                    "0.428571... and not 0.4285.",
+                    "复用率保留 4 位小数（四舍五入到最近，和 round(x, 4) 一样）：3 / 7 是 0.4286，不是 0.428571...，"
+                    "也不是 0.4285。"))
+def ratio_rounded_to_4_decimals(impl):
+    m = seed_fixture(impl)
+    return plain([m.cache_stats([1, 2, 3, 5, 5, 5, 5]), m.cache_stats([1, 2, 9] + [8] * 6)])
+
+
+@STAGE.check("s01.cache_stats",
+             call=L("seed fixture; cache_stats([1, 2, 3]), cache_stats([7])",
+                    "基础示例（依次登记 [1,2,3]、[1,2,9]、[1,2,3]）；cache_stats([1, 2, 3])、cache_stats([7])"),
+             title=L("a fully cached prompt and a one-token prompt", "整个命中的提示词和只有一个 token 的提示词"),
+             hint=L("A fully cached prompt has no uncached token and ratio 1.0; a single token that does not hit is "
+                    "all uncached, ratio 0.0.",
+                    "整个命中的提示词没有未命中的 token，复用率是 1.0；只有一个 token 且没有命中时，它就是未命中的，"
+                    "复用率 0.0。"))
+def full_hit_and_one_token(impl):
+    m = seed_fixture(impl)
+    return plain([m.cache_stats([1, 2, 3]), m.cache_stats([7])])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from autograder.checks.common import record, within_budget
+from autograder.checks.common import plain, record, within_budget
 from autograder.checks.s02 import FRANCE, SPAIN, STAGE, TENANT_A, byte_tokens
 from autograder.i18n import L
 
@@ -30,14 +30,14 @@ def _options(extra, seed) -> dict:
 
 
 # -- TODO 1 -------------------------------------------------------------------------------------
-@STAGE.check("s02.split_blocks", hidden=True,
+@STAGE.check("s02.split_blocks", hidden=True, sibling="any_sequence_left_alone",
              hint=L("Any sequence may come in (a tuple, a range); the blocks are always tuples.",
                     "传进来的可以是任何序列（tuple、range）；块始终是 tuple。"))
 def tuple_and_range_input(impl):
     return record(from_tuple=impl.split_blocks((1, 2, 3, 4, 5), 2), from_range=impl.split_blocks(range(7), 3))
 
 
-@STAGE.check("s02.split_blocks", hidden=True,
+@STAGE.check("s02.split_blocks", hidden=True, sibling="exact_multiple",
              hint=L("Block i holds the tokens from i times block_size on, exactly block_size of them; none overlap, "
                     "none is short.",
                     "第 i 块装的是从第 i × block_size 个位置起的恰好 block_size 个 token；块之间不重叠，也没有短块。"))
@@ -45,7 +45,7 @@ def random_splits(impl):
     return [impl.split_blocks(tokens, bs) for tokens, bs in _random_prompts(21)]
 
 
-@STAGE.check("s02.split_blocks", hidden=True,
+@STAGE.check("s02.split_blocks", hidden=True, sibling="repeats_size_one_and_empty",
              hint=L("An empty prompt has no blocks; block_size 1 makes one block per token.",
                     "空提示词没有块；block_size 为 1 时每个 token 自成一块。"))
 def empty_and_size_one(impl):
@@ -53,14 +53,14 @@ def empty_and_size_one(impl):
 
 
 # -- TODO 2 -------------------------------------------------------------------------------------
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="same_tokens_other_extra_keys_in_one_sequence",
              hint=L("Block 0 is hashed on the root_seed argument it is given, not always on the module's ROOT_SEED.",
                     "第 0 块用传进来的 root_seed 参数做哈希，而不是总用模块里的 ROOT_SEED。"))
 def uses_the_given_root_seed(impl):
     return record(seed_B=impl.hash_block(None, [1, 2], root_seed=b"deployment-B"), default=impl.hash_block(None, [1, 2]))
 
 
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="order_of_extra_keys_does_not_matter",
              hint=L("Every normalized extra key is digested, tagged by its kind, in the normalized order.",
                     "每个规范化后的附加 key 都要按规范化后的顺序摘要进去，并带上它的 kind。"))
 def several_extra_keys(impl):
@@ -68,7 +68,7 @@ def several_extra_keys(impl):
             ([("salt", "s"), ("lora", "l")], [("lora", "l"), ("salt", "s")], [("lora", "sl")], [("lora", "s"), ("salt", "l")])]
 
 
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="framing_keeps_kind_and_value_apart",
              hint=L("Frame every field, so that different inputs never give the same bytes.",
                     "每个字段都要加长度帧，这样不同的输入永远不会得到相同的字节。"))
 def framing_keeps_fields_apart(impl):
@@ -76,7 +76,7 @@ def framing_keeps_fields_apart(impl):
             impl.hash_block(None, [258]), impl.hash_block(None, [2, 1])]
 
 
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="parent_is_digested",
              hint=L("Chained keys over random blocks must equal sha256 of the canonical bytes.",
                     "对随机的块链式求出的 key，必须等于规范字节的 sha256。"))
 def random_chains(impl):
@@ -89,7 +89,7 @@ def random_chains(impl):
     return out
 
 
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="token_boundaries",
              hint=L("Token ids whose digits run into each other (1, 23 against 12, 3): encode ids, never their text, "
                     "with and without a parent.",
                     "数字会连在一起的 token id（1, 23 对比 12, 3）：编码的是 id，绝不是它们的文本，有没有父 key 都一样。"))
@@ -105,7 +105,7 @@ def multi_digit_token_boundaries(impl):
                   impl.hash_block(k, [1, 11])]
 
 
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="same_tokens_other_extra_keys_in_one_sequence",
              hint=L("Keys remembered between calls must be remembered under the parent, the tokens, the extra keys "
                     "and the root seed together: the same block under a new parent, salt or seed gets a new key.",
                     "在多次调用之间记住的 key，必须按父 key、token、附加 key 和根种子四者一起来记：同一个块换了父 key、"
@@ -119,7 +119,7 @@ def memoized_keys_interleaved(impl):
             impl.hash_block(None, t0)]
 
 
-@STAGE.check("s02.hash_block", hidden=True,
+@STAGE.check("s02.hash_block", hidden=True, sibling="same_tokens_other_extra_keys_in_one_sequence",
              hint=L("A random sequence of calls that repeat tokens under other parents, extra keys and root seeds: "
                     "each call's key depends on all of its inputs.",
                     "一串随机调用，同样的 token 反复搭配不同的父 key、附加 key 和根种子：每次调用的 key 都取决于它的全部输入。"))
@@ -136,13 +136,13 @@ def random_calls_with_extra_keys_and_seeds(impl):
 
 
 # -- TODO 3 -------------------------------------------------------------------------------------
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="same_prompt_other_salts_in_one_sequence",
              hint=L("Pass root_seed on to the hashing of the blocks.", "把 root_seed 传给每一块的哈希。"))
 def root_seed_is_passed_on(impl):
     return impl.chain_keys([1, 2, 3, 4], 2, root_seed=b"deployment-B")
 
 
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="france_and_spain_differ",
              hint=L("Changing one token of block 0 changes every later key.", "改动第 0 块的一个 token，之后的每个 key 都会变。"))
 def one_token_changes_every_key(impl):
     a = impl.chain_keys(list(range(16)), 4)
@@ -150,21 +150,21 @@ def one_token_changes_every_key(impl):
     return record(equal_positions=[x == y for x, y in zip(a, b)], keys_a=len(a), keys_b=len(b))
 
 
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="three_blocks",
              hint=L("Random prompts: one key per full block, each chained on the key before it.",
                     "随机提示词：每个满块一个 key，每个都接在前一个 key 之后。"))
 def random_prompt_chains(impl):
     return [impl.chain_keys(tokens, bs) for tokens, bs in _random_prompts(23)]
 
 
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="no_full_block_no_key",
              hint=L("An empty prompt, or one shorter than a block, has no keys.", "空提示词，或者比一个块还短的提示词，没有 key。"))
 def no_full_block(impl):
     return record(empty=impl.chain_keys([], 4), shorter_than_a_block=impl.chain_keys(byte_tokens(FRANCE)[:3], 4),
                   with_adapter=impl.chain_keys(byte_tokens(SPAIN), 16, [("lora", "adapter-1")]))
 
 
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="three_blocks",
              hint=L("Token ids whose digits run into each other: prompts 1, 23, ... and 12, 3, ... share no key.",
                     "数字会连在一起的 token id：提示词 1, 23, ... 和 12, 3, ... 没有任何相同的 key。"))
 def multi_digit_prompts(impl):
@@ -172,7 +172,7 @@ def multi_digit_prompts(impl):
             (([1, 23, 4, 5], 2), ([12, 3, 4, 5], 2), ([1, 23, 4, 5], 1), ([12, 3, 4, 5], 1), ([123, 4], 1))]
 
 
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="same_prompt_other_salts_in_one_sequence",
              hint=L("A prompt that shares its first blocks with an earlier call under another salt or root seed shares "
                     "none of its keys: never reuse an earlier call's keys for a prefix of the tokens alone.",
                     "一个提示词即使和之前某次调用的前几块相同，只要盐值或根种子不同，就没有一个 key 相同："
@@ -184,7 +184,7 @@ def memoized_prefixes_under_other_salts(impl):
             impl.chain_keys(base, 4, TENANT_A), impl.chain_keys(base[:4], 4, [("lora", "tenant-a")])]
 
 
-@STAGE.check("s02.chain_keys", hidden=True,
+@STAGE.check("s02.chain_keys", hidden=True, sibling="same_prompt_other_salts_in_one_sequence",
              hint=L("A random sequence of calls that repeat prompts under other extra keys and root seeds: each call's "
                     "keys depend on all of its inputs.",
                     "一串随机调用，同样的提示词反复搭配不同的附加 key 和根种子：每次调用的 key 都取决于它的全部输入。"))
@@ -196,22 +196,22 @@ def random_calls_with_salts_and_seeds(impl):
 
 
 # -- TODO 4 -------------------------------------------------------------------------------------
-@STAGE.check("s02.longest_cached_run", hidden=True,
+@STAGE.check("s02.longest_cached_run", hidden=True, sibling="stored_value_does_not_matter",
              hint=L("Test whether the table holds the key, not its value: a stored 0, None or empty string is a hit.",
                     "检查的是表里有没有这个 key，而不是它的值：存的值是 0、None 或空字符串也算命中。"))
 def falsy_values_are_hits(impl):
     table = {b"a": 0, b"b": None, b"c": ""}
-    return impl.longest_cached_run([b"a", b"b", b"c", b"d"], table)
+    return plain(impl.longest_cached_run([b"a", b"b", b"c", b"d"], table))
 
 
-@STAGE.check("s02.longest_cached_run", hidden=True,
+@STAGE.check("s02.longest_cached_run", hidden=True, sibling="no_keys_or_empty_table",
              hint=L("No keys give a run of 0, and so does an empty table; always return an int.",
                     "没有 key 时结果是 0，表为空时也是 0；始终返回 int。"))
 def no_keys(impl):
-    return record(no_keys=impl.longest_cached_run([], {b"a": 1}), empty_table=impl.longest_cached_run([b"a"], {}))
+    return plain(record(no_keys=impl.longest_cached_run([], {b"a": 1}), empty_table=impl.longest_cached_run([b"a"], {})))
 
 
-@STAGE.check("s02.longest_cached_run", hidden=True,
+@STAGE.check("s02.longest_cached_run", hidden=True, sibling="stops_at_first_miss",
              hint=L("Random tables: count the leading hits only.", "随机的表：只数开头连续的命中。"))
 def random_tables(impl):
     rng = random.Random(24)
@@ -220,7 +220,7 @@ def random_tables(impl):
         keys = [bytes([rng.randrange(4)]) for _ in range(rng.randint(0, 6))]
         table = {bytes([k]): k for k in range(4) if rng.random() < 0.6}
         out.append(impl.longest_cached_run(keys, table))
-    return out
+    return plain(out)
 
 
 # -- cost guards (TODO 4) ------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def _within_budget(calls) -> dict:
     """Run the calls in order; stop as soon as the budget is spent."""
     calls, results = list(calls), []
     fast = within_budget(lambda i: results.append(calls[i]()), len(calls), BUDGET_S, batch=1)
-    return record(within_budget=fast, results=sorted(set(results)) if fast else None)
+    return record(within_budget=fast, results=sorted(set(plain(results))) if fast else None)
 
 
 @STAGE.check("s02.longest_cached_run", hidden=True, sibling="lookups_stay_cheap",
