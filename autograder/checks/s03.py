@@ -536,7 +536,7 @@ def a_block_is_handed_out_once(impl):
              title=L("only the handed-out block forgets its key", "只有被分配出去的块忘掉它的 key"),
              hint=L("Drop only the key of the block you hand out (del self.cached[block.key]); every other cached "
                     "block stays cached and keeps hitting.",
-                    "只删掉被分配出去的那个块的 key（del self.cached[block.key]）；其他缓存块保持缓存，照样能命中。"))
+                    "只删掉被分配出去的那个块的 key（`del self.cached[block.key]`）；其他缓存块保持缓存，照样能命中。"))
 def other_cached_blocks_stay(impl):
     pool = impl.BlockPool(3, 2)
     for rid, tokens in (("a", [8, 8]), ("b", [8, 9])):  # one block each: block 0, block 1
@@ -561,7 +561,7 @@ def other_cached_blocks_stay(impl):
              title=L("constant time: never walks the cache map or the blocks", "常数时间：不遍历缓存表，也不遍历所有块"),
              hint=L("The block knows its own key: delete exactly self.cached[block.key]; never loop over the cache "
                     "map, the pool's blocks or the free queue to find it.",
-                    "块自己记着 key：正好删掉 self.cached[block.key]；不要为了找它去遍历缓存表、池里的块或空闲队列。"),
+                    "块自己记着 key：正好删掉 `self.cached[block.key]`；不要为了找它去遍历缓存表、池里的块或空闲队列。"),
              specificity=2)
 def allocate_never_walks_the_pool(impl):
     pool, counter = watched_pool(impl, 12, 2)
@@ -691,7 +691,7 @@ def cached_hit_next_in_line(impl):
                     "B = [3] * 11（它的 4 个新块用掉了 A 的全部块）：接纳，然后 ids(pool.lookup(pool.keys_of(A), 8))；"
                     "提交、释放；C = A 的提示词：C 的命中数，以及过期命中（读到为别的前缀写的 KV）的个数"),
              title=L("fresh blocks forget their old keys, however admit gets them",
-                     "新块一定忘掉原来的 key，不管 admit 怎样拿到它们"),
+                     "新块一定忘掉原来的 key，不管 `admit` 怎样拿到它们"),
              hint=L("Get every fresh block from self.allocate_block(): it drops the block's old key. A block taken "
                     "from the free queue directly keeps its old key, so a later request hits KV that B overwrote.",
                     "每个新块都要通过 self.allocate_block() 拿：它会删掉块原来的 key。直接从空闲队列里取的块还带着"
@@ -780,10 +780,10 @@ def first_writer_wins(impl):
                     "pool.commit('a')；ids(pool.lookup(pool.keys_of(tokens, [('tenant', '租户甲')]), 5))，"
                     "ids(pool.lookup(pool.keys_of(tokens), 5))，pool_state(pool)"),
              title=L("registers under the keys admit stored (extra keys included)",
-                     "用 admit 保存的 key 登记（附加 key 也算在内）"),
+                     "用 `admit` 保存的 key 登记（附加 key 也算在内）"),
              hint=L("Register each block under state.keys[i], the key admit hashed with the request's extra keys; "
                     "a fresh hash of the tokens alone is another key, so the tenant's own request would miss.",
-                    "用 state.keys[i] 登记每个块，那是 admit 带着请求的附加 key 算出的 key；只用 token 重新哈希得到的是"
+                    "用 `state.keys[i]` 登记每个块，那是 `admit` 带着请求的附加 key 算出的 key；只用 token 重新哈希得到的是"
                     "另一个 key，这个租户自己的请求反而会未命中。"))
 def keys_hashed_with_extra_keys(impl):
     pool = impl.BlockPool(6, 2)

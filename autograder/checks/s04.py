@@ -392,7 +392,7 @@ def appended_blocks_are_members(impl):
              title=L("constant time: the work does not grow with the queue", "常数时间：工作量不随队列变长"),
              hint=L("Insert in front of the sentinel you already hold (mid or tail) with the given linking helper; "
                     "never walk the list to find its end.",
-                    "用给定的插入辅助方法插到你手里已有的哨兵（mid 或 tail）前面；绝不要遍历链表去找末尾。"),
+                    "用给定的插入辅助方法插到你手里已有的哨兵（`mid` 或 `tail`）前面；绝不要遍历链表去找末尾。"),
              specificity=2)
 def append_work_does_not_grow(impl):
     return work_grows(impl, "append")
