@@ -46,7 +46,9 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value  # once
         return value
-    raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+    from autograder.i18n import tr
+
+    raise AttributeError(tr(f"module 'kernels' has no attribute {name!r}", f"kernels 模块没有名为 {name!r} 的属性"))
 
 
 def __dir__() -> list[str]:

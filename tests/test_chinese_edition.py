@@ -188,10 +188,11 @@ _CODE_WORDS = {"for", "in", "is", "not", "and", "or", "if", "else", "None", "lam
 def _prose_words(call: str) -> list[str]:
     """Runs of plain English words in a check's input (outside string literals), e.g. 'admit twice'."""
     code = re.sub(r"'[^']*'|\"[^\"]*\"", " ", call)
+    code = re.sub(r"\bfor\s+\w+(?:\s*,\s*\w+)*\s+in\b", " ", code)  # a comprehension's loop is code
     return [m for m in _WORDS.findall(code) if not set(m.split()) <= _CODE_WORDS]
 
 
-@pytest.mark.parametrize("stage_id", ["s01", "s03", "s04", "s05", "s06", "s07", "s08"])
+@pytest.mark.parametrize("stage_id", layout.built_stages())
 def test_check_inputs_written_in_words_are_bilingual(stage_id):
     plain = [f"{c.key}: {c.call}" for c in load_stage(stage_id, hidden=False).checks
              if isinstance(c.call, str) and _prose_words(c.call)]
