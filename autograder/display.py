@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from autograder.data import Opaque, decode
-from autograder.i18n import L, text
+from autograder.i18n import LANGUAGES, L, text
 
 MAX_CHARS = 160
 TENSOR_KEYS = frozenset({"shape", "dtype", "device", "values"})
@@ -107,7 +107,7 @@ def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
                                   "（这里只接受普通的 int/float/str/list/tuple/dict 值）"), lang)
         return out
     if kind == "raised":
-        message = outcome.get("message_zh") if text(L("en", "zh"), lang) == "zh" else None
+        message = outcome.get("message_zh") if text(L(LANGUAGES[0], "zh"), lang) == "zh" else None
         message = message or outcome.get("message")
         msg = f": {_short(message, 100)}" if message else ""
         return text(L("raises {t}{m}", "抛出 {t}{m}"), lang).format(t=outcome["type"], m=msg)

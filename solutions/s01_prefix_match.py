@@ -14,6 +14,7 @@ from typing import Sequence
 RAISED_ZH = {
     "an empty prefix cannot be cached": "空前缀不能缓存",
     "tokens must be ints, got str: 'bad'": "token 必须是 int，实际是 str：'bad'",
+    "tokens must be ints, got float: 5.0": "token 必须是 int，实际是 float：5.0",
 }
 
 
