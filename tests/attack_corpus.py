@@ -462,7 +462,7 @@ for k in keys[1:]:
 data = "".join(_json.dumps(e) + "\\n" for e in lines + [{"phase": "done"}]).encode()
 for fd in range(3, 64):
     _pcw_try(_os.write, fd, data)
-_os._exit(0)"""), ALL - {MATCH}, {MATCH: "check 'seed_match_3' failed"}))
+_os._exit(0)"""), ALL - {MATCH}, {MATCH: "could not be read"}))
     out.append(Case("report_a_check_twice", PRELUDE + "\n" + inject("match_prefix", """
 import autograder.spec as spec
 key = [c.key for c in spec.load_stage("s01").checks if c.todo == "s01.match_prefix"][0]

@@ -105,13 +105,14 @@ def cases() -> list[Case]:
                         f"src = open({str(S01.reference)!r}).read()\n"
                         f"hidden = open({str(S01.hidden)!r}).read()"), "read_reference_from_disk"))
     # the imported "reference" is the grader's copy, whose match_prefix is this very method
-    c.append(only_fails("s01.match_prefix", "check 'seed_match_3' failed", inject("match_prefix",
+    c.append(only_fails("s01.match_prefix", "RecursionError", inject("match_prefix",
                         "import solutions.s01_prefix_match as ref\nreturn ref.PrefixCacheManager.match_prefix(self, prompt_tokens)"),
                         "import_reference"))
     c.append(only_fails("s01.normalize", "not allowed", inject("_normalize",
                         f"open('/tmp/pcw_pwned.txt', 'w').write('x')\nimport shutil\nshutil.rmtree({str(ROOT)!r})"),
                         "write_and_delete_files"))
-    c.append(only_fails("s01.add_prefix", "not allowed", inject("add_prefix",
+    # the sandbox refuses the socket: the learner sees PermissionError as the raised type
+    c.append(only_fails("s01.add_prefix", "PermissionError", inject("add_prefix",
                         "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)"), "network"))
     c.append(Case("threads_left_running", "import threading, time\n"
                   "threading.Thread(target=lambda: [time.sleep(0.01) for _ in iter(int, 1)], daemon=False).start()\n"
