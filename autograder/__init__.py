@@ -6,8 +6,8 @@ Learners use ``check(todo_id)``, ``hint(todo_id)``, ``demo(todo_id)``, ``progres
 from __future__ import annotations
 
 __all__ = ["check", "demo", "hint", "progress", "reveal", "set_language", "tr"]
-_HOMES = {"check": "inline", "demo": "demos", "hint": "learn", "progress": "standing", "reveal": "learn", "set_language": "i18n",
-          "tr": "i18n"}
+_HOMES = {"check": "learner.inline", "demo": "learner.demos", "hint": "learner.learn", "progress": "learner.standing",
+          "reveal": "learner.learn", "set_language": "core.i18n", "tr": "core.i18n"}
 
 
 def __getattr__(name: str):

@@ -1,4 +1,4 @@
 """Command line: ``python -m autograder {build,grade,course,gradescope} ...``."""
-from autograder.cli import main
+from autograder.commands.cli import main
 
 raise SystemExit(main())

@@ -41,14 +41,15 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from autograder import cell_ids, isolation, layout  # noqa: E402
-from autograder.batch import available_cores  # noqa: E402
-from autograder.grade import child_payload_for, limits_for  # noqa: E402
-from autograder.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
-from autograder.staging import GradingRun  # noqa: E402
-from autograder.submission import read_submission  # noqa: E402
-from autograder.supervise import run_child  # noqa: E402
-from autograder.testing import variant_notebook  # noqa: E402
+from autograder.core import cell_ids, layout  # noqa: E402
+from autograder.isolation import levels as isolation  # noqa: E402
+from autograder.grading.batch import available_cores  # noqa: E402
+from autograder.grading.grade import child_payload_for, limits_for  # noqa: E402
+from autograder.child.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
+from autograder.grading.staging import GradingRun  # noqa: E402
+from autograder.grading.submission import read_submission  # noqa: E402
+from autograder.grading.supervise import run_child  # noqa: E402
+from autograder.grading.testing import variant_notebook  # noqa: E402
 
 KINDS = ("honest", "wrong", "unfilled", "wrong", "hostile")
 HOSTILE = '''
@@ -214,8 +215,8 @@ def child_phases(notebook: Path) -> Phases:
             out.children += 1
         out.start = out.children * _rusage_of([sys.executable, "-I", "-c", "pass"])
         imports = ("import sys; sys.path[0:0] = [sys.argv[1]]; import ctypes; "
-                   "from autograder import protocol, hybrid, probe, twins, confine, sandbox; "
-                   "from autograder.spec import load_stage; "
+                   "from autograder.child import protocol, hybrid, probe, twins, sandbox; from autograder.isolation import confine; "
+                   "from autograder.core.spec import load_stage; "
                    + "".join(f"import {m}; " for m in sub.stage.preload)
                    + f"load_stage({sub.stage.id!r}, hidden=True, reference=None)")
         out.imports = out.children * _rusage_of([sys.executable, "-I", "-c", imports, str(run.staging)]) - out.start

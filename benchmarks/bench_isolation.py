@@ -3,7 +3,7 @@
 Every contender launches the same child (``python -I``, a staged module that imports json and
 ctypes, as every grading child does, and whose entry does nothing)
 and waits for it to exit, ``--children`` times per round: the baseline with plain ``subprocess``
-(no confinement), the others through :func:`autograder.isolation.plan_child` at each level this
+(no confinement), the others through :func:`autograder.isolation.levels.plan_child` at each level this
 machine offers (planning included, as the supervisor would pay it per child). Rounds are
 interleaved (benchmarks/rounds.py) on the wall clock; the table gives milliseconds per child and
 the overhead over the baseline of the same round.
@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import isolation, layout  # noqa: E402
+from autograder.core import layout  # noqa: E402
+from autograder.isolation import levels as isolation  # noqa: E402
 from benchmarks.rounds import interleaved  # noqa: E402
 
 

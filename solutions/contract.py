@@ -2,8 +2,8 @@
 breaks the TODO's contract, before that value does harm further on.
 
 Plain Python, so that a stage's reference module can raise it from its given code without importing
-the course runtime. Jupyter and the notebook's demo guard (``autograder.demos``) show it as one line in the notebook's
-language that names the TODO to fix (``autograder.faults.result_line``), never as a traceback.
+the course runtime. Jupyter and the notebook's demo guard (``autograder.learner.demos``) show it as one line in the notebook's
+language that names the TODO to fix (``autograder.learner.faults.result_line``), never as a traceback.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ResultError(ValueError):
 
     def line(self, lang: str | None = None) -> str:
         try:
-            from autograder.faults import result_line
+            from autograder.learner.faults import result_line
             from autograder.i18n import L
         except ImportError:  # without the course runtime: the English line
             return f"your {self.todo} returned {self.problem[0]}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from autograder import layout
-from autograder.pysource import solution_region
+from autograder.core import layout
+from autograder.core.pysource import solution_region
 
 _TEXT = layout.stage_files("s05").reference.read_text(encoding="utf-8")
 

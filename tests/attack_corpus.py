@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from autograder import layout
+from autograder.core import layout
 from tests.hostile_corpus import ALL, REF_CLASS, S01, Case, inject
 
 MATCH = "s01.match_prefix"
@@ -444,7 +444,7 @@ for fd in range(3, 64):
     _pcw_try(_os.write, fd, b"{" * (1 << 20))
 raise NotImplementedError()"""), ALL - {"s01.split_prompt"}, {"s01.split_prompt": ""}))
     out.append(Case("forge_every_outcome_then_exit", PRELUDE + "\n" + inject("match_prefix", """
-import autograder.spec as spec
+import autograder.core.spec as spec
 keys = [c.key for c in spec.load_stage("s01").checks if c.todo == "s01.match_prefix"]
 for fd in range(3, 64):
     lines = []
@@ -454,7 +454,7 @@ for fd in range(3, 64):
     _pcw_try(_os.write, fd, data)
 _os._exit(0)"""), ALL - {MATCH}, {MATCH: ""}))
     out.append(Case("forge_unreadable_outcomes_then_exit", PRELUDE + "\n" + inject("match_prefix", """
-import autograder.spec as spec
+import autograder.core.spec as spec
 keys = [c.key for c in spec.load_stage("s01").checks if c.todo == "s01.match_prefix"]
 lines = [{"key": keys[0], "outcome": {"kind": "ok"}}]
 for k in keys[1:]:
@@ -464,7 +464,7 @@ for fd in range(3, 64):
     _pcw_try(_os.write, fd, data)
 _os._exit(0)"""), ALL - {MATCH}, {MATCH: "could not be read"}))
     out.append(Case("report_a_check_twice", PRELUDE + "\n" + inject("match_prefix", """
-import autograder.spec as spec
+import autograder.core.spec as spec
 key = [c.key for c in spec.load_stage("s01").checks if c.todo == "s01.match_prefix"][0]
 for fd in range(3, 64):
     _pcw_try(_os.write, fd, (_json.dumps({"key": key, "outcome": {"kind": "ok", "value": 0}}) + "\\n").encode())

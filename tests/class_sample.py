@@ -9,8 +9,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import layout
-from autograder.testing import variant_notebook
+from autograder.core import layout
+from autograder.grading.testing import variant_notebook
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.ipynb"
 

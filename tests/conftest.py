@@ -14,8 +14,8 @@ if str(ROOT) not in sys.path:
 # CI runs `.venv/bin/python -m pytest` without an activated venv).
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
-from autograder import layout  # noqa: E402
-from autograder.layout import built_stages  # noqa: E402,F401 (the generic tests import it from here)
+from autograder.core import layout  # noqa: E402
+from autograder.core.layout import built_stages  # noqa: E402,F401 (the generic tests import it from here)
 
 
 def stage_params() -> list:
@@ -27,7 +27,7 @@ def stage_params() -> list:
 @pytest.fixture(scope="session")
 def graded_reference_and_stub():
     """Every built stage's instructor notebook (reference) and learner notebook (stub), graded once."""
-    from autograder.grade import grade_paths
+    from autograder.grading.grade import grade_paths
 
     paths = {}
     for sid in built_stages():

@@ -6,7 +6,7 @@ own reference module) is tried as the whole body of each TODO: the TODO's soluti
 ``return <callable>(<the TODO's own arguments>)`` (for a method also ``(self, ...)``), and, where a
 visible adapter takes a callable (``kernels.prefill.pool_attention``), ``return
 <adapter>(<callable>)(...)``. Each such variant is judged in this process, exactly as the grader
-judges (the hybrid of :mod:`autograder.hybrid`, every public and hidden check, the reference's
+judges (the hybrid of :mod:`autograder.child.hybrid`, every public and hidden check, the reference's
 expected outcomes); the variants that pass every check are the TODO's twins, which its spec must
 declare (``Todo(twins=...)``) so that grading blocks them.
 """
@@ -22,11 +22,12 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from autograder import data, hybrid, layout, twins
-from autograder.probe import run_probe
-from autograder.pysource import solution_region, stub_region
-from autograder.spec import Stage, Todo, load_stage
-from autograder.trusted import expected_outcomes
+from autograder.child import hybrid, twins
+from autograder.core import data, layout
+from autograder.child.probe import run_probe
+from autograder.core.pysource import solution_region, stub_region
+from autograder.core.spec import Stage, Todo, load_stage
+from autograder.grading.trusted import expected_outcomes
 
 FIRST_CHECK_S = 0.5    # a delegation that fails fast fails here; the reference's checks take milliseconds
 CANDIDATE_TIME_S = 5   # any later check

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.pysource import object_source
-from autograder import layout
+from autograder.core.pysource import object_source
+from autograder.core import layout
 from tests.conftest import ROOT
 
 ALL = {"s01.normalize", "s01.add_prefix", "s01.match_prefix", "s01.split_prompt", "s01.cache_stats"}
@@ -85,9 +85,9 @@ def cases() -> list[Case]:
                   "builtins.print = lambda *a, **k: None\n" + inject("match_prefix", "raise NotImplementedError()"),
                   ALL - {"s01.match_prefix"}, {"s01.match_prefix": "not implemented"}))
     c.append(Case("patched_grader_modules",
-                  "import autograder.data, autograder.probe, autograder.verdict\n"
-                  "autograder.data.outcomes_equal = lambda *a, **k: True\n"
-                  "autograder.probe.run_probe = lambda check, impl: {'kind': 'ok', 'value': 3}\n"
+                  "import autograder.core.data, autograder.child.probe, autograder.grading.verdict\n"
+                  "autograder.core.data.outcomes_equal = lambda *a, **k: True\n"
+                  "autograder.child.probe.run_probe = lambda check, impl: {'kind': 'ok', 'value': 3}\n"
                   + inject("cache_stats", "raise NotImplementedError()"),
                   ALL - {"s01.cache_stats"}, {"s01.cache_stats": "not implemented"}))
     c.append(only_fails("s01.match_prefix", "only plain", inject("match_prefix",

@@ -148,7 +148,7 @@ def main() -> None:
     out["connect:loopback"] = _try(lambda: socket.create_connection(("127.0.0.1", t["port"]), timeout=2).close())
     out["udp:loopback"] = _try(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", t["port"])))
     libc = ctypes.CDLL(None, use_errno=True)
-    from autograder.confine import capabilities
+    from autograder.isolation.confine import capabilities
 
     out["identity"] = {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
                        "caps": list(capabilities()), "no_new_privs": libc.prctl(39, 0, 0, 0, 0),

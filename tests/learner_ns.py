@@ -8,8 +8,8 @@ import sys
 import types
 from collections.abc import Iterable, Iterator
 
-from autograder import layout, pysource
-from autograder.spec import Stage
+from autograder.core import layout, pysource
+from autograder.core.spec import Stage
 
 
 def module_text(stage: Stage, stubbed: Iterable[str] = (), edits: Iterable[tuple[str, str]] = ()) -> str:

@@ -2,8 +2,8 @@
 Also a few *right* answers written differently from the reference, which must pass everything."""
 from __future__ import annotations
 
-from autograder import layout
-from autograder.pysource import solution_region
+from autograder.core import layout
+from autograder.core.pysource import solution_region
 
 SPLIT = "blocks = list(zip(*[iter(tokens[: num_full * block_size])] * block_size))"
 DATA = "data = frame(root_seed if parent is None else parent) + frame(encode_tokens(block_tokens))"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from autograder import isolation
+from autograder.isolation import levels as isolation
 from tests.conftest import ROOT
 
 

@@ -10,7 +10,7 @@ import venv
 
 import pytest
 
-from autograder import layout
+from autograder.core import layout
 from tests.conftest import ROOT
 from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT, open_and_run_all, start_lab, stop_lab
 

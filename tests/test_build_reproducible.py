@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import build, layout
-from autograder.runtime import stage_build_id, start
-from autograder.spec import load_stage
+from autograder.authoring import build
+from autograder.core import layout
+from autograder.learner.runtime import stage_build_id, start
+from autograder.core.spec import load_stage
 from tests.conftest import ROOT
 
 # Builds everything in memory in a fresh process and prints, as JSON, the sha256 of each generated
@@ -22,8 +23,9 @@ _BUILD_IN_A_FRESH_PROCESS = """
 import hashlib, json, sys
 import torch
 torch.set_num_threads(int(sys.argv[1]))
-from autograder import build, layout
-from autograder.spec import load_stage
+from autograder.authoring import build
+from autograder.core import layout
+from autograder.core.spec import load_stage
 files = {layout.rel(p): hashlib.sha256(c.encode()).hexdigest() for p, c in build.generated_files().items()}
 fresh = {s: hashlib.sha256(json.dumps(build.expected_values(load_stage(s, hidden=False)), sort_keys=True).encode()).hexdigest()
          for s in ("s03", "s06")}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.grade import grade_paths
-from autograder.spec import load_stage
-from autograder.testing import variant_notebook
+from autograder.grading.grade import grade_paths
+from autograder.core.spec import load_stage
+from autograder.grading.testing import variant_notebook
 from tests.hostile_corpus import REF_CLASS, S01
 
 FULL = sum(t.points for t in load_stage("s01").todos)  # the quiz included

@@ -1,12 +1,12 @@
-"""nbgrader's cell ids have one owner (autograder/cell_ids.py): what it builds, it reads back, and the
+"""nbgrader's cell ids have one owner (autograder/core/cell_ids.py): what it builds, it reads back, and the
 built notebooks carry exactly its ids."""
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from autograder import cell_ids, layout
-from autograder.spec import load_stage
+from autograder.core import cell_ids, layout
+from autograder.core.spec import load_stage
 
 
 @pytest.mark.parametrize("stage_id", layout.built_stages())

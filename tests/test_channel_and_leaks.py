@@ -1,4 +1,4 @@
-"""The verdict channel's rules (autograder/protocol.py) and the leak guard (autograder/leaks.py), unit by unit."""
+"""The verdict channel's rules (autograder/child/protocol.py) and the leak guard (autograder/grading/leaks.py), unit by unit."""
 from __future__ import annotations
 
 import base64
@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from autograder.protocol import Channel
-from autograder.leaks import WITHHELD, LeakGuard
+from autograder.child.protocol import Channel
+from autograder.grading.leaks import WITHHELD, LeakGuard
 
 KEYS = ["s01.x:a", "s01.x:hidden:b"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.inline import evaluate
-from autograder.spec import load_stage
+from autograder.learner.inline import evaluate
+from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 from tests.learner_ns import module_text, notebook_namespace
 
@@ -41,7 +41,7 @@ def test_a_stub_still_reads_not_implemented():
 def test_without_the_course_code_a_failure_is_blamed_on_the_other_todo(monkeypatch):
     """A classroom release has no reference to stand in: the check then runs the notebook as it is
     and names the unfinished TODO it needs."""
-    monkeypatch.setattr("autograder.blame._fresh_reference", lambda stage: None)
+    monkeypatch.setattr("autograder.learner.blame._fresh_reference", lambda stage: None)
     stage = load_stage("s05", hidden=False)
     with notebook_namespace(module_text(stage, stubbed=["s05.insert"])) as ns:
         report = evaluate("s05._split_node", namespace=ns, lang="en")

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation, layout, reports
-from autograder.glossary import terms
-from autograder.i18n import L, set_language
-from autograder.results import SubmissionResult, TodoResult, TodoStatus
-from autograder.spec import load_stage
-from autograder.textwidth import display_width, pad
-from autograder.verdict import check_label
+from autograder.core import layout
+from autograder.grading import reports
+from autograder.isolation import levels as isolation
+from autograder.authoring.glossary import terms
+from autograder.core.i18n import L, set_language
+from autograder.core.results import SubmissionResult, TodoResult, TodoStatus
+from autograder.core.spec import load_stage
+from autograder.core.textwidth import display_width, pad
+from autograder.grading.verdict import check_label
 from tests.conftest import stage_params
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -294,8 +296,8 @@ def test_no_english_sentence_in_a_chinese_notebook(stage_id):
 # -- "expected: raises ..." in the learner's language --------------------------------------------------------
 def test_an_expected_exception_reads_in_the_notebooks_language():
     """A check whose reference raises shows the reference's message; a zh learner reads it in Chinese."""
-    from autograder.display import show
-    from autograder.inline import load_expected
+    from autograder.grading.display import show
+    from autograder.learner.inline import load_expected
 
     raised = [(sid, key, out) for sid in (s.id for s in layout.all_stages() if s.is_built)
               for key, out in load_expected(sid)["checks"].items() if out["kind"] == "raised"]

@@ -15,10 +15,10 @@ import nbformat
 import pytest
 import yaml
 
-from autograder import layout
-from autograder.classroom import SETUP, WORKFLOW, needs_torch
-from autograder.spec import load_stage
-from autograder.testing import variant_notebook
+from autograder.core import layout
+from autograder.integrations.classroom import SETUP, WORKFLOW, needs_torch
+from autograder.core.spec import load_stage
+from autograder.grading.testing import variant_notebook
 from tests.conftest import ROOT
 
 S03 = layout.stage_files("s03")
@@ -71,7 +71,7 @@ def test_workflow_has_one_step_per_todo_and_a_reporter(tmp_path, edition):
 
 
 def test_setup_script_installs_from_course_sources_only_and_keeps_torch(tmp_path):
-    from autograder.course import load_course
+    from autograder.core.course import load_course
 
     t = make_template(tmp_path / "t", "s03")
     script = (t / SETUP).read_text()
@@ -129,7 +129,7 @@ def test_partial_credit_is_one_step_per_point(tmp_path):
     wrong = [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
               "is_match = all(t in prompt for t in cached_prefix)")]
     nbformat.write(variant_notebook("s01", wrong), repo / layout.stage_files("s01").learner().name)
-    from autograder.grade import grade_paths
+    from autograder.grading.grade import grade_paths
 
     earned = next(t for t in grade_paths([repo / layout.stage_files("s01").learner().name], grading="partial",
                                          only={str(repo / layout.stage_files("s01").learner().name): {"s01.match_prefix"}})[0].todos)

@@ -9,10 +9,10 @@ import re
 import jupytext
 import pytest
 
-from autograder import layout
-from autograder.i18n import L
-from autograder.localize import english_left
-from autograder.spec import load_stage
+from autograder.core import layout
+from autograder.core.i18n import L
+from autograder.authoring.localize import english_left
+from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 
 FRAME = {

@@ -11,11 +11,12 @@ import types
 
 import pytest
 
-from autograder import layout, twins
-from autograder.inline import run_check
-from autograder.pysource import solution_region
-from autograder.spec import load_stage
-from autograder.testing import grade_variant
+from autograder.child import twins
+from autograder.core import layout
+from autograder.learner.inline import run_check
+from autograder.core.pysource import solution_region
+from autograder.core.spec import load_stage
+from autograder.grading.testing import grade_variant
 from tests.conftest import built_stages
 from tests.delegation import Delegation, Judge, screen
 

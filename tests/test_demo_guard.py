@@ -15,12 +15,12 @@ import traceback
 import nbformat
 import pytest
 
-from autograder import layout
-from autograder.demos import demo
-from autograder.i18n import set_language
-from autograder.inline import evaluate
-from autograder.learn import reveal
-from autograder.spec import load_stage
+from autograder.core import layout
+from autograder.learner.demos import demo
+from autograder.core.i18n import set_language
+from autograder.learner.inline import evaluate
+from autograder.learner.learn import reveal
+from autograder.core.spec import load_stage
 from solutions.contract import ResultError
 from tests.conftest import stage_params
 from tests.learner_ns import module_text, notebook_namespace
@@ -132,7 +132,7 @@ def test_a_skipped_body_inside_a_function_returns_normally(s04_slipped):
 
 
 def test_the_todos_are_judged_once_per_version_of_the_code(s04_slipped, monkeypatch):
-    import autograder.inline as inline
+    import autograder.learner.inline as inline
 
     calls = []
     real = inline.evaluate
@@ -181,7 +181,7 @@ def test_a_result_error_prints_its_own_line_in_chinese():
 
 
 def test_a_runaway_loop_is_stopped(monkeypatch):
-    monkeypatch.setattr("autograder.demos.DEMO_TIME_LIMIT_S", 1)
+    monkeypatch.setattr("autograder.learner.demos.DEMO_TIME_LIMIT_S", 1)
     stage = load_stage("s01", hidden=False)
     with notebook_namespace(module_text(stage)) as ns:
         out = run('with demo("s01.normalize"):\n    while True:\n        pass\n', guard_namespace(ns))
@@ -192,7 +192,7 @@ def test_a_runaway_loop_is_stopped(monkeypatch):
 def test_runaway_memory_is_stopped_before_the_kernel_dies(monkeypatch):
     import resource
 
-    monkeypatch.setattr("autograder.demos.DEMO_MEMORY_GB", 0.25)
+    monkeypatch.setattr("autograder.learner.demos.DEMO_MEMORY_GB", 0.25)
     before = resource.getrlimit(resource.RLIMIT_AS)
     stage = load_stage("s01", hidden=False)
     with notebook_namespace(module_text(stage)) as ns:
@@ -325,7 +325,7 @@ def test_a_result_error_renders_as_one_line_in_jupyter():
 def test_tracebacks_show_no_solution_markers_or_translation_comments(lang):
     import linecache
 
-    from autograder.released import show_released_sources
+    from autograder.learner.released import show_released_sources
     from solutions import s03_block_pool
 
     files = show_released_sources(lang)
@@ -357,7 +357,7 @@ def test_s04_notebook_with_a_slip_in_popleft_announces_no_answer(lang):
     demo that runs ``popleft`` now prints one line naming TODO 2, and no cell errs."""
     from nbclient import NotebookClient
 
-    from autograder.pysource import object_source
+    from autograder.core.pysource import object_source
 
     stage = load_stage("s04", hidden=False)
     slipped = module_text(stage, edits=slip_for("s04", "s04.popleft"))

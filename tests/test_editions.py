@@ -11,10 +11,10 @@ import sys
 import nbformat
 import pytest
 
-from autograder import layout
-from autograder.gradescope import results_json
-from autograder.grade import grade_paths
-from autograder.testing import variant_notebook
+from autograder.core import layout
+from autograder.integrations.gradescope import results_json
+from autograder.grading.grade import grade_paths
+from autograder.grading.testing import variant_notebook
 from tests.conftest import ROOT
 
 

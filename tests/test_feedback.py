@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import layout
-from autograder.inline import run_check
-from autograder.leaks import WITHHELD
-from autograder.spec import load_stage
-from autograder.testing import grade_variant
-from autograder.verdict import check_title
+from autograder.core import layout
+from autograder.learner.inline import run_check
+from autograder.grading.leaks import WITHHELD
+from autograder.core.spec import load_stage
+from autograder.grading.testing import grade_variant
+from autograder.grading.verdict import check_title
 from tests import mutants_s08
 
 # Stages whose hidden checks all name their visible sibling (the others are not audited yet).
@@ -73,12 +73,12 @@ def test_hidden_check_values_never_count_as_shown():
     texts of other TODOs into a false leak), while a failing public check's values are."""
     from pathlib import Path
 
-    from autograder import data
-    from autograder.grade import compose
-    from autograder.protocol import CheckOutcome
-    from autograder.submission import Submission
-    from autograder.supervise import ChildReport
-    from autograder.trusted import expected_outcomes, leak_guard
+    from autograder.core import data
+    from autograder.grading.grade import compose
+    from autograder.child.protocol import CheckOutcome
+    from autograder.grading.submission import Submission
+    from autograder.grading.supervise import ChildReport
+    from autograder.grading.trusted import expected_outcomes, leak_guard
 
     stage = load_stage("s08")
     todo = stage.todo("s08.tenant_extra_keys")

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import layout
-from autograder.runtime import stage_build_id
+from autograder.core import layout
+from autograder.learner.runtime import stage_build_id
 from tests.conftest import ROOT
 
 S01 = layout.stage_files("s01")

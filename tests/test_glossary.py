@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from autograder import layout
-from autograder.glossary import Term, parse, stage_terms, terms, terms_markdown
-from autograder.spec import load_stage
+from autograder.core import layout
+from autograder.authoring.glossary import Term, parse, stage_terms, terms, terms_markdown
+from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 from tests.test_chinese_edition import learner_prose, strip_code
 

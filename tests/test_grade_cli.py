@@ -6,8 +6,8 @@ import shutil
 import subprocess
 import sys
 
-from autograder import layout
-from autograder.spec import load_stage
+from autograder.core import layout
+from autograder.core.spec import load_stage
 from tests.conftest import ROOT
 
 SOL = layout.stage_files("s01").instructor()
@@ -76,7 +76,7 @@ def test_grade_gradescope_results_have_one_test_per_todo(tmp_path):
 
 
 def test_s01_normalize_hidden_failure_is_named_but_shows_no_values():
-    from autograder.testing import grade_variant
+    from autograder.grading.testing import grade_variant
 
     keep_caller_list = ("        normalized = list(tokens)\n",
                         "        normalized = tokens if isinstance(tokens, list) else list(tokens)\n")
@@ -97,8 +97,8 @@ def test_s01_normalize_hidden_failure_is_named_but_shows_no_values():
 def test_s01_match_prefix_helper_outside_todo_cell_is_explained(tmp_path):
     import nbformat
 
-    from autograder.grade import grade_paths
-    from autograder.testing import variant_notebook
+    from autograder.grading.grade import grade_paths
+    from autograder.grading.testing import variant_notebook
 
     nb = variant_notebook("s01", [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
                                    "is_match = starts_with(prompt, cached_prefix)")])
@@ -125,7 +125,7 @@ def test_grade_require_isolation_refuses_a_folder_without_a_kernel_boundary(tmp_
 
 
 def test_grade_reports_state_the_isolation_level(tmp_path):
-    from autograder import isolation
+    from autograder.isolation import levels as isolation
 
     level = isolation.select("best").level
     p = cli("grade", str(STUB), "--format", "json", "--no-progress", "--csv", str(tmp_path / "g.csv"),
@@ -142,7 +142,7 @@ def test_grade_reports_state_the_isolation_level(tmp_path):
 
 
 def test_isolation_command_names_the_level_and_what_is_missing():
-    from autograder import isolation
+    from autograder.isolation import levels as isolation
 
     iso = isolation.select("best")
     p = cli("isolation")

@@ -8,9 +8,9 @@ import subprocess
 import sys
 import zipfile
 
-from autograder.testing import variant_notebook
-from autograder import layout
-from autograder.spec import load_stage
+from autograder.grading.testing import variant_notebook
+from autograder.core import layout
+from autograder.core.spec import load_stage
 from tests.conftest import ROOT
 
 WRONG_STATS = [("reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0",
@@ -28,7 +28,7 @@ def test_gradescope_bundle_runs_and_writes_valid_results(tmp_path):
     with zipfile.ZipFile(bundle) as z:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "requirements.txt"} <= names
-        assert layout.rel(layout.stage_files("s01").hidden) in names and "autograder/grade.py" in names
+        assert layout.rel(layout.stage_files("s01").hidden) in names and "autograder/grading/grade.py" in names
         z.extractall(root / "source")
     os.chmod(root / "source" / "run_autograder", 0o755)
     (root / "submission").mkdir()
@@ -54,7 +54,7 @@ def test_gradescope_bundle_runs_and_writes_valid_results(tmp_path):
 def test_gradescope_run_without_notebook_says_so(tmp_path):
     root = tmp_path / "autograder"
     shutil.copytree(ROOT / "autograder", root / "source" / "autograder")
-    from autograder.gradescope import RUN_AUTOGRADER
+    from autograder.integrations.gradescope import RUN_AUTOGRADER
 
     (root / "source" / "run_autograder").write_text(RUN_AUTOGRADER)
     (root / "submission").mkdir()
@@ -68,7 +68,7 @@ def test_gradescope_setup_takes_torch_from_the_instructors_index_only(tmp_path):
     """setup.sh names no package index of its own: the one in course.toml (quoted), else pip's."""
     import re
 
-    from autograder.gradescope import setup_sh
+    from autograder.integrations.gradescope import setup_sh
 
     assert not re.search(r"https?://", setup_sh("")) and 'index=\'\'' in setup_sh("")
     chosen = setup_sh("https://example.invalid/cpu wheels")

@@ -14,15 +14,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import layout, messages
-from autograder.grade import compose, grade_paths
-from autograder.i18n import text
-from autograder.protocol import CellsDone, CellStarted, CourseVersions, Done, Ready
-from autograder.spec import load_stage
-from autograder.submission import read_submission
-from autograder.supervise import OUTPUT_KEEP, ChildReport, describe
-from autograder.testing import variant_notebook
-from autograder.trusted import given_members, leak_guard
+from autograder.core import layout, messages
+from autograder.grading.grade import compose, grade_paths
+from autograder.core.i18n import text
+from autograder.child.protocol import CellsDone, CellStarted, CourseVersions, Done, Ready
+from autograder.core.spec import load_stage
+from autograder.grading.submission import read_submission
+from autograder.grading.supervise import OUTPUT_KEEP, ChildReport, describe
+from autograder.grading.testing import variant_notebook
+from autograder.grading.trusted import given_members, leak_guard
 from tests.conftest import ROOT
 
 HELPER = "BlockPool.check_invariants"

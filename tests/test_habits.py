@@ -13,9 +13,9 @@ import tomllib
 
 import pytest
 
-from autograder import layout
-from autograder.course import load_course
-from autograder.runtime import MIN_PYTHON
+from autograder.core import layout
+from autograder.core.course import load_course
+from autograder.learner.runtime import MIN_PYTHON
 from tests.conftest import ROOT
 
 
@@ -61,11 +61,11 @@ def test_the_torch_release_has_one_owner():
 # A fact -> (its one owner, what writing it elsewhere looks like). Product code only: tests may name
 # a concrete id ("s01-code-PrefixCacheManager") to pin what the owner builds.
 OWNED = {
-    "nbgrader cell ids": ("autograder/cell_ids.py", re.compile(r"""-code-|\.replace\(["']\.["'], ["']-["']\)|"""
+    "nbgrader cell ids": ("autograder/core/cell_ids.py", re.compile(r"""-code-|\.replace\(["']\.["'], ["']-["']\)|"""
                                                               r"""\.replace\(["']-["'], ["']\.["']\)""")),
-    "the list of languages": ("autograder/i18n.py", re.compile(r"""(?<!tr\()["']en["'],\s*["']zh["']""")),  # tr("en", "zh"): a pair of texts
-    "signal names": ("autograder/launch.py", re.compile(r"signal\.Signals\(")),
-    "which names a cell defines": ("autograder/pysource.py", re.compile(r"ast\.AnnAssign|ast\.AugAssign")),
+    "the list of languages": ("autograder/core/i18n.py", re.compile(r"""(?<!tr\()["']en["'],\s*["']zh["']""")),  # tr("en", "zh"): a pair of texts
+    "signal names": ("autograder/isolation/launch.py", re.compile(r"signal\.Signals\(")),
+    "which names a cell defines": ("autograder/core/pysource.py", re.compile(r"ast\.AnnAssign|ast\.AugAssign")),
 }
 PRODUCT = ("autograder/", "kernels/", "solutions/", "benchmarks/", "scripts/", "binder/")
 

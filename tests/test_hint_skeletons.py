@@ -17,12 +17,13 @@ import types
 
 import pytest
 
-from autograder import layout, twins
-from autograder.inline import _run_limited, load_expected
-from autograder.probe import run_probe
-from autograder.spec import load_stage
-from autograder.testing import graft
-from autograder.verdict import judge
+from autograder.child import twins
+from autograder.core import layout
+from autograder.learner.inline import _run_limited, load_expected
+from autograder.child.probe import run_probe
+from autograder.core.spec import load_stage
+from autograder.grading.testing import graft
+from autograder.grading.verdict import judge
 
 BLANK = "___"
 #: Values a placeholder name for the blanks may be bound to (unbound: NameError on the first one).

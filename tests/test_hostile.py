@@ -23,9 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import layout, leaks
-from autograder.pysource import solution_region
-from autograder.testing import variant_notebook
+from autograder.core import layout
+from autograder.grading import leaks
+from autograder.core.pysource import solution_region
+from autograder.grading.testing import variant_notebook
 from tests import attack_corpus, hostile_corpus
 from tests.conftest import ROOT
 from tests.hostile_corpus import ALL, Case
@@ -229,10 +230,10 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
     """An oracle independent of the grader's own: the answer regions of every TODO and the hidden
     checks' bodies, minus the learner notebook's text; and the trusted phrases a message is composed
     of (names, inputs, hints, expected values), which :func:`_learner_part` cuts out first."""
-    from autograder import display
-    from autograder.i18n import text as in_lang
-    from autograder.spec import load_stage
-    from autograder.trusted import expected_outcomes
+    from autograder.grading import display
+    from autograder.core.i18n import text as in_lang
+    from autograder.core.spec import load_stage
+    from autograder.grading.trusted import expected_outcomes
 
     text = S01.reference.read_text(encoding="utf-8")
     lines = text.splitlines()

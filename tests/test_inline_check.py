@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 
-from autograder.inline import run_check
+from autograder.learner.inline import run_check
 from solutions import s01_prefix_match as ref
 
 
@@ -63,7 +63,7 @@ def test_s01_match_prefix_hidden_failures_show_no_values(capsys):
 
 
 def test_s01_normalize_endless_loop_is_stopped(capsys, monkeypatch):
-    monkeypatch.setattr("autograder.inline.INLINE_TIME_LIMIT_S", 1)
+    monkeypatch.setattr("autograder.learner.inline.INLINE_TIME_LIMIT_S", 1)
 
     def _normalize(self, tokens):
         while True:

@@ -16,9 +16,9 @@ import jupytext
 import nbformat
 import pytest
 
-from autograder import layout
-from autograder.spec import load_stage
-from autograder.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_CHARS
+from autograder.core import layout
+from autograder.core.spec import load_stage
+from autograder.grading.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_CHARS
 from tests.conftest import ROOT
 
 S01, S02 = layout.stage_files("s01"), layout.stage_files("s02")

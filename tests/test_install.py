@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import layout
-from autograder.course import load_course
+from autograder.core import layout
+from autograder.core.course import load_course
 from tests.conftest import ROOT
 
 S01 = layout.stage_files("s01")

@@ -1,4 +1,4 @@
-"""Kernel isolation of learner children, proven from inside a real child (autograder/isolation.py).
+"""Kernel isolation of learner children, proven from inside a real child (autograder/isolation/levels.py).
 
 For each level this machine offers (namespaces+landlock+seccomp, and the forced fallback without
 namespaces), one confined child runs every attack of tests/isolation_attacks.py against real
@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation, launch, layout
-from autograder.confine import EXIT_NOT_CONFINED
+from autograder.core import layout
+from autograder.isolation import levels as isolation, launch
+from autograder.isolation.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 
 LEVELS = ("namespaces", "fallback")
@@ -437,8 +438,8 @@ def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_m
     """Run ``entry`` as the supervisor runs a grading child: in a run's scratch dir, with a memory
     budget for its whole process tree (its own cgroup where the kernel offers one) and a bounded
     scratch dir. Returns its report and facts (the cgroup's peak, what was left on disk)."""
-    from autograder import cgroup
-    from autograder.staging import SCRATCH_MB, GradingRun
+    from autograder.isolation import cgroup
+    from autograder.grading.staging import SCRATCH_MB, GradingRun
 
     run = GradingRun.open(iso, HIDDEN)
     try:
@@ -480,7 +481,7 @@ def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_m
 def test_forks_cannot_hold_more_than_the_childs_memory_together(level, use_cgroup):
     """Six forks of a child with 512 MB each fill 300 MB and hold it to the same moment: at most one
     can (its own cgroup kills the others, or, without one, no fork starts at all)."""
-    from autograder import cgroup
+    from autograder.isolation import cgroup
 
     iso = _select(level)
     if "seccomp" not in iso.layers and not (use_cgroup and cgroup.available()[0]):
@@ -496,7 +497,7 @@ def test_forks_cannot_hold_more_than_the_childs_memory_together(level, use_cgrou
 @pytest.mark.parametrize("level", LEVELS)
 def test_scratch_dir_is_bounded_and_removed(level):
     """A child that writes 320 MB into its scratch dir stops at the bound, and nothing is left after it."""
-    from autograder.staging import SCRATCH_MB
+    from autograder.grading.staging import SCRATCH_MB
 
     iso = _select(level)
     if "namespaces" not in iso.layers and os.geteuid() != 0:
@@ -518,7 +519,7 @@ def test_a_deep_tree_left_in_scratch_is_removed(level):
 def test_remove_tree_survives_what_a_child_leaves(tmp_path):
     """Directly, without a child: deeper than the recursion limit and PATH_MAX, locked folders,
     links (never followed), a FIFO."""
-    from autograder.staging import remove_tree
+    from autograder.grading.staging import remove_tree
 
     outside = tmp_path / "outside.txt"
     outside.write_text("keep")

@@ -104,9 +104,9 @@ def test_shapes_and_rates_need_no_torch_so_stage_7_grades_without_it():
     import subprocess
     import sys
 
-    from autograder.pysource import imported_modules
-    from autograder.spec import load_stage
-    from autograder.trusted import setup_cells
+    from autograder.core.pysource import imported_modules
+    from autograder.core.spec import load_stage
+    from autograder.grading.trusted import setup_cells
 
     probe = ("import sys, kernels.config, kernels.flops, kernels.calibration, solutions.s07_serving, "
              "autograder.checks.s07, solutions.hidden.s07; print('torch' in sys.modules)")

@@ -1,4 +1,4 @@
-"""The course's layout: every stage complete, no stage path built outside ``autograder/layout.py``,
+"""The course's layout: every stage complete, no stage path built outside ``autograder/core/layout.py``,
 the visibility rule, every stage's release importable, and a new stage made from the template alone."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import layout
+from autograder.core import layout
 from tests.conftest import ROOT
 
 
@@ -63,11 +63,11 @@ def _path_literals(path: Path) -> list[str]:
 def test_no_stage_path_is_built_outside_the_layout_module():
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    allowed = {"autograder/layout.py", "tests/test_layout.py"}
+    allowed = {"autograder/core/layout.py", "tests/test_layout.py"}
     # notebook sources are prose for learners; mutation data quotes reference code
     found = [hit for f in files if f not in allowed and not f.startswith(("solutions/src/", "tests/mutants_"))
              and (ROOT / f).exists() for hit in _path_literals(ROOT / f)]
-    assert not found, "build these paths with autograder.layout:\n" + "\n".join(found)
+    assert not found, "build these paths with autograder.core.layout:\n" + "\n".join(found)
 
 
 # -- visibility -------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
 
     run(sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes")
     run(sys.executable, "-m", "autograder", "build")
-    query = (f"from autograder import layout; f = layout.stage_files({sid!r}); "
+    query = (f"from autograder.core import layout; f = layout.stage_files({sid!r}); "
              "import json; print(json.dumps([str(f.instructor()), str(f.learner()), f.notebook, f.missing()]))")
     instructor, learner, notebook, missing = json.loads(run(sys.executable, "-c", query).stdout)
     assert missing == []

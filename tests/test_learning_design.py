@@ -11,12 +11,13 @@ import types
 
 import pytest
 
-from autograder import blame, layout
-from autograder.i18n import set_language
-from autograder.inline import run_check
-from autograder.learn import hint, judged, reveal
-from autograder.spec import load_stage
-from autograder.testing import apply_edits, grade_variant
+from autograder.core import layout
+from autograder.learner import blame
+from autograder.core.i18n import set_language
+from autograder.learner.inline import run_check
+from autograder.learner.learn import hint, judged, reveal
+from autograder.core.spec import load_stage
+from autograder.grading.testing import apply_edits, grade_variant
 from tests.conftest import ROOT, stage_params
 
 
@@ -157,7 +158,7 @@ def _quiz_stages() -> list[str]:
 
 @pytest.mark.parametrize("stage_id", _quiz_stages())
 def test_quiz_answers_are_not_readable_from_the_learner_files(stage_id):
-    from autograder.quiz import canonical, digest
+    from autograder.core.quiz import canonical, digest
 
     stage = load_stage(stage_id, hidden=False)
     answers = importlib.import_module(stage.reference).quiz()
@@ -182,7 +183,7 @@ def test_partial_credit_gives_the_share_of_checks_passed():
     full = grade_variant("s01", WRONG_MATCH)
     t = next(t for t in full.todos if t.id == "s01.match_prefix")
     assert t.points == 0
-    from autograder.grade import todo_points
+    from autograder.grading.grade import todo_points
 
     share = todo_points(load_stage("s01").todo("s01.match_prefix"), t.status, t.checks, "partial")
     passed = sum(c.passed for c in t.checks)
@@ -193,7 +194,7 @@ def test_partial_credit_gives_the_share_of_checks_passed():
 def test_partial_credit_through_the_cli_and_gradescope(tmp_path):
     import nbformat
 
-    from autograder.testing import variant_notebook
+    from autograder.grading.testing import variant_notebook
 
     nb = tmp_path / layout.stage_files("s01").learner().name
     nbformat.write(variant_notebook("s01", WRONG_MATCH), nb)
@@ -212,7 +213,7 @@ def test_a_plot_with_chinese_labels_draws_every_glyph(tmp_path):
     """The Chinese edition's font comes from a registry package: no missing-glyph boxes."""
     script = (
         "import warnings, matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-        "from autograder.fonts import use_cjk_font\nassert use_cjk_font()\n"
+        "from autograder.learner.fonts import use_cjk_font\nassert use_cjk_font()\n"
         "with warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
         "    fig, ax = plt.subplots(); ax.set_title('命中率与块池容量'); ax.set_xlabel('块表 · 引用计数 −1')\n"
         "    ax.plot([1, 2], [3, -4], label='前缀缓存'); ax.legend(); fig.savefig(%r)\n"
@@ -232,7 +233,7 @@ def test_partial_credit_reaches_nbgraders_gradebook(tmp_path):
     import nbformat
     from nbgrader.api import Gradebook
 
-    from autograder.testing import variant_notebook
+    from autograder.grading.testing import variant_notebook
 
     s01 = layout.stage_files("s01")
     course = tmp_path / "course"

@@ -17,11 +17,11 @@ import importlib
 
 import pytest
 
-from autograder import layout
-from autograder.pysource import definition_span
-from autograder.spec import load_stage
-from autograder.testing import assert_all_pass, assert_blamed_on, grade_variants
-from autograder.verdict import check_title
+from autograder.core import layout
+from autograder.core.pysource import definition_span
+from autograder.core.spec import load_stage
+from autograder.grading.testing import assert_all_pass, assert_blamed_on, grade_variants
+from autograder.grading.verdict import check_title
 
 # Built stages only: a half-written stage is named by tests/test_layout.py's completeness test.
 DATA = {sid: importlib.import_module(layout.stage_files(sid).mutants_module) for sid in layout.built_stages()}

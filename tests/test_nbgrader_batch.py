@@ -10,9 +10,10 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from autograder import layout, nbgrader_batch
-from autograder.grade import grade_paths
-from autograder.nbgrader_batch import BatchKey, result_for, selected_submissions
+from autograder.core import layout
+from autograder.integrations import nbgrader_batch
+from autograder.grading.grade import grade_paths
+from autograder.integrations.nbgrader_batch import BatchKey, result_for, selected_submissions
 
 ASSIGNMENT = layout.stage_files("s01").assignment("en")
 SOLVED = layout.stage_files("s01").instructor("en")
@@ -95,7 +96,7 @@ def test_selection_follows_nbgrader_students_and_skips_what_it_will_skip(tmp_pat
 
 
 def test_available_cores_obey_the_tightest_cpu_quota_of_v1_and_v2_cgroups(tmp_path):
-    from autograder.batch import available_cores
+    from autograder.grading.batch import available_cores
 
     own = len(os.sched_getaffinity(0))
     proc = tmp_path / "proc"

@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import layout
-from autograder.nbgrader_glue import release_helpers
+from autograder.core import layout
+from autograder.integrations.nbgrader_glue import release_helpers
 from tests.conftest import ROOT
 
 S01 = layout.stage_files("s01")

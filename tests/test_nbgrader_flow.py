@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.testing import variant_notebook
-from autograder import layout
+from autograder.grading.testing import variant_notebook
+from autograder.core import layout
 from tests.conftest import ROOT
 
 S01 = layout.stage_files("s01")
@@ -92,7 +92,7 @@ def test_feedback_never_shows_hidden_test_code(course):
 
 
 def test_autograde_states_the_isolation_level_and_warns_of_no_untouched_cell(course):
-    from autograder import isolation
+    from autograder.isolation import levels as isolation
 
     level = isolation.select("best").level
     log = (course / "autograde.log").read_text()

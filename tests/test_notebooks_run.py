@@ -8,8 +8,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder import layout
-from autograder.spec import load_stage
+from autograder.core import layout
+from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 
 

@@ -12,8 +12,8 @@ import ast
 
 import pytest
 
-from autograder import layout
-from autograder.learn import judged
+from autograder.core import layout
+from autograder.learner.learn import judged
 from solutions.predictions import WHY, why
 
 #: (stage, guess variable) -> (the answer, the wrong answers it targets, what they stand for). The
@@ -90,7 +90,7 @@ def test_prediction_accepts_the_answer_and_rejects_its_misconception(key):
 
 
 def test_every_explanation_belongs_to_a_prediction_and_renders_in_both_languages():
-    from autograder.i18n import set_language
+    from autograder.core.i18n import set_language
 
     own = {k.split(":")[0] for k in WHY}
     assert own == {f"{s}.{g}" for s, g in PREDICTIONS}, own ^ {f"{s}.{g}" for s, g in PREDICTIONS}

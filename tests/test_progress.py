@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import layout, standing
-from autograder.i18n import set_language
-from autograder.spec import load_stage
-from autograder.testing import apply_edits
+from autograder.core import layout
+from autograder.learner import standing
+from autograder.core.i18n import set_language
+from autograder.core.spec import load_stage
+from autograder.grading.testing import apply_edits
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS as M1
 from tests.mutants_s02 import MUTANTS as M2

@@ -16,7 +16,7 @@ import types
 import nbformat
 import pytest
 
-from autograder import layout
+from autograder.core import layout
 
 
 def _run(stage_id: str, until: str) -> dict:

@@ -1,4 +1,4 @@
-"""The grading child's protocol (autograder/protocol.py): every event the child can send survives the
+"""The grading child's protocol (autograder/child/protocol.py): every event the child can send survives the
 wire, every sequence the child can send is accepted in every order it can send it, and everything
 else is a violation. The legal sequences are enumerated here from the grammar, independently of the
 channel's state machine, and the two are compared on every legal sequence and on many mutated ones."""
@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import layout, protocol
-from autograder.protocol import (CellError, CellErrors, CellsDone, CellStarted, Channel, CheckOutcome, CheckStarted,
+from autograder.child import protocol
+from autograder.core import layout
+from autograder.child.protocol import (CellError, CellErrors, CellsDone, CellStarted, Channel, CheckOutcome, CheckStarted,
                                  CourseVersions, Done, Missing, Ready, Violation, decode, encode, summarize)
 
 KEYS = ("s03.admit:reuses_cached", "s03.admit:hidden:rolls_back")
@@ -252,7 +253,7 @@ def test_summary_of_a_missing_target():
 
 # -- one owner: the child sends exactly the protocol's events, and only through encode -------------
 def test_the_child_emits_every_protocol_event_and_only_through_encode():
-    source = (layout.AUTOGRADER / "sandbox.py").read_text(encoding="utf-8")
+    source = (layout.AUTOGRADER / "child" / "sandbox.py").read_text(encoding="utf-8")
     tree = ast.parse(source)
     emitted = {node.args[0].func.attr for node in ast.walk(tree)
                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "emit"

@@ -1,5 +1,5 @@
 """What a report can carry out of the sandbox, what reading learner text costs the grader, and how
-learner-controlled names reach a report (autograder/disclosure.py, leaks.py, readings.py, display.py,
+learner-controlled names reach a report (autograder/grading/disclosure.py, leaks.py, readings.py, display.py,
 safetext.py, reports.py).
 
 The report tests forge a child's events directly (no child runs): whatever learner code could make
@@ -25,18 +25,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import disclosure, display, gradescope, layout, readings, reports, safetext
-from autograder.protocol import Channel, Violation, decode as decode_event
-from autograder.course import FEEDBACK_LEVELS, Course
-from autograder.data import decode, encode
-from autograder.grade import Reporting, _disclosed, compose
-from autograder.isolation import select
-from autograder.leaks import WITHHELD, LeakGuard
-from autograder.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
-from autograder.submission import read_submission
-from autograder.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
-from autograder.testing import variant_notebook
-from autograder.trusted import expected_outcomes, leak_guard
+from autograder.core import layout, safetext
+from autograder.grading import disclosure, display, readings, reports
+from autograder.integrations import gradescope
+from autograder.child.protocol import Channel, Violation, decode as decode_event
+from autograder.core.course import FEEDBACK_LEVELS, Course
+from autograder.core.data import decode, encode
+from autograder.grading.grade import Reporting, _disclosed, compose
+from autograder.isolation.levels import select
+from autograder.grading.leaks import WITHHELD, LeakGuard
+from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
+from autograder.grading.submission import read_submission
+from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
+from autograder.grading.testing import variant_notebook
+from autograder.grading.trusted import expected_outcomes, leak_guard
 
 S01 = layout.stage_files("s01")
 RNG = random.Random(20261201)
@@ -113,11 +115,11 @@ def _carried(text: str, source: str, run: int = RUN, public: str = "") -> int:
 def _public_text() -> str:
     """What learners of stage 1 have anyway: their notebooks, the public checks, every check's and
     TODO's name, title and hint, and the grader's own sentences."""
-    from autograder.i18n import text as in_lang
+    from autograder.core.i18n import text as in_lang
 
     stage = layout_stage()
     parts = [S01.learner(lang).read_text(encoding="utf-8") for lang in layout.LANGUAGES if S01.learner(lang).exists()]
-    parts += [S01.spec.read_text(encoding="utf-8"), (layout.ROOT / "autograder" / "messages.py").read_text(encoding="utf-8")]
+    parts += [S01.spec.read_text(encoding="utf-8"), (layout.AUTOGRADER / "core" / "messages.py").read_text(encoding="utf-8")]
     for c in stage.checks:
         parts += [c.key, *(in_lang(x, lang) or "" for x in (c.call, c.title, c.hint) for lang in ("en", "zh"))]
     for t in stage.todos:
@@ -249,7 +251,7 @@ def test_feedback_level_is_a_course_setting(tmp_path):
     assert FEEDBACK_LEVELS == disclosure.FEEDBACK_LEVELS
     with pytest.raises(ValueError, match="feedback"):
         Course("r", "main", "n", sources=("x",), feedback="everything")
-    from autograder.course import load_course
+    from autograder.core.course import load_course
 
     toml = (layout.ROOT / "course.toml").read_text(encoding="utf-8").replace('feedback = "values"', 'feedback = "titles"')
     (tmp_path / "course.toml").write_text(toml, encoding="utf-8")
@@ -267,7 +269,7 @@ def test_a_child_is_not_told_the_other_submissions_names(tmp_path):
     # the child's audit hook still refuses to open them, by digest (in a process of its own)
     (tmp_path / "student_0").mkdir()
     Path(classmates[0]).write_text("{}")
-    code = ("import json, sys; from autograder.sandbox import _install_audit_hook; p = json.loads(sys.argv[1]);"
+    code = ("import json, sys; from autograder.child.sandbox import _install_audit_hook; p = json.loads(sys.argv[1]);"
             "_install_audit_hook(p['denied_dirs'], p['workdir'], p['salt'], p['denied_digests'])\n"
             "try:\n    open(sys.argv[2]).read(); print('opened')\nexcept PermissionError:\n    print('refused')")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(payload), classmates[0]], capture_output=True, text=True,
@@ -352,7 +354,7 @@ def test_every_scan_of_learner_text_is_bounded(name, guard):
 
 
 def layout_stage():
-    from autograder.spec import load_stage
+    from autograder.core.spec import load_stage
 
     return load_stage("s01", hidden=True)
 
@@ -426,8 +428,8 @@ def test_one_line_escapes_what_is_not_printable_and_keeps_the_rest():
 
 def test_the_readme_states_the_bounds_the_code_enforces():
     """The numbers "What a report can carry" states (both editions) are the ones the grader uses."""
-    from autograder.pysource import solution_region
-    from autograder.spec import load_stage
+    from autograder.core.pysource import solution_region
+    from autograder.core.spec import load_stage
 
     def region_bytes(sid: str) -> dict[str, int]:
         text = layout.stage_files(sid).reference.read_text(encoding="utf-8")
@@ -467,7 +469,7 @@ def exfiltrated(tmp_path_factory):
     report in every format."""
     import copy
 
-    from autograder.grade import grade_paths
+    from autograder.grading.grade import grade_paths
     from tests import attack_corpus, hostile_corpus
 
     folder = tmp_path_factory.mktemp("exfiltrators")
@@ -487,7 +489,7 @@ def exfiltrated(tmp_path_factory):
 def _secrets_of_a_child() -> list[str]:
     """What the children of stage 1 hold that learners must not read: each TODO's stubbed reference
     and its hidden checks, as the child's modules give them."""
-    from autograder.trusted import child_modules
+    from autograder.grading.trusted import child_modules
 
     stage = layout_stage()
     files = S01
@@ -523,7 +525,7 @@ def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
     """Round one: the attacker deciphers what its report carried; round two would paste it in. What
     comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
     several reports (one answer shorter than the budget can fit in one: the README says so)."""
-    from autograder.pysource import solution_region
+    from autograder.core.pysource import solution_region
     from tests import attack_corpus
 
     _, graded = exfiltrated

@@ -72,8 +72,8 @@ def test_s01_match_prefix_multi_digit_ids_equal_brute_force(prefixes, prompt):
 
 
 def test_s01_quiz_answers_are_valid_for_their_questions():
-    from autograder.quiz import canonical
-    from autograder.spec import load_stage
+    from autograder.core.quiz import canonical
+    from autograder.core.spec import load_stage
     from solutions.s01_prefix_match import quiz
 
     answers = quiz()

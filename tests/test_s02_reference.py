@@ -330,8 +330,8 @@ def test_s02_longest_cached_run_never_scans_the_table():
 
 
 def test_s02_quiz_answers_follow_from_the_reference():
-    from autograder.quiz import canonical
-    from autograder.spec import load_stage
+    from autograder.core.quiz import canonical
+    from autograder.core.spec import load_stage
     from solutions.s02_block_hash import quiz
 
     answers = quiz()

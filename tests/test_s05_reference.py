@@ -354,12 +354,12 @@ def test_s05_view_speaks_the_notebook_language():
     import matplotlib
 
     matplotlib.use("Agg")
-    from autograder.i18n import set_language
+    from autograder.core.i18n import set_language
     from solutions.radix_view import RadixView
 
     import warnings
 
-    from autograder.fonts import use_cjk_font
+    from autograder.learner.fonts import use_cjk_font
 
     set_language("zh")
     try:

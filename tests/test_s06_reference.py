@@ -308,7 +308,7 @@ def test_s06_flop_model_reconciles_the_97_percent_figure():
 
 
 def test_s06_quiz_answers_every_question():
-    from autograder.spec import load_stage
+    from autograder.core.spec import load_stage
 
     stage = load_stage("s06", hidden=False)
     assert set(quiz()) == {question.id for question in stage.quiz.questions}

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import layout
+from autograder.core import layout
 from autograder.checks.s07 import calibration, model_config, sweep
-from autograder.probe import run_probe
-from autograder.pysource import solution_region
-from autograder.spec import load_stage
+from autograder.child.probe import run_probe
+from autograder.core.pysource import solution_region
+from autograder.core.spec import load_stage
 from kernels.flops import prefill_flops
 from kernels.model import DecoderLM, ModelConfig
 from solutions import serving_workloads as W

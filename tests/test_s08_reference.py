@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from autograder.quiz import canonical
-from autograder.spec import load_stage
+from autograder.core.quiz import canonical
+from autograder.core.spec import load_stage
 from solutions.s02_block_hash import chain_keys
 from solutions.s03_block_pool import BlockPool
 from solutions.s08_cache_attacks import (TENANT_KIND, accuracy, birthday_search, detect_sharing, fit_threshold, quiz,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import layout
-from autograder.build import build
-from autograder.pysource import solution_region
-from autograder.spec import load_stage
+from autograder.core import layout
+from autograder.authoring.build import build
+from autograder.core.pysource import solution_region
+from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 
 

@@ -1,4 +1,4 @@
-"""A grading run's workspace (autograder/staging.py): what children may import, their scratch dirs and
+"""A grading run's workspace (autograder/grading/staging.py): what children may import, their scratch dirs and
 users, the twins-blocked copies, and that nothing is left behind."""
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import isolation, layout
-from autograder.pysource import object_source
-from autograder.spec import load_stage
-from autograder.staging import GradingRun
+from autograder.core import layout
+from autograder.isolation import levels as isolation
+from autograder.core.pysource import object_source
+from autograder.core.spec import load_stage
+from autograder.grading.staging import GradingRun
 
 
 def test_staging_holds_the_runtime_but_never_answers_or_tests():
     with GradingRun.open(isolation.select("best")) as run:
         files = {str(p.relative_to(run.staging)) for p in run.staging.rglob("*") if p.is_file()}
-        assert "autograder/sandbox.py" in files and "autograder/confine.py" in files
+        assert "autograder/child/sandbox.py" in files and "autograder/isolation/confine.py" in files
         assert any(f.startswith("kernels/") for f in files)
         assert not any(f.startswith(("solutions", "tests")) or f.endswith(".json") for f in files)
         assert all(stat.S_IMODE(p.stat().st_mode) in (0o644, 0o755) for p in run.staging.rglob("*"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import layout
+from autograder.core import layout
 from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -34,7 +34,7 @@ def raised(action: Callable[[], Any]) -> str | None:
 def tensor(t: Any, decimals: int = 6) -> dict:
     """A tensor as plain data the grader can compare and show readably: shape, dtype, device and
     its values (flattened, rounded). Two of them that differ are reported as the largest difference
-    and the first mismatching index (see :mod:`autograder.display`), not as two long lists.
+    and the first mismatching index (see :mod:`autograder.grading.display`), not as two long lists.
     Use ``atol=`` on the check for float tensors."""
     flat = t.detach().reshape(-1)
     values = [round(float(x), decimals) for x in flat.tolist()] if flat.is_floating_point() else \

@@ -7,9 +7,9 @@ code; hint tiers go from the idea (1) over the approach (2) to a skeleton with b
 from __future__ import annotations
 
 from autograder.checks.common import attempt, plain, raised, record
-from autograder.i18n import L
-from autograder.quiz import Question, Quiz
-from autograder.spec import Stage, Todo
+from autograder.core.i18n import L
+from autograder.core.quiz import Question, Quiz
+from autograder.core.spec import Stage, Todo
 
 STAGE = Stage(
     id="s01",

@@ -14,9 +14,9 @@ looking at keys, so a hit on overwritten or unwritten KV shows up as a stale hit
 from __future__ import annotations
 
 from autograder.checks.common import attempt, record
-from autograder.i18n import L
-from autograder.quiz import Question, Quiz
-from autograder.spec import Stage, Todo
+from autograder.core.i18n import L
+from autograder.core.quiz import Question, Quiz
+from autograder.core.spec import Stage, Todo
 
 STAGE = Stage(
     id="s03",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from autograder.checks.common import raised as caught  # hidden checks import it from here too
 from autograder.checks.common import record
-from autograder.i18n import L
-from autograder.quiz import Question, Quiz
-from autograder.spec import Stage, Todo
+from autograder.core.i18n import L
+from autograder.core.quiz import Question, Quiz
+from autograder.core.spec import Stage, Todo
 
 STAGE = Stage(
     id="s04",

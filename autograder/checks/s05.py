@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 
 from autograder.checks.common import record
-from autograder.i18n import L
-from autograder.quiz import Question, Quiz
-from autograder.spec import Stage, Todo
+from autograder.core.i18n import L
+from autograder.core.quiz import Question, Quiz
+from autograder.core.spec import Stage, Todo
 
 
 def _width(ch: str) -> int:

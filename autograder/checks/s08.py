@@ -12,9 +12,9 @@ import random
 import unicodedata
 
 from autograder.checks.common import attempt, plain, record
-from autograder.i18n import L
-from autograder.quiz import Question, Quiz
-from autograder.spec import Stage, Todo
+from autograder.core.i18n import L
+from autograder.core.quiz import Question, Quiz
+from autograder.core.spec import Stage, Todo
 
 STAGE = Stage(
     id="s08",

@@ -1,0 +1,461 @@
+"""The grading child's protocol: every event the child may send, its wire form, its order, and
+what the parent makes of it. This module is the one owner of that contract.
+
+The child (:mod:`autograder.child.sandbox`) runs learner code and reports raw outcomes through its own
+pipe, one JSON line per event, written only by :func:`encode`. The parent
+(:mod:`autograder.grading.supervise`) reads that pipe with a :class:`Channel`, which turns each line into an
+event with :func:`decode` and applies the order below (:class:`Order`, a state machine);
+:func:`summarize` turns the accepted events into the typed :class:`ChildSummary` that
+:mod:`autograder.grading.grade` judges.
+
+What arrives is untrusted: learner code runs in the child and can write to the same descriptor.
+The child's legal sequences (the grammar; the child may stop anywhere, so any prefix is legal too)::
+
+    Ready
+    CellStarted(0) CellStarted(1) ... CellStarted(n-1)      (each cell, before it runs)
+    [CellErrors]                                             (the cells that raised, if any)
+    CellsDone
+    then either   Missing Done                               (the TODO's target is absent)
+    or            [CourseVersions] (CheckStarted(k) CheckOutcome(k))* Done
+
+Each check of the TODO starts at most once, and its outcome follows its start before any other
+event. Anything else is tampering: a line that is not an event (:class:`Violation` from
+:func:`decode`), an event out of this order, anything after ``Done``, or a check key that is not
+one of this TODO's. A tampered channel fails the TODO whatever it says (:mod:`autograder.grading.grade`).
+A violation's text is composed here from the grader's own words and check names, never from
+what the child sent.
+
+The wire form is one JSON object per line, e.g. ``{"phase": "ready"}``, ``{"phase": "cell",
+"index": 0}``, ``{"cell_errors": [...]}``, ``{"course_versions": [...]}``, ``{"missing": text}``,
+``{"phase": "check", "key": k}``, ``{"key": k, "outcome": {...}}``, ``{"phase": "done"}``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Union
+
+MAX_EVENT_BYTES = 8 * 1024 * 1024  # all events of one child together
+MAX_COURSE_VERSIONS = 10  # names in one CourseVersions event
+MAX_TYPE_CHARS = 80  # an exception's type name in a CellError, as the child cuts it
+MAX_MESSAGE_CHARS = 200  # an exception's message in a CellError, as the child cuts it
+MAX_MISSING_CHARS = 1000  # the text of a Missing event (the grader's own words)
+CELL_KINDS = ("setup", "your")  # "setup": a cell the grader adds; "your": one of the learner's TODO cells
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_dumps = json.dumps  # bound when the child imports this module, before any learner code runs
+
+
+# -- the events ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ready:
+    """The harness is set up; no learner code has run before this event."""
+
+
+@dataclass(frozen=True)
+class CellStarted:
+    """A cell is about to run. Invariant: cells start in order, the first with index 0."""
+
+    index: int
+    """0-based position of the cell among the cells the child was sent (setup cells first)."""
+
+
+@dataclass(frozen=True)
+class CellError:
+    """One cell that raised (the child ran on, as a notebook would)."""
+
+    cell: int
+    """1-based position of the cell among the cells the child was sent."""
+    kind: str
+    """One of :data:`CELL_KINDS`: a setup cell of the grader, or one of the learner's TODO cells."""
+    type: str
+    """The exception's class name (learner text: at most :data:`MAX_TYPE_CHARS` characters)."""
+    message: str
+    """The exception's message (learner text: at most :data:`MAX_MESSAGE_CHARS` characters)."""
+
+
+@dataclass(frozen=True)
+class CellErrors:
+    """Every cell that raised, once, after the last cell ran. Invariant: at least one error, cells in
+    increasing order, none past the last cell started."""
+
+    errors: tuple[CellError, ...]
+    """The errors, in cell order."""
+
+
+@dataclass(frozen=True)
+class CellsDone:
+    """Every cell ran; from here on the child only probes the TODO."""
+
+
+@dataclass(frozen=True)
+class CourseVersions:
+    """The learner's TODO cell lacks given code its class needs (a given helper renamed or deleted):
+    the course's version stands in for it. Sent at most once, after the cells, before any check."""
+
+    names: tuple[str, ...]
+    """Dotted names of what the course supplied, e.g. ``BlockPool.check_invariants`` (1 to
+    :data:`MAX_COURSE_VERSIONS` of them, each a Python name: nothing else is accepted)."""
+
+
+@dataclass(frozen=True)
+class Missing:
+    """The notebook does not define what the TODO needs; the child sends ``Done`` next."""
+
+    text: str
+    """What is missing, in the grader's words (the learner's text never reaches it; still filtered)."""
+
+
+@dataclass(frozen=True)
+class CheckStarted:
+    """A check of the TODO is about to run on the learner's code."""
+
+    key: str
+    """The check's key (``sNN.todo:name`` or ``sNN.todo:hidden:name``), one the parent allows."""
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What the learner's code did in the check that is running (raw: the parent judges it)."""
+
+    key: str
+    """The key of the check that is running."""
+    outcome: Mapping[str, Any]
+    """The raw outcome (see :mod:`autograder.child.probe`), a JSON object; judged by :mod:`autograder.grading.verdict`."""
+
+
+@dataclass(frozen=True)
+class Done:
+    """The child finished; nothing may follow."""
+
+
+Event = Union[Ready, CellStarted, CellErrors, CellsDone, CourseVersions, Missing, CheckStarted, CheckOutcome, Done]
+EVENT_TYPES: tuple[type, ...] = Event.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A line or event the protocol does not allow."""
+
+    why: str
+    """The rule broken, in the grader's words (never text the child sent)."""
+
+
+NOT_AN_EVENT = Violation("a line that is not a grading event")
+
+
+# -- the wire form ---------------------------------------------------------------------------------
+def encode(event: Event) -> bytes:
+    """The line (newline included) the child writes for ``event``."""
+    if isinstance(event, Ready):
+        obj: dict = {"phase": "ready"}
+    elif isinstance(event, CellStarted):
+        obj = {"phase": "cell", "index": event.index}
+    elif isinstance(event, CellErrors):
+        obj = {"cell_errors": [{"cell": e.cell, "kind": e.kind, "type": e.type, "message": e.message}
+                               for e in event.errors]}
+    elif isinstance(event, CellsDone):
+        obj = {"phase": "cells_done"}
+    elif isinstance(event, CourseVersions):
+        obj = {"course_versions": list(event.names)}
+    elif isinstance(event, Missing):
+        obj = {"missing": event.text}
+    elif isinstance(event, CheckStarted):
+        obj = {"phase": "check", "key": event.key}
+    elif isinstance(event, CheckOutcome):
+        obj = {"key": event.key, "outcome": dict(event.outcome)}
+    elif isinstance(event, Done):
+        obj = {"phase": "done"}
+    else:
+        raise TypeError(f"not a grading event: {type(event).__name__}")
+    return (_dumps(obj) + "\n").encode()
+
+
+def decode(line: bytes) -> Event | Violation:
+    """The event one line (without its newline) stands for, or the :class:`Violation` it is.
+
+    Only the line's shape is judged here; whether the event may come now is :class:`Channel`'s.
+    """
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return NOT_AN_EVENT
+    if type(obj) is not dict:
+        return NOT_AN_EVENT
+    keys = set(obj)
+    if keys == {"phase"}:
+        simple = {"ready": Ready, "cells_done": CellsDone, "done": Done}.get(obj["phase"]) \
+            if type(obj["phase"]) is str else None
+        return simple() if simple is not None else NOT_AN_EVENT
+    if keys == {"phase", "index"} and obj["phase"] == "cell" and type(obj["index"]) is int and obj["index"] >= 0:
+        return CellStarted(obj["index"])
+    if keys == {"phase", "key"} and obj["phase"] == "check" and type(obj["key"]) is str:
+        return CheckStarted(obj["key"])
+    if keys == {"key", "outcome"} and type(obj["key"]) is str and type(obj["outcome"]) is dict:
+        return CheckOutcome(obj["key"], MappingProxyType(obj["outcome"]))
+    if keys == {"missing"} and type(obj["missing"]) is str and len(obj["missing"]) <= MAX_MISSING_CHARS:
+        return Missing(obj["missing"])
+    if keys == {"course_versions"}:
+        names = obj["course_versions"]
+        if type(names) is list and 0 < len(names) <= MAX_COURSE_VERSIONS and \
+                all(is_name(n) for n in names):
+            return CourseVersions(tuple(names))
+        return NOT_AN_EVENT
+    if keys == {"cell_errors"}:
+        errors = obj["cell_errors"]
+        if type(errors) is list and errors and all(_is_cell_error(e) for e in errors):
+            return CellErrors(tuple(CellError(e["cell"], e["kind"], e["type"], e["message"]) for e in errors))
+    return NOT_AN_EVENT
+
+
+def is_name(name: object) -> bool:
+    """Whether ``name`` may stand in a :class:`CourseVersions` event: a dotted Python name."""
+    return type(name) is str and len(name) <= 200 and _NAME.match(name) is not None
+
+
+def _is_cell_error(e: object) -> bool:
+    return type(e) is dict and set(e) == {"cell", "kind", "type", "message"} and type(e["cell"]) is int \
+        and e["cell"] >= 1 and e["kind"] in CELL_KINDS and type(e["type"]) is str \
+        and len(e["type"]) <= MAX_TYPE_CHARS and type(e["message"]) is str and len(e["message"]) <= MAX_MESSAGE_CHARS
+
+
+# -- the order, and the parent's reader ------------------------------------------------------------
+class Channel:
+    """Reads one child's events under the protocol (see the module docstring).
+
+    Invariants: :attr:`events` holds only well-formed events, each accepted in the protocol's order,
+    received before ``Done`` and before the first broken rule; :attr:`tampering` lists each broken
+    rule once, in order; :attr:`done` is True iff a ``Done`` was accepted; nothing is accepted once
+    more than :data:`MAX_EVENT_BYTES` arrived (:attr:`too_large`).
+    """
+
+    def __init__(self, check_keys: Iterable[str], cells: int | None = None) -> None:
+        """``check_keys``: the checks of the TODO under test; ``cells``: how many cells the child was
+        sent (None: not bounded)."""
+        self.events: list[Event] = []
+        self.tampering: list[str] = []
+        self.done = False
+        self.too_large = False
+        self._order = Order(frozenset(check_keys), cells)
+        self._buf = bytearray()
+        self._received = 0
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Take raw bytes from the pipe; return the events they completed that were accepted."""
+        self._received += len(chunk)
+        if self._received > MAX_EVENT_BYTES:
+            self.too_large = True
+            return []
+        self._buf += chunk  # a bytearray: a long line arriving in many pieces costs linear time
+        if b"\n" not in chunk:
+            return []
+        *lines, rest = self._buf.split(b"\n")
+        self._buf = bytearray(rest)
+        new = []
+        for line in lines:
+            event = self._accept(line)
+            if event is not None:
+                self.events.append(event)
+                new.append(event)
+        return new
+
+    def close(self) -> None:
+        """The pipe reached its end: a last line without a newline is not an event."""
+        if self._buf.strip():
+            self._flag("a partial line at the end of the channel")
+        self._buf = bytearray()
+
+    @property
+    def tampered(self) -> bool:
+        return bool(self.tampering)
+
+    @property
+    def summary(self) -> ChildSummary:
+        """What the accepted events say (see :func:`summarize`)."""
+        return summarize(self.events)
+
+    def _flag(self, why: str) -> None:
+        if why not in self.tampering:
+            self.tampering.append(why)
+
+    def _accept(self, line: bytes) -> Event | None:
+        if self.done:
+            self._flag("lines after 'done'")
+            return None
+        event = decode(line)
+        if isinstance(event, Violation):
+            self._flag(event.why)
+            return None
+        if self.tampering:
+            return None  # after the first broken rule nothing more is believed
+        why = self._order.why_not(event)
+        if why is not None:
+            self._flag(why)
+            return None
+        self._order.take(event)
+        self.done = isinstance(event, Done)
+        return event
+
+
+@dataclass
+class Order:
+    """The protocol's order as a state machine: where a legal sequence of events has got to.
+
+    Invariant: only events :meth:`why_not` allowed were passed to :meth:`take`, so the state below
+    always describes a legal sequence (a prefix of one of the child's sequences).
+    """
+
+    allowed: frozenset[str]
+    """The keys of the TODO's checks."""
+    cells: int | None = None
+    """How many cells the child was sent (None: not bounded)."""
+    seen: set[type] = field(default_factory=set)
+    """The types of the events taken so far."""
+    started: int = 0
+    """How many cells started."""
+    announced: set[str] = field(default_factory=set)
+    """Keys of the checks that started."""
+    reported: set[str] = field(default_factory=set)
+    """Keys of the checks that reported their outcome."""
+    running: str | None = None
+    """Key of the check that started and has not reported yet."""
+
+    def why_not(self, event: Event) -> str | None:
+        """Why ``event`` may not come now (None: it may). Texts never repeat what the child sent
+        beyond the name of one of :attr:`allowed`."""
+        why = self._rule(event)
+        if why is None and self.running is not None and not isinstance(event, CheckOutcome):
+            why = f"check '{_name(self.running)}' reported nothing before the next event"
+        return why
+
+    def _rule(self, event: Event) -> str | None:
+        seen = self.seen
+        if Done in seen:
+            return "lines after 'done'"
+        if Missing in seen and not isinstance(event, Done):
+            return "events after 'missing'"
+        if isinstance(event, Ready):
+            return "'ready' twice" if seen else None
+        if not seen:
+            return "an event before 'ready'"
+        if isinstance(event, CellStarted):
+            if CellsDone in seen or CellErrors in seen:
+                return "a cell started after the cells finished"
+            if event.index != self.started or (self.cells is not None and event.index >= self.cells):
+                return "a cell out of turn"
+            return None
+        if isinstance(event, (CellErrors, CellsDone)) and self.cells is not None and self.started != self.cells \
+                and CellsDone not in seen:
+            return "the cells reported finished before every cell started"
+        if isinstance(event, CellErrors):
+            if CellsDone in seen or CellErrors in seen:
+                return "cell errors out of turn"
+            numbers = [e.cell for e in event.errors]
+            if numbers != sorted(set(numbers)) or numbers[-1] > self.started:
+                return "cell errors for cells that did not run"
+            return None
+        if isinstance(event, CellsDone):
+            return "'cells_done' twice" if CellsDone in seen else None
+        if isinstance(event, Missing):
+            return "'missing' out of turn" if CellsDone not in seen or seen & {CheckStarted, CourseVersions} else None
+        if isinstance(event, CourseVersions):
+            return "'course_versions' out of turn" if CellsDone not in seen or seen & {CheckStarted, CourseVersions} \
+                else None
+        if isinstance(event, CheckStarted):
+            if event.key not in self.allowed:
+                return "a check that does not exist"
+            if event.key in self.announced:
+                return f"check '{_name(event.key)}' started twice"
+            return None if CellsDone in seen else "a check before the cells finished"
+        if isinstance(event, CheckOutcome):
+            if event.key in self.reported:
+                return f"check '{_name(event.key)}' reported twice"
+            if event.key not in self.allowed:
+                return "an outcome for a check that does not exist"
+            if event.key != self.running:
+                return f"an outcome for check '{_name(event.key)}', which was not running"
+            return None
+        return None if CellsDone in seen else "'done' before the cells finished"  # Done
+
+    def take(self, event: Event) -> None:
+        """Record an event :meth:`why_not` allowed."""
+        self.seen.add(type(event))
+        if isinstance(event, CellStarted):
+            self.started += 1
+        elif isinstance(event, CheckStarted):
+            self.announced.add(event.key)
+            self.running = event.key
+        elif isinstance(event, CheckOutcome):
+            self.reported.add(event.key)
+            self.running = None
+
+
+def _name(key: str) -> str:
+    """The check's name in a key this grader made (``sNN.todo:hidden:name``); never learner text."""
+    return key.rsplit(":", 1)[-1]
+
+
+# -- what the parent makes of a child's events ---------------------------------------------------
+@dataclass(frozen=True)
+class ChildSummary:
+    """What one child's accepted events say. A pure function of them (:func:`summarize`).
+
+    Invariant: built from a legal sequence, so every field below holds at most what the child's
+    harness could have sent once.
+    """
+
+    ready: bool = False
+    """The harness reported ``Ready``: learner code may have run from here on."""
+    cell: int | None = None
+    """Index of the last cell that started (None: no cell started)."""
+    cell_errors: tuple[CellError, ...] = ()
+    """The cells that raised, in order."""
+    cells_done: bool = False
+    """Every cell ran."""
+    course_versions: tuple[str, ...] = ()
+    """Given code the course supplied because the learner's cell lacks it (dotted names)."""
+    missing: str | None = None
+    """What the TODO needs and the notebook lacks (None: nothing missing)."""
+    check: str | None = None
+    """Key of the last check that started (it may have reported since)."""
+    outcomes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Raw outcome per check key, for each check that reported."""
+    done: bool = False
+    """The child reported ``Done``."""
+
+    @property
+    def reached(self) -> str:
+        """How far the child got: ``""``, ``ready``, ``cell``, ``cells_done``, ``check`` or ``done``."""
+        for name, here in (("done", self.done), ("check", self.check is not None), ("cells_done", self.cells_done),
+                           ("cell", self.cell is not None), ("ready", self.ready)):
+            if here:
+                return name
+        return ""
+
+
+def summarize(events: Iterable[Event]) -> ChildSummary:
+    """The :class:`ChildSummary` of a legal sequence of events (what a :class:`Channel` accepted)."""
+    s: dict[str, Any] = {}
+    outcomes: dict[str, Mapping[str, Any]] = {}
+    for e in events:
+        if isinstance(e, Ready):
+            s["ready"] = True
+        elif isinstance(e, CellStarted):
+            s["cell"] = e.index
+        elif isinstance(e, CellErrors):
+            s["cell_errors"] = e.errors
+        elif isinstance(e, CellsDone):
+            s["cells_done"] = True
+        elif isinstance(e, CourseVersions):
+            s["course_versions"] = e.names
+        elif isinstance(e, Missing):
+            s["missing"] = e.text
+        elif isinstance(e, CheckStarted):
+            s["check"] = e.key
+        elif isinstance(e, CheckOutcome):
+            outcomes[e.key] = e.outcome
+        elif isinstance(e, Done):
+            s["done"] = True
+    return ChildSummary(**s, outcomes=MappingProxyType(outcomes))

@@ -1,0 +1,341 @@
+"""What is in this course and where: the one module that knows the repository's layout.
+
+Stages are discovered from their files; there is no list to edit. Stage ``NN`` (id ``sNN``) named
+``name`` is made of the sources :meth:`StageFiles.sources` lists (spec and public checks, reference
+module, notebook source, hidden checks, wrong answers, reference tests; see ``docs/AUTHORING.md``),
+and ``python -m autograder build`` generates from them the notebooks of each edition and the public
+expected values. This module imports nothing from the course, so every other module can ask it.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from autograder.core.i18n import DEFAULT, LANGUAGES  # the one list of languages: i18n owns it
+
+ROOT = Path(__file__).resolve().parents[2]  # autograder/core/layout.py
+AUTOGRADER = ROOT / "autograder"
+CHECKS = AUTOGRADER / "checks"
+EXPECTED = AUTOGRADER / "expected"
+SOLUTIONS = ROOT / "solutions"
+SOURCES = SOLUTIONS / "src"
+HIDDEN = SOLUTIONS / "hidden"
+NOTEBOOKS = ROOT / "notebooks"
+TESTS = ROOT / "tests"
+KERNELS = ROOT / "kernels"
+DATA = ROOT / "data" if (ROOT / "data").is_dir() else ROOT / "pcw_data"  # a checkout, or pip-installed
+GLOSSARY = ROOT / "docs" / "glossary.md"
+README = ROOT / "README.md"
+README_ZH = ROOT / "README.zh.md"
+COURSE_TOML = ROOT / "course.toml"
+REQUIREMENTS = ROOT / "requirements.txt"
+
+#: Editions of every notebook: the default one (English) lives at the top of ``notebooks/`` and
+#: ``solutions/``; every other one in a subfolder named after its language.
+DEFAULT_LANGUAGE = DEFAULT
+
+_STAGE_ID = re.compile(r"^s(\d\d)$")
+_REFERENCE = re.compile(r"^s(\d\d)_([a-z0-9_]+)\.py$")
+_SOURCE = re.compile(r"^(\d\d)_([a-z0-9_]+)\.py$")
+_SPEC = re.compile(r"^s(\d\d)\.py$")
+
+
+def stage_number(stage_id: str) -> int:
+    m = _STAGE_ID.match(stage_id)
+    if not m:
+        raise ValueError(f"a stage id looks like 's07', not {stage_id!r}")
+    return int(m.group(1))
+
+
+def stage_id(number: int) -> str:
+    return f"s{number:02d}"
+
+
+@dataclass(frozen=True)
+class StageFiles:
+    """Every path of one stage, and what is still missing.
+
+    Invariant: ``slug`` is the name shared by the reference module and the notebook source; it is
+    ``None`` only while neither exists, and then no path that needs it can be asked for.
+    """
+
+    id: str
+    slug: str | None
+
+    @property
+    def number(self) -> int:
+        return stage_number(self.id)
+
+    @property
+    def notebook(self) -> str:
+        """The notebook stem, e.g. ``02_block_hash`` (also the nbgrader assignment's name)."""
+        if self.slug is None:
+            raise LookupError(f"{self.id} has neither a reference module nor a notebook source yet")
+        return f"{self.number:02d}_{self.slug}"
+
+    def assignment(self, lang: str = DEFAULT_LANGUAGE) -> str:
+        """The nbgrader assignment of an edition: the notebook stem, plus ``_<lang>`` for non-default ones."""
+        return self.notebook if lang == DEFAULT_LANGUAGE else f"{self.notebook}_{_check_language(lang)}"
+
+    # -- sources ------------------------------------------------------------------------------
+    @property
+    def spec(self) -> Path:
+        return CHECKS / f"{self.id}.py"
+
+    @property
+    def reference(self) -> Path:
+        return SOLUTIONS / f"{self.id}_{self.slug}.py"
+
+    @property
+    def reference_module(self) -> str:
+        return f"solutions.{self.id}_{self.slug}"
+
+    @property
+    def source(self) -> Path:
+        return SOURCES / f"{self.notebook}.py"
+
+    @property
+    def hidden(self) -> Path:
+        return HIDDEN / f"{self.id}.py"
+
+    @property
+    def hidden_module(self) -> str:
+        return f"solutions.hidden.{self.id}"
+
+    @property
+    def mutants(self) -> Path:
+        return TESTS / f"mutants_{self.id}.py"
+
+    @property
+    def mutants_module(self) -> str:
+        return f"tests.mutants_{self.id}"
+
+    @property
+    def alternatives_module(self) -> str:
+        """Correct answers written other ways than the reference (optional file)."""
+        return f"tests.alternatives_{self.id}"
+
+    @property
+    def reference_tests(self) -> Path:
+        return TESTS / f"test_{self.id}_reference.py"
+
+    # -- generated ----------------------------------------------------------------------------
+    def instructor(self, lang: str = DEFAULT_LANGUAGE) -> Path:
+        return _edition_dir(SOLUTIONS, lang) / f"{self.notebook}.ipynb"
+
+    def learner(self, lang: str = DEFAULT_LANGUAGE) -> Path:
+        return _edition_dir(NOTEBOOKS, lang) / f"{self.notebook}.ipynb"
+
+    @property
+    def expected(self) -> Path:
+        return EXPECTED / f"{self.id}.json"
+
+    def sources(self) -> dict[str, Path]:
+        """What an author writes, by role."""
+        if self.slug is None:
+            return {"spec": self.spec}
+        return {"spec": self.spec, "reference": self.reference, "source": self.source, "hidden": self.hidden,
+                "mutants": self.mutants, "reference tests": self.reference_tests}
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The editions this stage has: English, and Chinese once its notebook source has Chinese prose."""
+        has_zh = self.slug is not None and self.source.exists() and 'lang="zh"' in self.source.read_text(encoding="utf-8")
+        return LANGUAGES if has_zh else (DEFAULT_LANGUAGE,)
+
+    def generated(self) -> list[Path]:
+        """What ``python -m autograder build`` writes for this stage."""
+        return [self.expected, *(p for lang in self.languages for p in (self.instructor(lang), self.learner(lang)))]
+
+    def missing_sources(self) -> list[str]:
+        """``"sNN: write <path>"`` for every source not written yet (empty when complete)."""
+        if self.slug is None:
+            return [f"{self.id}: write {rel(SOLUTIONS)}/{self.id}_<name>.py and {rel(SOURCES)}/{self.number:02d}_<name>.py"]
+        return [f"{self.id}: write {rel(p)}" for p in self.sources().values() if not p.exists()]
+
+    def missing(self) -> list[str]:
+        """Missing sources, then missing generated files (``"sNN: run python -m autograder build"``)."""
+        out = self.missing_sources()
+        if not out and not all(p.exists() for p in self.generated()):
+            out.append(f"{self.id}: run `python -m autograder build` (generated files are missing)")
+        return out
+
+    @property
+    def is_complete(self) -> bool:
+        """Every source exists: the build can generate its notebooks."""
+        return not self.missing_sources()
+
+    @property
+    def is_built(self) -> bool:
+        """Every source and every generated file exists: the stage can be graded and released."""
+        return not self.missing()
+
+
+def _check_language(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; editions: {LANGUAGES}")
+    return lang
+
+
+def _edition_dir(base: Path, lang: str) -> Path:
+    return base if _check_language(lang) == DEFAULT_LANGUAGE else base / lang
+
+
+def rel(path: Path) -> str:
+    """A path relative to the repository root, for messages."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+# -- discovery ------------------------------------------------------------------------------------
+def _slugs_by_number() -> dict[int, set[str]]:
+    found: dict[int, set[str]] = {}
+    for folder, pattern in ((SOLUTIONS, _REFERENCE), (SOURCES, _SOURCE)):
+        for p in folder.glob("*.py") if folder.is_dir() else ():
+            m = pattern.match(p.name)
+            if m:
+                found.setdefault(int(m.group(1)), set()).add(m.group(2))
+    for p in CHECKS.glob("s*.py") if CHECKS.is_dir() else ():
+        m = _SPEC.match(p.name)
+        if m:
+            found.setdefault(int(m.group(1)), set())
+    return found
+
+
+def stage_ids() -> list[str]:
+    """Every stage that has at least one of its files, in order."""
+    return [stage_id(n) for n in sorted(_slugs_by_number())]
+
+
+def stage_files(sid: str) -> StageFiles:
+    """The paths of stage ``sid``. Raises ``LookupError`` when its reference module and notebook
+    source disagree on the stage's name."""
+    slugs = _slugs_by_number().get(stage_number(sid), set())
+    if len(slugs) > 1:
+        raise LookupError(f"{sid}: the reference module and the notebook source disagree on the name: "
+                          f"{sorted(slugs)} (they must be sNN_<name>.py and NN_<name>.py)")
+    return StageFiles(sid, next(iter(slugs), None))
+
+
+def all_stages() -> list[StageFiles]:
+    return [stage_files(s) for s in stage_ids()]
+
+
+def built_stages() -> list[str]:
+    """Stages whose sources and generated files all exist."""
+    return [s.id for s in all_stages() if s.is_built]
+
+
+def stage_of_notebook(stem: str) -> str | None:
+    """The stage whose notebook stem begins ``stem`` (e.g. a renamed copy ``02_block_hash-alice``)."""
+    for s in all_stages():
+        if s.slug is not None and stem.startswith(s.notebook):
+            return s.id
+    return None
+
+
+# -- which modules a stage may see --------------------------------------------------------------
+def _solutions_imports(path: Path) -> set[str]:
+    """The ``solutions.*`` modules a file imports (by name, at any depth of its code)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("solutions."):
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("solutions.")}
+    return names
+
+
+def solutions_modules() -> dict[str, Path]:
+    """Every importable module directly in ``solutions/`` (references and given modules)."""
+    return {f"solutions.{p.stem}": p for p in sorted(SOLUTIONS.glob("*.py")) if p.name != "__init__.py"}
+
+
+def _owner_number(module: str) -> int | None:
+    m = _REFERENCE.match(module.split(".")[-1] + ".py")
+    return int(m.group(1)) if m else None
+
+
+@lru_cache(maxsize=None)
+def _closure(module: str) -> frozenset[str]:
+    """``module`` and every ``solutions`` module it imports, transitively."""
+    mods = solutions_modules()
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in mods:
+            continue
+        seen.add(m)
+        todo += sorted(_solutions_imports(mods[m]))
+    return frozenset(seen)
+
+
+def _used_modules(sid: str) -> set[str]:
+    """``solutions`` modules stage ``sid``'s own files import, transitively (what it needs)."""
+    files = stage_files(sid)
+    roots = [files.spec, files.hidden] + ([files.reference, files.source] if files.slug is not None else [])
+    names = {m for p in roots if p.exists() for m in _solutions_imports(p)}
+    return set().union(*(_closure(m) for m in names)) if names else set()
+
+
+def visible_modules(sid: str) -> dict[str, Path]:
+    """The ``solutions`` modules that stage ``sid``'s grading child and its release may see.
+
+    The one rule: a module is visible to stage N when stage N's own files (reference, notebook
+    source, checks) import it, directly or not, and neither it nor anything it imports is the
+    reference of stage N or of a later stage. So the earlier references and given modules the stage
+    builds on are visible; its own reference (the answers) never is, and neither is a given module
+    of a later stage (which may re-implement this stage's TODOs).
+    """
+    n = stage_number(sid)
+    mods = solutions_modules()
+    out = {}
+    for name in sorted(_used_modules(sid)):
+        owners = [o for o in map(_owner_number, _closure(name)) if o is not None]
+        if name in mods and all(o < n for o in owners):
+            out[name] = mods[name]
+    return out
+
+
+# -- what a release ships ------------------------------------------------------------------------
+def _runtime_files() -> list[Path]:
+    """The course runtime every release carries: the grader/helper package and the kernels."""
+    files = [p for p in sorted(AUTOGRADER.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += sorted(KERNELS.rglob("*.py"))
+    return files + [COURSE_TOML]
+
+
+def child_files() -> list[Path]:
+    """What a grading child may import from disk: the runtime's Python files (never ``solutions/``,
+    ``tests/`` or generated expected values; the ``solutions`` modules it may see arrive as text)."""
+    return [p for p in _runtime_files() if p.suffix == ".py" and "templates" not in p.relative_to(ROOT).parts]
+
+
+def release_files(sid: str) -> list[tuple[Path, str]]:
+    """``(source path, path inside the release)`` of everything a learner's copy of stage ``sid``
+    needs besides its notebook: the runtime, the visible ``solutions`` modules, and the data files
+    those modules or the notebook name. Never this stage's or a later stage's reference, nor hidden
+    checks."""
+    visible = visible_modules(sid)
+    files = _runtime_files() + [SOLUTIONS / "__init__.py", *visible.values()]
+    sf = stage_files(sid)
+    # data: what the notebook and the modules it loads may read
+    texts = [p.read_text(encoding="utf-8") for p in (sf.source, *visible.values()) if p.exists()]
+    used = [p for p in sorted(DATA.iterdir()) if p.is_file() and any(p.name in t for t in texts)] if DATA.is_dir() else []
+    if used and (DATA / "README.md").exists() and DATA / "README.md" not in used:
+        used.append(DATA / "README.md")  # the attribution travels with the data
+    return [(p, rel(p)) for p in files + used]
+
+
+def grader_files() -> list[Path]:
+    """Everything a grading machine (e.g. a Gradescope image) needs: runtime, every reference,
+    hidden check and instructor notebook, the data, and the requirements."""
+    files = _runtime_files()
+    files += [p for p in sorted(SOLUTIONS.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [p for p in sorted(DATA.iterdir()) if p.is_file()] if DATA.is_dir() else []
+    return files + [REQUIREMENTS]

@@ -1,0 +1,118 @@
+"""Every sentence the checker and the grader say to a learner, in both languages (one catalog).
+
+Each entry is an :class:`autograder.core.i18n.L` with ``str.format`` fields. Code that reports to a
+learner formats an entry in the notebook's language; it never builds learner-facing text inline.
+"""
+from __future__ import annotations
+
+from autograder.core.i18n import L
+
+NOT_IMPLEMENTED = L("{label} is not implemented yet", "{label} 还没有实现")
+NOT_IMPLEMENTED_DO = L("replace `raise NotImplementedError()` with your code, then re-run that cell",
+                       "把 `raise NotImplementedError()` 换成你的代码，然后重新运行那个单元")
+NEEDS = L("{label} needs {other}, which is not implemented yet", "{label} 依赖 {other}，而它还没有实现")
+NEEDS_DO = L("finish TODO {n} first", "先完成 TODO {n}")
+DEPENDS = L("this check depends on {other} ({title}), which is still failing: fix that first",
+            "这个检查依赖 {other}（{title}），而它还没通过：先把它修好")
+CHECK_FAILED = L("check '{name}' failed", "检查 '{name}' 未通过")
+DEPENDS_UNSEEN = L("this check passes when the course's code stands in for your other TODOs, so the bug is in "
+                   "one it calls, {other} ({title}), in a case its visible checks do not cover: fix that first",
+                   "换成课程自带的其它 TODO 实现后这个检查就通过了，所以问题出在它调用的 {other}（{title}）里，"
+                   "而且是那个 TODO 的可见检查没覆盖到的情况：先把它修好")
+HIDDEN_FAILED = L("hidden check '{name}' failed", "隐藏检查 '{name}' 未通过")
+HIDDEN_TITLE_ONLY = L("hidden check '{name}' failed: {title}", "隐藏检查 '{name}' 未通过：{title}")
+ALSO_FAILING = L("also failing: {titles}", "同时未通过：{titles}")
+QUIZ_WRONG = L("{q}: not correct yet", "{q}：还不对")
+INPUT = L("input:   ", "输入：  ")
+EXPECTED = L("expected:", "期望：  ")
+GOT = L("got:     ", "实际：  ")
+WHERE = L("where:   ", "差异：  ")
+HINT = L("hint:    ", "提示：  ")
+HELPER_OUTSIDE = L("note:     only the cells with TODOs are graded; define your helpers inside them",
+                   "注意：   只有含 TODO 的单元会被评分；请把辅助函数定义在这些单元里")
+NAME_OUTSIDE = L("{label} uses `{name}`, which is defined outside the graded cells: grading will not see it "
+                 "(move it into a cell with a TODO)",
+                 "{label} 用到了 `{name}`，它定义在不评分的单元里：评分时看不到它（把它移到含 TODO 的单元里）")
+COURSE_VERSION_USED = L("{label}: your cell has no `{name}` (renamed or deleted?); grading uses the course's",
+                        "{label}：你的单元里没有 `{name}`（改名或删掉了？）；评分时使用课程自带的版本")
+REPORT_HEAD = L("{label} · {title}: {n}/{total} {kind} passed", "{label} · {title}：{total} 个{kind}中通过了 {n} 个")
+VISIBLE = L("visible checks", "可见检查")
+HIDDEN = L("hidden checks", "隐藏检查")
+VISIBLE_ONLY = L("(visible checks only: grading also runs hidden checks)", "（这里只运行了可见检查：评分时还会运行隐藏检查）")
+NO_HIDDEN_HERE = L("ℹ️  {label}: hidden checks are not part of this copy of the course; they run when your notebook is graded.",
+                   "ℹ️  {label}：这份课程副本不含隐藏检查；提交评分时才会运行。")
+FINISH_TO_SEE = L("⏳ finish {label} to see this", "⏳ 完成 {label} 后才能看到这里的结果")
+
+# -- demos, predictions and plots that run on a learner's code (autograder.learner.demos, autograder.learner.faults) --
+DEMO_FIX_FIRST = L("⏸ this cell runs your {label}, whose checks do not pass yet: fix it (run check(\"{id}\")), "
+                   "then run this cell again",
+                   "⏸ 这个单元要运行你的 {label}，而它的检查还没有全部通过：先把它修好（运行 check(\"{id}\")），"
+                   "再重新运行这个单元")
+DEMO_STOPPED_IN = L("❌ this cell stopped inside your {label} ({error}); its visible checks pass, so this is a case "
+                    "they do not cover: fix {label}, then run this cell again",
+                    "❌ 这个单元停在了你的 {label} 里面（{error}）；它的可见检查都通过了，说明这是检查没覆盖到的情况："
+                    "修好 {label}，再重新运行这个单元")
+DEMO_STOPPED = L("❌ this cell stopped in the course's code ({error}) on a value from your {labels}; their visible "
+                 "checks pass, so this is a case they do not cover: look at what they return here",
+                 "❌ 这个单元停在了课程给定的代码里（{error}），起因是你的 {labels} 返回的值；它们的可见检查都通过了，"
+                 "说明这是检查没覆盖到的情况：看看它们在这里返回了什么")
+DEMO_OUT_OF_MEMORY = L("more than {gb} GB of memory", "内存超过 {gb} GB")
+DEMO_TOO_LONG = L("more than {s} s", "运行超过 {s} 秒")
+BAD_RESULT = L("your {label} returned {problem}: fix it (check(\"{id}\") and hint(\"{id}\") help), then run "
+               "this cell again",
+               "你的 {label} 返回了{problem}：先把它修好（check(\"{id}\") 和 hint(\"{id}\") 能帮上忙），"
+               "再重新运行这个单元")
+TIMEOUT = L("took longer than {s} s (an endless loop?)", "运行超过 {s} 秒（死循环？）")
+ALL_PASSED = L("all {n} checks passed ({h} hidden)", "全部 {n} 个检查通过（其中 {h} 个隐藏）")
+
+# -- when the grading process stops early (autograder.grading.supervise, autograder.grading.grade) -----------------
+STOP_TOO_LARGE = L("the results were too large", "结果太大了")
+STOP_TAMPERED = L("the result channel was tampered with", "结果通道被篡改了")
+STOP_WAITED = L("stopped after {s} s of waiting (sleeping or blocked forever?)",
+                "等待 {s} 秒后被停止（在 sleep，或者永远阻塞了？）")
+STOP_SIGNAL = L("the grading process was ended by {sig}", "评分进程被 {sig} 终止")
+STOP_SIGNAL_WHY = L("the grading process was ended by {sig} ({why})", "评分进程被 {sig} 终止（{why}）")
+WHY_XCPU = L("more than {s} s of CPU time: an endless loop, or far too slow?", "CPU 时间超过 {s} 秒：死循环，还是太慢了？")
+WHY_KILL = L("killed: memory or time limit", "被杀掉了：超出内存或时间限制")
+WHY_XFSZ = L("output file limit", "超出输出文件大小限制")
+WHY_SEGV = L("crashed (a very deep recursion?)", "崩溃了（递归太深？）")
+# no exit code and no signal number: learner code chooses them, and a report is not a channel
+STOP_EXIT = L("your code ended the grading process (sys.exit, os._exit or a crash)",
+              "你的代码结束了评分进程（sys.exit、os._exit 或崩溃）")
+STOP_SIGNAL_OTHER = L("the grading process was ended by a signal", "评分进程被信号终止")
+STOP_WHERE = L("{what} during {where}", "{what}，发生在{where}")
+WHERE_CHECK = L("check '{name}'", "检查 '{name}'")
+WHERE_HIDDEN_CHECK = L("hidden check '{name}'", "隐藏检查 '{name}'")
+WHERE_SETUP_CELL = L("setup cell {n}", "准备单元 {n}")
+WHERE_TODO_CELL = L("your TODO cell {n}", "你的第 {n} 个 TODO 单元")
+WHERE_BEFORE = L("before the checks started", "检查开始之前")
+SAME_FOR_EVERY = L("{message} (the same for every TODO of this notebook)", "{message}（这个 notebook 的每个 TODO 都一样）")
+NOT_RUN = L("not run", "未运行")
+TAMPERING = L("tampering: the grading process's result channel received {what} (the TODO earns nothing)",
+              "篡改：评分进程的结果通道收到了 {what}（这个 TODO 不得分）")
+NO_RESULTS = L("no check results arrived (did your code write to the grader's result channel?)",
+               "没有收到任何检查结果（你的代码是不是往评分器的结果通道里写了东西？）")
+GRADER_ERROR = L("grader error: {error}", "评分器错误：{error}")
+
+# -- the grader's report (autograder.grading.reports, autograder.integrations.gradescope, autograder.isolation.levels) ----------
+REPORT_ISOLATION = L("isolation: {level}", "隔离级别：{level}")
+REPORT_GRADING_UNDER = L("grading under isolation: {level}", "评分使用的隔离级别：{level}")
+REPORT_GRADED_UNDER = L("Graded under isolation: {level}", "评分时的隔离级别：{level}")
+REPORT_ROW = L("{name}  (stage {stage})  score {score}/{total}", "{name}  （阶段 {stage}）  得分 {score}/{total}")
+REPORT_NOT_GRADED = L("{name}: NOT GRADED — {error}", "{name}：未评分 — {error}")
+REPORT_WARNING = L("warning: {w}", "警告：{w}")
+REPORT_HIDDEN_CHECKS = L("hidden checks", "隐藏检查")
+ISO_ROOT_CHILD = L("child as uid 0 without capabilities", "子进程以无特权能力的 uid 0 运行")
+ISO_OWN_USER = L("each child as an unprivileged user of its own", "每个子进程各用一个独立的非特权用户")
+CHECK_NAMED = L("{title} ({name})", "{title}（{name}）")
+# -- a learner's own grading report (python -m autograder grade --format learner; GitHub Classroom) ----
+LEARNER_ISOLATION = L("graded under isolation: {level}", "评分时的隔离级别：{level}")
+LEARNER_HEAD = L("{name} (stage {stage}): {score}/{total} points", "{name}（阶段 {stage}）：{score}/{total} 分")
+LEARNER_TODO = L("{mark} TODO {n} · {id} · {title}: {points}/{max} points",
+                 "{mark} TODO {n} · {id} · {title}：{points}/{max} 分")
+LEARNER_NOT_GRADED = L("{name}: your notebook could not be graded: {error}", "{name}：你的 notebook 无法评分：{error}")
+LEARNER_WARNING = L("note: {warning}", "注意：{warning}")
+LEARNER_STEP_NEEDS = L("this step earns its points when {id} earns at least {need:g} of its {max:g} points",
+                       "{id} 至少拿到 {max:g} 分中的 {need:g} 分，这一步才得分")
+LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
+                         "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")

@@ -1,0 +1,440 @@
+"""Grading notebooks: one confined child process per (submission, TODO); verdicts in this process.
+
+This process never executes learner code. It reads each submission as data
+(:mod:`autograder.grading.submission`), sends the learner's solution cells to a child
+(:mod:`autograder.grading.supervise`, :mod:`autograder.child.sandbox`) together with the reference stubbed at the
+TODO under test (:mod:`autograder.grading.trusted`), reads back raw outcomes under the child's protocol
+(:mod:`autograder.child.protocol`), and compares them with the reference's outcomes, which it computes
+itself (:mod:`autograder.grading.verdict`). Every message is composed here; the only text in it that came
+from the child passed :mod:`autograder.grading.leaks` first, and all of it, for one submission, fits the
+budget and feedback level of :mod:`autograder.grading.disclosure`. All children of a run share one isolation
+level (:mod:`autograder.isolation.levels`), which every result states.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from autograder.core import messages
+from autograder.grading import batch
+from autograder.isolation import levels as isolation
+from autograder.core.course import feedback_level, grading_mode
+from autograder.grading.disclosure import Disclosure, unlimited
+from autograder.core.i18n import L, text
+from autograder.grading.leaks import LeakGuard
+from autograder.child.protocol import CellError, CellsDone, Event
+from autograder.core.pysource import imported_modules
+from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
+from autograder.core.spec import Check, Stage, Todo
+from autograder.grading.staging import GradingRun, private_library_caches
+from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
+from autograder.grading.supervise import ChildLimits, ChildReport, describe, run_child
+from autograder.grading.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
+from autograder.grading.verdict import CheckVerdict, check_label, check_title, judge, lead_first
+
+__all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
+
+VERBOSE_ENV = "PCW_GRADE_VERBOSE"  # "1": every grading run logs each child to stderr, as --verbose does
+
+
+#: Address space a child that imports torch needs (its libraries map far more than they touch).
+TORCH_MEMORY_MB = 4096
+
+
+def child_preload(sub: Submission) -> list[str]:
+    """What a child imports before any learner code runs: the stage's preload, and torch when the
+    learner's own cells import it although the stage needs none (a correct answer may use torch;
+    its native libraries can be loaded only before learner code runs, when the audit hook is not yet
+    in place)."""
+    preload = list(sub.stage.preload)
+    if "torch" not in preload and any("torch" in imported_modules(c) for c in sub.cells):
+        preload.append("torch")
+    return preload
+
+
+def limits_for(stage: Stage, preload: Collection[str] | None = None) -> ChildLimits:
+    """A child's limits: the stage's, with room for torch when the child imports it."""
+    torch = "torch" in (stage.preload if preload is None else preload)
+    memory = max(stage.memory_limit_mb, TORCH_MEMORY_MB) if torch else stage.memory_limit_mb
+    return ChildLimits(stage.time_limit_s, memory, 15.0 if torch else 5.0)
+
+
+@dataclass
+class Graded:
+    """One TODO's result, and what the batch needs to revisit it: the child's report (None when it
+    never ran) and every piece of child text the message shows."""
+
+    result: TodoResult
+    report: ChildReport | None = None
+    shown: list[str] = field(default_factory=list)
+    same_as_first: bool = False  # not run: the submission's first TODO already stopped in its cells
+
+    @property
+    def stopped_in_cells(self) -> bool:
+        """The child stopped while the learner's cells ran: the same would happen for every TODO."""
+        r = self.report
+        return r is not None and r.grader_error is None and r.stopped is not None and not r.cells_finished
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """How results are worded and scored: ``lang`` overrides each submission's own language;
+    ``grading`` is the points rule (see :mod:`autograder.core.course`); ``log`` receives a description
+    of each child (see :func:`autograder.grading.supervise.describe`); ``feedback`` is what a failed hidden
+    check shows (see :mod:`autograder.grading.disclosure`)."""
+
+    lang: str | None = None
+    grading: str = "all-or-nothing"
+    log: Callable[[str], None] | None = None
+    """Where to log, per child, the isolation applied, its exit status and its kept output (None: nowhere)."""
+    feedback: str = "values"
+
+
+def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None = None,
+             how: Reporting = Reporting()) -> TodoResult:
+    """Grade one TODO of one submission in its own child."""
+    return _grade_todo(sub, todo, run, on_cells, how).result
+
+
+def child_payload_for(sub: Submission, todo: Todo) -> dict:
+    """What the child grading ``todo`` of ``sub`` is given: the setup cells, the learner's cells, the
+    modules it may import as text, and what to import before any learner code."""
+    stage = sub.stage
+    cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
+    return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
+            "modules": child_modules(stage, todo), "preload": child_preload(sub)}
+
+
+def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
+                how: Reporting) -> Graded:
+    stage = sub.stage
+    payload = child_payload_for(sub, todo)
+
+    def on_event(event: Event) -> None:
+        if on_cells is not None and isinstance(event, CellsDone):
+            on_cells()
+
+    report = run_child(payload, limits_for(stage, payload["preload"]), run, [c.key for c in stage.checks_for(todo.id)], on_event,
+                       staging=run.staging_for(todo))
+    if how.log is not None:
+        how.log(describe(report, f"{sub.path} · {todo.id}"))
+    return compose(sub, todo, report, leak_guard(stage), how=how)
+
+
+def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, withhold: bool = False,
+            how: Reporting = Reporting(), disclosure: Disclosure | None = None) -> Graded:
+    """The verdict on ``todo`` from its child's report. Every piece of child text the messages show
+    passes ``disclosure`` (the submission's budget; default: one of its own, unlimited); with
+    ``withhold``, no child text at all."""
+    stage = sub.stage
+    lang = how.lang or sub.lang
+    out = disclosure or unlimited(guard, how.feedback)
+    if withhold:
+        out.withhold = True
+    take = out.take
+    expected = expected_outcomes(stage)
+    checks = stage.checks_for(todo.id)
+    said = report.summary
+    outcomes = said.outcomes
+    n_setup = len(setup_cells(stage))
+    n_cells = n_setup + len(sub.cells)  # what the child was sent: a cell number outside it is not believed
+
+    judged: list[tuple[Check, CheckVerdict | None, dict | None]] = []
+    for c in checks:
+        raw = dict(outcomes[c.key]) if c.key in outcomes else None
+        judged.append((c, None if raw is None else _judge(stage, c, expected[c.key], raw, lang), raw))
+    # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
+    # about the mistake made) and the others are named after it.
+    failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
+    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]
+
+    verdicts, shown_of = [], {}
+    for c, v, raw in judged:
+        if v is None:
+            verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
+            continue
+        if not v.passed:
+            # only the leading failure shows the learner's value (see autograder.grading.disclosure): the values
+            # of the other failing checks, hidden ones included, never reach the report
+            shows_value = v is lead and not (c.hidden and out.titles_only)
+            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,
+                                             take if shows_value else None)
+            v = shown_of[id(v)]
+        line = v.summary if v.passed else _one_line(v.summary, v.detail)
+        verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
+    ordered = [shown_of[id(v)] for v in ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw))]
+    first_fail = ordered[0] if ordered else None
+    n_hidden = sum(c.hidden for c in checks)
+    stopped_in = _check(stage, said.check)
+    hidden_fail = (first_fail is not None and first_fail.check.hidden) or (stopped_in is not None and stopped_in.hidden)
+    quiet = out.titles_only and hidden_fail  # a failed hidden check says its title and hint, nothing the child said
+    if report.grader_error is not None:
+        status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
+    elif report.tampering:
+        status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what="; ".join(report.tampering))
+    elif checks and all(v.passed for v in verdicts) and report.stopped is None:
+        status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
+    elif said.missing:
+        status, message = TodoStatus.MISSING, take(guard.fragment(said.missing))
+    elif report.stopped is not None and quiet and stopped_in is not None:
+        status, message = TodoStatus.STOPPED, _title_only(stopped_in, lang)
+    elif report.stopped is not None:
+        index = said.cell if type(said.cell) is int and 0 <= said.cell < n_cells else None
+        where = _check_name(said.check) or _cell_name(index, n_setup) or messages.WHERE_BEFORE
+        status, message = TodoStatus.STOPPED, text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
+    elif first_fail is not None and first_fail.not_implemented:
+        status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
+    elif first_fail is not None and quiet:
+        status, message = TodoStatus.FAILED, _title_only(first_fail.check, lang)
+    elif first_fail is not None:
+        head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
+            text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
+        status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
+        others = [v for v in ordered[1:] if not v.not_implemented]
+        if others:
+            message += " | " + text(messages.ALSO_FAILING, lang).format(titles="; ".join(
+                _failed_name(v.check, lang) for v in others))
+    else:
+        status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
+    if quiet:
+        verdicts = [replace(v, message=_title_only(c, lang)) if c.hidden and not v.passed and
+                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks)]
+    elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
+        message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
+    if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
+        given = given_members(stage, todo.owner)
+        for name in (n for n in said.course_versions if n in given):  # only names the course has: no child text
+            message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
+    points = todo_points(todo, status, verdicts, how.grading)
+    result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
+    return Graded(result, report, list(out.shown) if disclosure is None else [])
+
+
+def _shown_verdict(stage: Stage, check: Check, expected: dict, display: dict, v: CheckVerdict, lang: str | None,
+                   take: Callable[[str], str] | None) -> CheckVerdict:
+    """The failing verdict ``v`` as the report words it: judged again on the sanitized outcome
+    ``display``, its learner-derived lines through ``take`` (None: the check's own words only)."""
+    d = _judge(stage, check, expected, display, lang, take or _nothing)
+    if d.passed:  # sanitizing made it equal: say that it failed, and nothing of what it returned
+        d = CheckVerdict(check, False, check.name if not check.hidden else
+                         text(messages.HIDDEN_FAILED, lang).format(name=check.name),
+                         [f"{text(messages.HINT, lang)} {text(check.hint, lang)}"])
+    return replace(d, not_implemented=v.not_implemented)
+
+
+def _nothing(piece: str) -> str:
+    """What a check other than a TODO's first failure shows of the learner's value: nothing."""
+    return ""
+
+
+def _check(stage: Stage, key: str | None) -> Check | None:
+    return next((c for c in stage.checks if c.key == key), None) if key else None
+
+
+def _title_only(check: Check, lang: str | None) -> str:
+    """A failed hidden check at the "titles" feedback level: its name, title and hint."""
+    return _one_line(text(messages.HIDDEN_TITLE_ONLY, lang).format(name=check.name, title=check_title(check, lang)),
+                     [f"{text(messages.HINT, lang)} {text(check.hint, lang)}"])
+
+
+def todo_points(todo: Todo, status: TodoStatus, verdicts: list[CheckResult], grading: str) -> float:
+    """All the points when every check passed; under partial credit, the share of checks passed
+    (hidden ones included) when the TODO ran to the end; else none."""
+    if status is TodoStatus.PASSED:
+        return float(todo.points)
+    if grading == "partial" and status is TodoStatus.FAILED and verdicts:
+        return round(todo.points * sum(v.passed for v in verdicts) / len(verdicts), 2)
+    return 0.0
+
+
+def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | None = None,
+           take: Callable[[str], str] | None = None) -> CheckVerdict:
+    """:func:`judge`, for an outcome that came from the child: one it cannot read fails the check."""
+    try:
+        return judge(stage, check, expected, got, lang, take)
+    except Exception:  # noqa: BLE001 - a malformed (forged) outcome: the learner's doing, not a grader bug
+        if expected.get("kind") not in ("ok", "raised"):
+            raise  # the reference failed its own check: that is a grader bug, reported as such
+        return CheckVerdict(check, False, check.name if not check.hidden else f"hidden check '{check.name}' failed",
+                            ["the result your code produced could not be read"])
+
+
+def _failed_name(check: Check, lang: str | None) -> str:
+    """How a report names a failed check: a public check by its title, a hidden one by its name only."""
+    if check.hidden:
+        return text(messages.HIDDEN_FAILED, lang).format(name=check.name)
+    return check_title(check, lang)
+
+
+def _cell_error(err: CellError, guard: LeakGuard, take: Callable[[str], str], n_cells: int) -> str:
+    """A cell error the child reported, as a note: the cell number only among the cells sent."""
+    cell = err.cell if type(err.cell) is int and 1 <= err.cell <= n_cells else "?"
+    said = take(f"{guard.name(err.type)}: {guard.fragment(err.message, 100)}")
+    return f"{'setup' if err.kind == 'setup' else 'your'} cell {cell} raised {said}"
+
+
+def _one_line(head: str, detail: list[str]) -> str:
+    return " | ".join([head, *(" ".join(d.split()) for d in detail)])
+
+
+def _check_name(key: str | None) -> L | None:
+    if key is None:
+        return None
+    return (messages.WHERE_HIDDEN_CHECK if ":hidden:" in key else messages.WHERE_CHECK).format(name=key.rsplit(":", 1)[-1])
+
+
+def _cell_name(index: int | None, n_setup: int) -> L | None:
+    if index is None:
+        return None
+    return messages.WHERE_SETUP_CELL.format(n=index + 1) if index < n_setup else \
+        messages.WHERE_TODO_CELL.format(n=index - n_setup + 1)
+
+
+def _same_as_first(first: Graded, sub: Submission, todo: Todo, how: Reporting) -> Graded:
+    """A TODO not run because the submission's first child already stopped in the learner's cells."""
+    r = first.result
+    lang = how.lang or sub.lang
+    checks = [CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)) for c in sub.stage.checks_for(todo.id)]
+    res = TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), r.status,
+                     text(messages.SAME_FOR_EVERY, lang).format(message=r.message), checks)
+    return Graded(res, None, list(first.shown), same_as_first=True)
+
+
+def stderr_log() -> Callable[[str], None]:
+    """A log for :class:`Reporting` that writes each entry whole to stderr (children end in parallel)."""
+    lock = threading.Lock()
+
+    def log(entry: str) -> None:
+        with lock:
+            print(entry, file=sys.stderr, flush=True)
+
+    return log
+
+
+def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: LeakGuard, how: Reporting,
+               withhold: bool) -> list[Graded]:
+    """The submission's TODOs worded again under one budget, in TODO order (see
+    :mod:`autograder.grading.disclosure`); each item's ``shown`` is what its messages show of the child's text."""
+    out: list[Graded] = []
+    budget = Disclosure(guard, how.feedback, withhold=withhold)
+    for todo, g in zip(todos, items):
+        before = len(budget.shown)
+        if g.report is not None:
+            g = compose(sub, todo, g.report, guard, how=how, disclosure=budget)
+            g.shown = budget.shown[before:]
+        elif g.same_as_first and out:
+            g = _same_as_first(out[0], sub, todo, how)  # the first TODO's words again: nothing new is shown
+        out.append(g)
+    return out
+
+
+# -- many submissions ------------------------------------------------------------------------------
+def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
+                on_done: Callable[[SubmissionResult], None] | None = None,
+                on_todo: Callable[[], None] | None = None,
+                iso: isolation.Isolation | str = "best", hidden: Iterable[str | os.PathLike] = (),
+                lang: str | None = None, grading: str | None = None, feedback: str | None = None,
+                only: Mapping[str, Collection[str]] | None = None,
+                log: Callable[[str], None] | None = None) -> list[SubmissionResult]:
+    """Grade every notebook; one submission's failure never stops the others.
+
+    ``only`` maps a path (as given) to the TODO ids to grade in it; its report has those TODOs only
+    (the project's mutation tests grade a wrong answer on its own TODO).
+
+    ``lang`` overrides each submission's own language; ``grading`` overrides course.toml's mode.
+
+    ``iso``: the isolation every child runs under (an :class:`~autograder.isolation.levels.Isolation`, or
+    what :func:`~autograder.isolation.levels.select` takes); ``hidden``: further paths no child may see
+    (every submission is hidden from every child anyway).
+
+    ``log`` receives, per child, the isolation applied, its exit status and its kept output
+    (:func:`autograder.grading.supervise.describe`); by default that goes to stderr when the environment
+    sets ``PCW_GRADE_VERBOSE=1``, and nowhere otherwise.
+    """
+    private_library_caches()  # before any reference code imports torch here
+    if log is None and os.environ.get(VERBOSE_ENV) == "1":
+        log = stderr_log()
+    how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())
+    level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
+    files = expand(paths)
+    results: list[SubmissionResult] = []
+    subs: list[tuple[int, Submission]] = []
+    started = time.monotonic()
+    for i, path in enumerate(files):
+        try:
+            sub = read_submission(path)
+        except SubmissionError as exc:
+            results.append(SubmissionResult.not_graded(str(path), str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
+            results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
+            continue
+        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
+        subs.append((i, sub))
+    for r in results:
+        r.isolation = level.level
+    for stage in {s.stage.id: s.stage for _, s in subs}.values():
+        expected_outcomes(stage)  # once per stage, before the pool starts
+        setup_cells(stage)
+        leak_guard(stage)
+    def todos_of(sub: Submission) -> list[Todo]:
+        wanted = (only or {}).get(str(sub.path))
+        return [t for t in sub.stage.todos if wanted is None or t.id in wanted]
+
+    for _, sub in subs:  # validate before any child starts
+        wanted = (only or {}).get(str(sub.path))
+        if wanted is not None and (not wanted or set(wanted) - {t.id for t in sub.stage.todos}):
+            raise ValueError(f"only: {sorted(wanted)} are not TODOs of stage {sub.stage.id}")
+
+    graded: dict[int, list[Graded | None]] = {i: [None] * len(todos_of(s)) for i, s in subs}
+    lock = threading.Lock()
+
+    def finish(gi: int) -> None:
+        i, sub = subs[gi]
+        items = graded[i]
+        guard = leak_guard(sub.stage)
+        items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)
+        if guard.leaks_together(t for g in items for t in g.shown):  # a secret split across checks or TODOs
+            items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=True)
+        r = results[i]
+        r.todos = [g.result for g in items]
+        r.seconds = time.monotonic() - started
+        now = digest(sub.path)
+        if now is None:
+            r.warnings.append("the submission file disappeared while it was graded")
+        elif now != sub.digest:
+            r.warnings.append("the submission file changed while it was graded")
+        if on_done:
+            on_done(r)
+
+    def on_result(gi: int, ji: int, g: Graded) -> None:
+        i, _ = subs[gi]
+        with lock:
+            graded[i][ji] = g
+            last = all(x is not None for x in graded[i])
+        if on_todo:
+            on_todo()
+        if last:
+            finish(gi)
+
+    def failed(job: tuple[Submission, Todo], exc: Exception) -> Graded:
+        todo = job[1]
+        return Graded(TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), TodoStatus.GRADER_ERROR,
+                                 f"grader error: {type(exc).__name__}: {exc}"))
+
+    with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
+        batch.run_batch([[(s, t) for t in todos_of(s)] for _, s in subs],
+                        work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
+                        shared_failure=lambda g: g.stopped_in_cells,
+                        shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
+                        failed=failed, on_result=on_result, workers=workers or batch.available_cores())
+    if on_done:
+        for r in results:
+            if not r.graded:
+                on_done(r)
+    return results

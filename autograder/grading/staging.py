@@ -1,0 +1,238 @@
+"""One grading run's workspace: the isolation chosen once, the course files staged for children,
+and a private scratch dir per child.
+
+The grader's own checkout is never a child's import root: the runtime's Python files are copied once
+per run into a world-readable staging dir (``solutions/`` never; the modules a child may see arrive
+in its payload as text), and each child gets a fresh scratch dir below the run's base dir, the only
+place it can write. :data:`GradingRun.hidden` lists what no child may ever see (the reference and
+hidden checks, the tests, the repository's history, every submission, the nbgrader course dir):
+each launch re-checks it against what the child can read (:func:`autograder.isolation.launch.plan_child`).
+
+A TODO with twins (given code that already does it, :mod:`autograder.child.twins`) gets its own copy of
+the staging dir in which those twins' definitions are replaced (:meth:`GradingRun.staging_for`).
+
+Invariants: ``staging`` holds only :func:`autograder.core.layout.child_files`; every scratch dir lies
+below ``base``; after :meth:`GradingRun.close` nothing of the run is left on disk.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.child import twins
+from autograder.core import layout
+from autograder.isolation.childfs import child_user, compile_tree, make_scratch, stage_tree
+from autograder.isolation.levels import Isolation
+from autograder.core.spec import Todo
+
+
+SCRATCH_MB = 64  # what a child may write (grading writes almost nothing); a tmpfs of this size
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
+_libc = ctypes.CDLL(None, use_errno=True)
+_cache_lock = threading.Lock()
+
+
+def private_library_caches() -> None:
+    """Give this grader process's own library caches a folder it removes when it exits.
+
+    The grader computes reference outcomes in-process; importing ``torch._dynamo`` makes
+    ``$TMPDIR/torchinductor_<user>`` and keeps it. Set once per process, before torch reads it (a
+    value the caller set stays)."""
+    with _cache_lock:
+        if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+            return
+        folder = tempfile.mkdtemp(prefix="pcw-grader-cache-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "torchinductor")
+        os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(folder, "triton"))
+        atexit.register(remove_tree, folder)
+
+
+def always_hidden() -> list[str]:
+    """What a child must never see, whatever is graded: answers, hidden checks, tests, history."""
+    return [str(layout.SOLUTIONS), str(layout.TESTS), str(layout.ROOT / ".git")]
+
+
+@dataclass
+class GradingRun:
+    """The workspace of one run (see the module docstring for its invariants)."""
+
+    isolation: Isolation
+    base: str
+    staging: Path
+    hidden: tuple[str, ...]
+    _closed: bool = field(default=False, repr=False)
+    _variants: dict[tuple[str, ...], Path] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _children: int = field(default=0, repr=False)
+    # far above any real account, and different for each run on the machine (two runs at once stay apart)
+    _uid_base: int = field(default_factory=lambda: 0x40000000 + secrets.randbelow(1 << 14) * (1 << 16), repr=False)
+
+    @classmethod
+    def open(cls, iso: Isolation, hidden: Iterable[str | os.PathLike] = ()) -> GradingRun:
+        # world-traversable: a child running as another user without namespaces must reach its scratch
+        base = tempfile.mkdtemp(prefix="pcw-grading-")
+        try:
+            os.chmod(base, 0o755)
+            files = {layout.rel(p): p for p in layout.child_files()}
+            staging = stage_tree(Path(base) / "staging", files)
+        except BaseException:
+            shutil.rmtree(base, ignore_errors=True)
+            raise
+        every = dict.fromkeys([*always_hidden(), *(os.path.abspath(h) for h in hidden)])
+        return cls(iso, base, staging, tuple(every))
+
+    @property
+    def level(self) -> str:
+        return self.isolation.level
+
+    def staging_for(self, todo: Todo) -> Path:
+        """The staging dir a child grading ``todo`` imports from: the run's own, or (for a TODO with
+        twins) a copy whose twins' module files have the twins blocked at the source."""
+        by_file = twins.by_module({t: self.staging / Path(*t.split(":")[0].split(".")).with_suffix(".py")
+                                   for t in todo.twins})
+        if not by_file:
+            return self.staging
+        key = tuple(sorted(todo.twins))
+        with self._lock:
+            if key not in self._variants:
+                dest = Path(self.base) / f"staging-{len(self._variants) + 1}"
+                shutil.copytree(self.staging, dest)
+                for path, (module, quals) in by_file.items():
+                    target = dest / path.relative_to(self.staging)
+                    target.chmod(0o644)
+                    target.write_text(twins.blocked_source(path.read_text(encoding="utf-8"), quals, todo.label, module),
+                                      encoding="utf-8")
+                compile_tree(dest, [dest / path.relative_to(self.staging) for path in by_file])
+                self._variants[key] = dest
+            return self._variants[key]
+
+    def scratch(self) -> tuple[str, int | None]:
+        """A new private scratch dir for one child, and the user it runs as when the grader is root: a
+        uid of its own (no entry in ``/etc/passwd`` needed), so that no child shares its process count
+        (a fork bomb cannot starve the others) or its files with another; None otherwise."""
+        with self._lock:
+            self._children += 1
+            uid = self._uid_base + self._children
+        uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
+        path = make_scratch(self.isolation, self.base, prefix="child-", uid=uid)
+        if "namespaces" not in self.isolation.layers:
+            # under namespaces the launcher gives the child a tmpfs of this size in its own mount view
+            _mount_tmpfs(path, SCRATCH_MB, uid)
+        return path, uid
+
+    @staticmethod
+    def discard(scratch: str) -> None:
+        """Remove a child's scratch dir once the child is gone (whatever modes it left inside)."""
+        _unmount(scratch)
+        remove_tree(scratch)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            remove_tree(self.base)
+
+    def __enter__(self) -> GradingRun:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _mount_tmpfs(path: str, size_mb: int, uid: int | None) -> bool:
+    """Without namespaces, a root grader bounds a scratch dir by mounting a tmpfs of ``size_mb`` on it
+    (owned by the child's user); False where it may not mount (then only RLIMIT_FSIZE bounds each file)."""
+    if os.geteuid() != 0:
+        return False
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    opts = f"size={size_mb}m,nr_inodes=65536,mode=0700{owner}".encode()
+    res = _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts)
+    return res == 0
+
+
+def _unmount(path: str) -> None:
+    if os.path.ismount(path):
+        _libc.umount2(os.fsencode(path), _MNT_DETACH)
+
+
+def remove_tree(path: str) -> None:
+    """``rm -rf`` of whatever a child can build in its scratch dir; never raises.
+
+    Iterative, one open directory at a time, by name relative to its parent's descriptor: a tree
+    10,000 levels deep (deeper than Python's recursion limit, paths longer than ``PATH_MAX``), folders
+    made unreadable or unwritable (mode 000), symlinks (removed, never followed) and special files.
+    """
+    try:
+        if os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)
+            return
+        _owner_access(path)
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        return
+    names: list[str] = []  # the path from ``path`` down to ``fd``, by name
+    while True:
+        sub = _empty_but_one_dir(fd)
+        if sub is not None:
+            try:
+                os.chmod(sub, 0o700, dir_fd=fd)  # a directory, not a link: checked by the scan
+                child = os.open(sub, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                sub = None  # cannot enter: leave it, still try the rest
+            else:
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+        if not names:
+            os.close(fd)
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            return
+        try:
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return
+        os.close(fd)
+        fd = parent
+        try:
+            os.rmdir(names.pop(), dir_fd=fd)
+        except OSError:
+            return  # something in it could not be removed: stop rather than loop
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _empty_but_one_dir(fd: int) -> str | None:
+    """Remove every non-directory in the directory ``fd``; the name of one subdirectory left, if any."""
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        return entry.name
+                    os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return None
+
+
+def _owner_access(path: str) -> None:
+    try:
+        if not os.path.islink(path):
+            os.chmod(path, 0o700)
+    except OSError:
+        pass

@@ -1,0 +1,205 @@
+"""Reading submissions as data: which files, which stage, which cells the learner wrote.
+
+Nothing here executes learner code. A notebook is parsed as plain JSON (nbformat's reader pulls in
+jsonschema's format checkers, about 2 s of imports per grading run, for checks done here).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.core import cell_ids, layout, todocells
+from autograder.core.i18n import notebook_language
+from autograder.grading.reports import shown_path
+from autograder.core.spec import Stage, available_stages, load_stage
+
+# The limit is on what is graded: the code cells' source. A notebook file may be much larger than that
+# (saved plots and logs); the file limit only keeps one file from taking the grader's memory.
+MAX_SOURCE_CHARS = 20 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 100 * 1024 * 1024
+
+
+class SubmissionError(Exception):
+    """The file cannot be graded at all (not a notebook, unknown stage, unreadable)."""
+
+
+@dataclass
+class Submission:
+    """A notebook read as data: its stage, the learner's solution cells in order, and its digest."""
+
+    path: Path
+    stage: Stage
+    cells: list[str]
+    digest: str
+    warnings: list[str] = field(default_factory=list)
+    lang: str = "en"   # the edition it came from (its metadata): the language of its report
+
+
+def expand(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given; a folder means every notebook under it (nbgrader's layout or flat)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
+        else:
+            out.append(p)
+    return out
+
+
+def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; :class:`SubmissionError` for anything
+    else (a folder, a FIFO, a device such as a link to ``/dev/zero``), without waiting or reading more."""
+    name = shown_path(path.name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
+    except OSError as exc:
+        raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise SubmissionError(f"{name} is a folder, not a notebook file")
+        if not stat.S_ISREG(st.st_mode):
+            raise SubmissionError(f"{name} is not a regular file ({_kind(st.st_mode)}); only notebook files are read")
+        if st.st_size > limit:
+            raise SubmissionError(_too_large(name, limit))
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise SubmissionError(_too_large(name, limit))
+    return b"".join(chunks)
+
+
+def _too_large(name: str, limit: int) -> str:
+    return f"{name} is larger than {limit // 2**20} MiB (outputs included: clear its outputs and save it again)"
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a plain file"
+
+
+def _nbgrader(cell: dict, index: int, name: str) -> dict | None:
+    """A cell's nbgrader metadata, None without any; :class:`SubmissionError` when it is malformed."""
+    meta = cell.get("metadata", {}).get("nbgrader")
+    if meta is None:
+        return None
+    why = None
+    if not isinstance(meta, dict):
+        why = f"a {type(meta).__name__} where an object belongs"
+    elif "grade_id" in meta and not isinstance(meta["grade_id"], str):
+        why = "its grade_id is not a string"
+    elif any(k in meta and not isinstance(meta[k], bool) for k in ("solution", "grade", "locked")):
+        why = "solution/grade/locked are not true or false"
+    if why:
+        raise SubmissionError(f"{name}: cell {index + 1} has malformed nbgrader metadata ({why})")
+    return meta
+
+
+def _stage_from(metas: list[dict | None]) -> str | None:
+    votes: dict[str, int] = {}
+    for meta in metas:
+        sid = cell_ids.stage_of(meta.get("grade_id", "")) if meta else None
+        if sid:
+            votes[sid] = votes.get(sid, 0) + 1
+    known = set(available_stages())
+    ranked = [s for s, _ in sorted(votes.items(), key=lambda kv: -kv[1]) if s in known]
+    return ranked[0] if ranked else None
+
+
+def read_submission(path: Path) -> Submission:
+    raw = read_regular(path)
+    name = shown_path(path.name)
+    nb = parse_notebook(raw, name)
+    metas = [_nbgrader(c, i, name) for i, c in enumerate(nb["cells"])]
+    code = [(i, cell_source(c)) for i, c in enumerate(nb["cells"]) if c.get("cell_type") == "code"]
+    if sum(len(s) for _, s in code) > MAX_SOURCE_CHARS:
+        raise SubmissionError(f"{name}: its code cells hold more than {MAX_SOURCE_CHARS // 2**20} Mi characters of source")
+    known = set(available_stages())
+    by_meta = _stage_from(metas)
+    by_name = layout.stage_of_notebook(path.stem)
+    by_name = by_name if by_name in known else None
+    if by_meta is None:  # no metadata: whose TODO names do the cells define?
+        by_meta = todocells.best_stage([s for _, s in code], {s: load_stage(s, hidden=False).owners for s in sorted(known)})
+    sid = by_meta or by_name
+    if sid is None:
+        why = "" if any(metas) else (": no cell carries nbgrader metadata (e.g. after a jupytext round trip that "
+                                     "filtered it), its name is no stage's, and no cell defines a TODO of any stage")
+        raise SubmissionError(f"{name}: cannot tell which stage this notebook belongs to{why}")
+    stage = load_stage(sid, hidden=True)
+    warnings = _stage_warnings(sid, by_meta, by_name, path)
+    chosen = [i for i, _ in code if (metas[i] or {}).get("solution") is True]
+    sources = dict(code)
+    if not any(metas):  # every cell lost its nbgrader metadata (e.g. a jupytext round trip)
+        chosen = [code[k][0] for k in todocells.cells_defining([s for _, s in code], stage.owners)]
+        if not chosen:
+            raise SubmissionError(f"{name}: no TODO cells found: no cell carries nbgrader metadata (e.g. after a "
+                                  f"jupytext round trip that filtered it) and none defines {', '.join(stage.owners)}")
+        warnings.append("no cell carries nbgrader metadata (a jupytext round trip?): graded the cells that define "
+                        + ", ".join(stage.owners))
+    else:
+        lacking = set(stage.owners) - set().union(*(todocells.defined_names(sources[i]) for i in chosen))
+        others = [(i, s) for i, s in code if i not in chosen and metas[i] is None]
+        found = [others[k][0] for k in todocells.cells_defining([s for _, s in others], lacking)]
+        if found:
+            chosen = sorted(chosen + found)
+            warnings.append(f"{len(found)} TODO cell(s) had lost their nbgrader metadata; graded them too")
+    return Submission(path, stage, [sources[i] for i in chosen], hashlib.sha256(raw).hexdigest(), warnings,
+                      notebook_language(nb))
+
+
+def _stage_warnings(sid: str, by_meta: str | None, by_name: str | None, path: Path) -> list[str]:
+    out = []
+    if by_meta and by_name and by_meta != by_name:
+        out.append(f"this notebook is stage {by_meta}, but its file name is stage {by_name}'s")
+    folder = layout.stage_of_notebook(path.parent.name)
+    if folder and folder != sid and path.parent.name in {s.notebook for s in layout.all_stages() if s.slug}:
+        out.append(f"this notebook is stage {sid}, but it is in assignment folder {shown_path(path.parent.name)}")
+    return out
+
+
+def parse_notebook(raw: bytes, name: str) -> dict:
+    """A v4 notebook as plain JSON, or :class:`SubmissionError` saying why it is not one."""
+    try:
+        nb = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SubmissionError(f"{name} is not a readable notebook ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise SubmissionError(f"{name} is not a readable notebook (no list of cells)")
+    if nb.get("nbformat") != 4:
+        raise SubmissionError(f"{name} is in notebook format {nb.get('nbformat')!r}; open and save it in Jupyter (format 4)")
+    if not all(isinstance(c, dict) and isinstance(c.get("metadata", {}), dict) for c in nb["cells"]):
+        raise SubmissionError(f"{name} is not a readable notebook (malformed cells)")
+    return nb
+
+
+def cell_source(cell: dict) -> str:
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
+
+
+def digest(path: Path) -> str | None:
+    """sha256 of the file now, or None when it is gone (or no longer a readable notebook file)."""
+    try:
+        return hashlib.sha256(read_regular(path)).hexdigest()
+    except SubmissionError:
+        return None

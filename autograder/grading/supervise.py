@@ -1,0 +1,331 @@
+"""Supervising one grading child: launch it behind the run's isolation, feed it, read its events and
+its output, stop it and everything it started, and say how it ended.
+
+The child (:mod:`autograder.child.sandbox`) runs learner code; this module runs in the grader and never
+executes learner code. Every child is launched through :mod:`autograder.isolation.launch` at the run's
+isolation level (or, at ``in-process``, as a plain child guarded only by its audit hook). CPU time
+is the limit that matters (it does not depend on how busy the machine is); the wall clock only ends
+code that waits forever without computing. The child's stdout and stderr go to a pipe that this
+module drains continuously: the first :data:`OUTPUT_KEEP` bytes are kept for diagnosis and the rest
+is dropped, so printing never blocks, fills a disk, or raises inside learner code. The child's
+events are read under :mod:`autograder.child.protocol`; :func:`describe` says, for a grader's log, how
+each child ran (its isolation, exit status and kept output).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.core import messages
+from autograder.isolation import cgroup
+from autograder.core.i18n import L, text
+from autograder.isolation.confine import EXIT_NOT_CONFINED
+from autograder.isolation.launch import ChildSpec, LaunchPlan, plan_child, signal_name
+from autograder.child.protocol import Channel, ChildSummary, Event, summarize
+from autograder.grading.staging import SCRATCH_MB, GradingRun, always_hidden
+
+_PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.child.sandbox import main; main()"
+OUTPUT_KEEP = 16 * 1024
+AFTER_DONE_S = 1.0  # how long the child may take to exit once it reported "done"
+
+
+@dataclass(frozen=True)
+class ChildLimits:
+    """Limits of one child. ``startup_s`` is extra time for imports (torch takes seconds)."""
+
+    time_limit_s: float
+    memory_limit_mb: int
+    startup_s: float
+
+    @property
+    def cpu_s(self) -> float:
+        return self.time_limit_s + self.startup_s / 5
+
+    @property
+    def wall_s(self) -> float:
+        return 3 * self.time_limit_s + self.startup_s
+
+
+@dataclass
+class ChildReport:
+    """How one child ended.
+
+    Invariants: ``events`` are the events its channel accepted, in order (a legal sequence of
+    :mod:`autograder.child.protocol`); ``stopped`` is None iff it reported ``Done``, exited
+    cleanly and did not tamper; ``grader_error`` is set (and learner code never ran) when the child
+    could not be launched or confined; ``output`` is at most :data:`OUTPUT_KEEP` bytes.
+    """
+
+    events: list[Event]
+    """The protocol events the channel accepted, in order."""
+    stopped: L | str | None
+    """Why it stopped early, in both languages (``"not started"``: it never ran); None: it did not."""
+    tampering: list[str] = field(default_factory=list)
+    """Each rule of the protocol the child broke, once, in order (the grader's words)."""
+    grader_error: str | None = None
+    """Why the grader could not run the child (its own fault); None when it could."""
+    output: bytes = b""
+    """The first :data:`OUTPUT_KEEP` bytes the child wrote to stdout and stderr, together."""
+    output_dropped: int = 0
+    """How many more bytes of output it wrote (read and dropped)."""
+    isolation: str = ""
+    """The isolation applied to this child: the run's level, the user it ran as, what it could read."""
+    returncode: int | None = None
+    """Its exit status (negative: the signal that ended it); None when it never started or never ended."""
+    timed_out: bool = False
+    """Whether the wall clock ran out before the child finished."""
+
+    @property
+    def summary(self) -> ChildSummary:
+        """What ``events`` say, typed (:func:`autograder.child.protocol.summarize`)."""
+        return summarize(self.events)
+
+    @property
+    def reached(self) -> str:
+        """How far the child got: ``ready``, ``cell``, ``cells_done``, ``check``, ``done`` or ``""``."""
+        return self.summary.reached
+
+    @property
+    def cells_finished(self) -> bool:
+        return self.summary.cells_done
+
+
+def child_env(workdir: str) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
+    # every cache a library keeps under TMPDIR or HOME (torch's inductor and Triton caches, XDG) in scratch
+    env.update(HOME=workdir, TMPDIR=workdir, USER="grading", LOGNAME="grading", MPLBACKEND="Agg", MPLCONFIGDIR=workdir,
+               XDG_CACHE_HOME=workdir, TORCHINDUCTOR_CACHE_DIR=os.path.join(workdir, "torchinductor"),
+               TRITON_CACHE_DIR=os.path.join(workdir, "triton"),
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONHASHSEED="0", PCW_GRADING="1")
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # machine-specific safety settings, see RECIPES
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return env
+
+
+def child_payload(payload: dict, limits: ChildLimits, hidden: Iterable[str], staging: Path, scratch: str,
+                  result_fd: int) -> dict:
+    """What the child reads on stdin: ``payload`` plus its limits, places and result pipe.
+
+    What the child must not open goes in for its audit hook's message (the kernel is what refuses):
+    the grader's own places by name, every other path (the batch's submissions, a class roster; an
+    nbgrader course's folders) only as a salted digest, so that no child learns another submission's name.
+    """
+    salt = secrets.token_hex(16)
+    own = set(always_hidden())
+    return {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
+            "workdir": scratch, "result_fd": result_fd, "root": str(staging),
+            "denied_dirs": [h for h in hidden if h in own], "salt": salt,
+            "denied_digests": [path_digest(salt, h) for h in hidden if h not in own]}
+
+
+def path_digest(salt: str, path: str) -> str:
+    """What a child is told of a path it must not open: a salted digest of its real path."""
+    return hashlib.sha256((salt + os.path.realpath(path)).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
+              on_event: Callable[[Event], None] | None = None, staging: Path | None = None,
+              on_start: Callable[[int], None] | None = None) -> ChildReport:
+    """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
+    isolation, importing from ``staging`` (default: the run's); ``on_event`` sees each accepted event
+    as it arrives (in this thread); ``on_start`` gets the launched process's pid (the benchmark's
+    per-phase CPU reading)."""
+    scratch, uid = run.scratch()
+    try:
+        channel = Channel(check_keys, cells=len(payload["cells"]))
+        return _run(payload, limits, run, staging or run.staging, scratch, uid, channel, on_event, on_start)
+    finally:
+        run.discard(scratch)
+
+
+def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scratch: str, uid: int | None,
+         channel: Channel, on_event: Callable[[Event], None] | None,
+         on_start: Callable[[int], None] | None = None) -> ChildReport:
+    read_fd, write_fd = os.pipe()
+    out_r, out_w = os.pipe()
+    payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
+    plan: LaunchPlan | None = None
+    group = None
+    applied = f"{run.isolation.level} (audit hook only)" if not run.isolation.layers else run.isolation.level
+    if uid is not None:
+        applied += f", as uid {uid}"
+    try:
+        env = child_env(scratch)
+        if run.isolation.layers:
+            hierarchy = cgroup.available()[0]
+            group = cgroup.ChildCgroup.create(hierarchy, limits.memory_limit_mb * 2**20) if hierarchy else None
+            plan = plan_child(ChildSpec(sys.executable, "autograder.child.sandbox:main", str(staging), scratch,
+                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
+                                        memory_mb=limits.memory_limit_mb, cgroup_fd=group.procs_fd if group else None,
+                                        scratch_mb=SCRATCH_MB), run.isolation)
+            kwargs = plan.popen_kwargs()
+            applied += f", reading only {', '.join(plan.readable)} (and the system's libraries)"
+        else:
+            kwargs = {"args": [sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(staging))],
+                      "pass_fds": (write_fd,), "env": env, "cwd": scratch, "close_fds": True,
+                      "start_new_session": True}
+        proc = subprocess.Popen(**kwargs, stdin=subprocess.PIPE, stdout=out_w, stderr=out_w)
+    except Exception as exc:  # noqa: BLE001 - cannot launch: the grader's fault, reported as such
+        for fd in (read_fd, out_r):
+            os.close(fd)
+        if group is not None:
+            group.remove()
+        return ChildReport([], "not started", grader_error=f"could not start a grading process: {exc}",
+                           isolation=applied)
+    finally:
+        os.close(write_fd)
+        os.close(out_w)
+        if group is not None:
+            group.close_fd()
+    if on_start is not None:
+        on_start(proc.pid)
+    try:
+        output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
+                                              on_event)
+        if not timed_out:  # the pipe closed: let the child's own exit status arrive before the kill
+            try:
+                proc.wait(timeout=AFTER_DONE_S)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        LaunchPlan.kill(proc)  # the whole process group: whatever the child started ends with it
+        if group is not None:
+            group.remove()  # and whatever is still charged to its cgroup
+        os.close(read_fd)
+        os.close(out_r)
+    rc = plan.returncode(proc.returncode) if plan is not None else proc.returncode
+    report = _report(channel, rc, output, dropped, timed_out, limits)
+    report.isolation, report.returncode, report.timed_out = applied, rc, timed_out
+    return report
+
+
+def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, channel: Channel, limits: ChildLimits,
+             on_event: Callable[[Event], None] | None) -> tuple[bytes, int, bool]:
+    """Feed the payload and read events and output until the result pipe closes, the child exits
+    after ``done``, or the wall clock runs out. Returns (kept output, dropped bytes, timed out)."""
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ, "events")
+    sel.register(out_fd, selectors.EVENT_READ, "output")
+    stdin = proc.stdin.fileno()
+    os.set_blocking(stdin, False)
+    sel.register(stdin, selectors.EVENT_WRITE, "stdin")
+    output, dropped = bytearray(), 0
+    deadline = time.monotonic() + limits.wall_s
+    done_at = None
+    try:
+        while True:
+            now = time.monotonic()
+            if done_at is not None and (proc.poll() is not None or now - done_at > AFTER_DONE_S):
+                return bytes(output), dropped, False
+            if now >= deadline:
+                return bytes(output), dropped, True
+            for key, _ in sel.select(timeout=min(deadline - now, 0.25)):
+                if key.data == "stdin":
+                    try:
+                        payload = payload[os.write(stdin, payload[:1 << 16]):]
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        if isinstance(exc, BrokenPipeError):
+                            payload = b""
+                    if not payload:
+                        sel.unregister(stdin)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if key.data == "output":
+                    if not chunk:
+                        sel.unregister(out_fd)
+                    keep = max(0, OUTPUT_KEEP - len(output))
+                    output += chunk[:keep]
+                    dropped += len(chunk) - min(keep, len(chunk))
+                    continue
+                if not chunk:
+                    channel.close()
+                    return bytes(output), dropped, False
+                for event in channel.feed(chunk):
+                    if on_event is not None:
+                        on_event(event)
+                if channel.too_large:
+                    return bytes(output), dropped, False
+                if channel.done and done_at is None:
+                    done_at = time.monotonic()
+    finally:
+        sel.close()
+        if not proc.stdin.closed:
+            proc.stdin.close()
+
+
+def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed_out: bool,
+            limits: ChildLimits) -> ChildReport:
+    report = ChildReport(list(channel.events), None, list(channel.tampering), None, output, dropped)
+    if not report.summary.ready and not channel.tampered:
+        # before "ready" no learner code has run: the child's last line is the grader's own
+        why = output.decode("utf-8", "replace").strip().splitlines()
+        last = f": {why[-1][:200]}" if why else ""
+        if rc == EXIT_NOT_CONFINED:
+            report.grader_error = f"isolation could not be set up ({why[-1][:200] if why else 'no message'})"
+        elif timed_out:
+            report.grader_error = f"the grading process did not start within {limits.wall_s:.0f} s"
+        else:
+            report.grader_error = f"the grading process failed before running your code (exit code {rc}{last})"
+        report.stopped = "not started"
+        return report
+    if channel.too_large:
+        report.stopped = messages.STOP_TOO_LARGE
+    elif channel.tampered and channel.done and rc in (0, -signal.SIGKILL):
+        report.stopped = messages.STOP_TAMPERED
+    elif timed_out:
+        report.stopped = messages.STOP_WAITED.format(s=f"{limits.wall_s:.0f}")
+    elif channel.done and rc in (0, -signal.SIGKILL) and not channel.tampered:
+        return report
+    elif rc is not None and rc < 0:
+        sig = signal_name(rc)
+        why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
+               "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
+        # a signal is named only when it explains something: learner code can send itself any other
+        report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=why) if why is not None else \
+            messages.STOP_SIGNAL_OTHER
+    else:
+        report.stopped = messages.STOP_EXIT  # without the code: learner code chooses it
+    return report
+
+
+def describe(report: ChildReport, what: str) -> str:
+    """Lines for a grader's log about one child (``what`` names it): the isolation applied, how it
+    ended, and its kept output. Control characters in the output are shown escaped, so that a
+    learner's output cannot rewrite the grader's terminal."""
+    if report.returncode is not None:
+        ended = f"exit status {report.returncode}" + (f" ({signal_name(report.returncode)})"
+                                                      if report.returncode < 0 else "")
+    else:
+        ended = "never started" if report.stopped == "not started" else "no exit status"
+    how = [ended, "timed out" if report.timed_out else "",
+           f"reached {report.reached or 'nothing'}", f"stopped: {text(report.stopped, 'en')}" if report.stopped else "",
+           f"tampering: {'; '.join(report.tampering)}" if report.tampering else "",
+           f"the course's {', '.join(report.summary.course_versions)} used" if report.summary.course_versions else "",
+           f"grader error: {report.grader_error}" if report.grader_error else ""]
+    lines = [f"[child] {what}", f"  isolation: {report.isolation or 'unknown'}",
+             f"  ended: {', '.join(h for h in how if h)}"]
+    size = len(report.output) + report.output_dropped
+    if not size:
+        lines.append("  output: none")
+    else:
+        kept = f"{len(report.output)} bytes" + (f", {report.output_dropped} more dropped" if report.output_dropped else "")
+        lines.append(f"  output ({kept}):")
+        lines += ["  | " + _printable(line) for line in report.output.decode("utf-8", "replace").splitlines()]
+    return "\n".join(lines)
+
+
+def _printable(line: str) -> str:
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)

@@ -1,0 +1,79 @@
+"""Helpers for the project's own tests: grade the reference, the stub, or a variant of the reference.
+
+A *variant* is the reference module with textual edits (a realistic wrong answer); it is turned into
+a learner notebook exactly as a learner would submit it, and graded by the real grader.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from autograder.core import cell_ids, layout
+from autograder.grading.grade import grade_paths
+from autograder.core.pysource import object_source, solution_region
+from autograder.core.results import SubmissionResult
+
+
+def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
+    for old, new in edits:
+        n = text.count(old)
+        if n != 1:
+            raise AssertionError(f"edit target must occur exactly once, found {n}: {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def graft(stage_id: str, target: str, code: str) -> str:
+    """The reference module's text with ``target``'s solution region holding ``code`` instead
+    (indented like the region's markers): what a learner gets by pasting ``code`` into that TODO."""
+    text = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    begin, end = solution_region(text, target)
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    body = [indent + ln if ln.strip() else "" for ln in code.splitlines()]
+    return "\n".join(lines[: begin + 1] + body + lines[end:]) + "\n"
+
+
+def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "en") -> nbformat.NotebookNode:
+    """The learner notebook (of edition ``lang``) with every solution cell filled from the edited reference."""
+    files = layout.stage_files(stage_id)
+    text = apply_edits(files.reference.read_text(encoding="utf-8"), edits)
+    nb = nbformat.read(files.learner(lang), as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            cell.source = object_source(text, cell_ids.code_object(meta["grade_id"]))
+    return nb
+
+
+def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]],
+                   only: dict[str, set[str]] | None = None) -> dict[str, SubmissionResult]:
+    """Grade several variants in one parallel run; keys are the caller's names for them. ``only``
+    maps a variant's name to the TODOs graded in it (default: every TODO)."""
+    with tempfile.TemporaryDirectory(prefix="pcw-variants-") as tmp:
+        paths = {}
+        for i, (name, edits) in enumerate(variants.items()):
+            p = Path(tmp) / f"v{i:03d}.ipynb"
+            nbformat.write(variant_notebook(stage_id, edits), p)
+            paths[str(p)] = name
+        names = {name: path for path, name in paths.items()}
+        results = grade_paths(list(paths), only={names[n]: todos for n, todos in (only or {}).items()})
+        return {paths[r.path]: r for r in results}
+
+
+def grade_variant(stage_id: str, edits: list[tuple[str, str]]) -> SubmissionResult:
+    return grade_variants(stage_id, {"variant": edits})["variant"]
+
+
+def assert_blamed_on(result: SubmissionResult, todo_id: str) -> None:
+    """A wrong answer for ``todo_id`` must fail that TODO, with a real reason, and no other TODO."""
+    assert result.failed_todos() == {todo_id}, [(t.id, t.message) for t in result.todos]
+    failed = next(t for t in result.todos if t.id == todo_id)
+    assert failed.message and "not implemented" not in failed.message, failed.message
+
+
+def assert_all_pass(result: SubmissionResult) -> None:
+    """A correct answer written differently from the reference must earn every point."""
+    assert result.failed_todos() == set(), [(t.id, t.message) for t in result.todos if not t.passed]

@@ -1,0 +1,104 @@
+"""Trusted material for grading a stage, computed in the grader and cached per stage or TODO.
+
+The reference's outcome of every check, the setup cells (from the instructor notebook, never from a
+submission), and the ``solutions`` modules a child may import, the stage's own reference stubbed at
+the TODO under test (see :func:`autograder.core.layout.visible_modules` for the rule), and of the hidden
+checks only the TODO's own (a child never holds another TODO's hidden checks).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import threading
+
+from autograder.core import layout
+from autograder.core.i18n import L
+from autograder.grading.leaks import LeakGuard
+from autograder.child.probe import reference_outcome
+from autograder.core.pysource import checks_only_of, names_defined, stub_region
+from autograder.core.spec import Stage, Todo
+from autograder.grading.submission import cell_source
+
+# CPython 3.11's ``ast.parse`` is not safe to run from several threads at once ("AST constructor
+# recursion depth mismatch"), and each item is computed once: one lock for all of them.
+_lock = threading.Lock()
+_expected: dict[str, dict[str, dict]] = {}
+_setup: dict[str, list[str]] = {}
+_modules: dict[tuple[str, str], dict[str, str]] = {}
+_members: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def expected_outcomes(stage: Stage) -> dict[str, dict]:
+    """The reference's outcome for every check of the stage, computed here, once."""
+    with _lock:
+        if stage.id not in _expected:
+            _expected[stage.id] = {c.key: reference_outcome(c, stage.reference) for c in stage.checks}
+        return _expected[stage.id]
+
+
+def setup_cells(stage: Stage) -> list[str]:
+    """Setup and given cells come from the instructor notebook, never from the submission."""
+    with _lock:
+        if stage.id not in _setup:
+            nb = json.loads(layout.stage_files(stage.id).instructor().read_text(encoding="utf-8"))
+            _setup[stage.id] = [cell_source(c) for c in nb["cells"] if "setup" in c.get("metadata", {}).get("tags", [])]
+        return _setup[stage.id]
+
+
+def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
+    """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``."""
+    with _lock:
+        key = (stage.id, todo.id)
+        if key not in _modules:
+            files = layout.stage_files(stage.id)
+            modules = {name: path.read_text(encoding="utf-8") for name, path in layout.visible_modules(stage.id).items()}
+            modules[files.reference_module] = stub_region(files.reference, todo.target)
+            if files.hidden.exists():  # this TODO's hidden checks only: the child runs no other
+                modules[files.hidden_module] = checks_only_of(files.hidden.read_text(encoding="utf-8"), todo.id)
+            _modules[key] = modules
+        return _modules[key]
+
+
+def given_members(stage: Stage, owner: str) -> frozenset[str]:
+    """``Owner.member`` for each member of the course's class ``owner`` that is not a TODO: given code
+    the learner's cell may lack, which the child then takes from the course (a
+    :class:`~autograder.child.protocol.CourseVersions` event). The released notebook shows every one of
+    them, so naming them in a report reveals nothing; a name the child sends outside this set is
+    not shown (the child is untrusted)."""
+    with _lock:
+        key = (stage.id, owner)
+        if key not in _members:
+            tree = ast.parse(layout.stage_files(stage.id).reference.read_text(encoding="utf-8"))
+            cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+            names = names_defined(cls.body if cls is not None else [], imports=False)
+            todos = {t.function_name for t in stage.todos if t.owner == owner and "." in t.target}
+            _members[key] = frozenset(f"{owner}.{m}" for m in names - todos if not m.startswith("__"))
+        return _members[key]
+
+
+_guards: dict[str, LeakGuard] = {}
+
+
+def _both(value: L | str) -> str:
+    """Both editions of a text: learners see either one."""
+    return f"{value.en} {value.zh}" if isinstance(value, L) else str(value)
+
+
+def leak_guard(stage: Stage) -> LeakGuard:
+    """What learners must never read back (this stage's reference and hidden checks), minus what
+    they already have (their notebook, the public checks and modules, every name and hint shown)."""
+    with _lock:
+        if stage.id not in _guards:
+            files = layout.stage_files(stage.id)
+            secrets = [p.read_text(encoding="utf-8") for p in (files.reference, files.hidden) if p.exists()]
+            public = [p.read_text(encoding="utf-8") for p in (files.spec, files.expected, *layout.visible_modules(stage.id).values(),
+                                                               *layout.child_files()) if p.exists()]
+            for lang in layout.LANGUAGES:
+                if files.learner(lang).exists():
+                    nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
+                    public += [cell_source(c) for c in nb["cells"]]
+            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {_both(c.call)}" for c in stage.checks]
+            public += [" ".join([t.id, t.target, *map(_both, (t.title, t.contract, *t.hints))]) for t in stage.todos]
+            public += [_both(stage.title), _both(stage.summary), stage.subtitle]
+            _guards[stage.id] = LeakGuard(secrets, public)
+        return _guards[stage.id]

@@ -1,0 +1,3 @@
+"""Grading through other tools: nbgrader, Gradescope and GitHub Classroom, and the class report.
+It imports every room below it, not commands.
+"""

@@ -1,0 +1,337 @@
+"""A GitHub Classroom assignment template for one stage: the learner notebook, a README for students
+and ``.github/workflows/classroom.yml``, which grades each push in the student's own repository.
+
+The workflow has one ``classroom-resources/autograding-command-grader@v1`` step per TODO (its points
+as ``max-score``) and a final ``autograding-grading-reporter@v1`` step that collects their results.
+The command grader gives a step all of its ``max-score`` when the command exits 0, else nothing, so:
+
+- ``all-or-nothing``: a step per TODO; its command exits 0 when the TODO earns all its points;
+- ``partial``: a step per point of each TODO (max-score 1); step ``k`` of a TODO passes when the TODO
+  earns at least ``k`` points (``points * passed checks / checks``), so Classroom counts each TODO's
+  partial score rounded down to whole points; the exact share is in every step's report.
+
+Either way the max-scores add up to the stage's points. Every step's ``setup-command`` runs one
+script that installs the course runtime and its grader into a virtual environment once per runner
+(later steps find it ready), from ``course.toml``'s ``[install]`` sources in order; the environment
+sees the runner's own packages, so a runner that has torch keeps it, and torch is installed only for
+a stage that needs it on a runner without one. The grader runs isolated (``python -I``: nothing in
+the student's repository is importable) with the grading mode written into the command (never read
+from the repository), under the best isolation the runner offers.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import nbformat
+
+from autograder.core import layout
+from autograder.core.course import Course, load_course
+from autograder.core.i18n import L, text
+from autograder.core.spec import Stage, load_stage
+
+VENV = "$HOME/.pcw-classroom"
+#: The interpreter a step's command grades with; ``PCW_PYTHON`` stands in for it when the template is
+#: tried on a machine where the course is installed already (the project's tests do).
+PYTHON = '"${PCW_PYTHON:-' + VENV + '/bin/python}"'
+SETUP = ".github/classroom/setup.sh"
+WORKFLOW = ".github/workflows/classroom.yml"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command-grader step. Invariants: ``id`` is a valid step id and, upper-cased with
+    ``_RESULTS``, a valid environment name; ``max_score`` is a whole number (the action reads an int)."""
+
+    id: str
+    test_name: str
+    todo: str
+    command: str
+    max_score: int
+    timeout_min: int
+
+
+def needs_torch(stage_id: str) -> bool:
+    """Whether grading the stage imports torch: its preload, or an import (through ``kernels`` and
+    the ``solutions`` modules it may see) in its notebook source or reference."""
+    stage = load_stage(stage_id, hidden=False)
+    if any(m.split(".")[0] == "torch" for m in stage.preload):
+        return True
+    files = layout.stage_files(stage_id)
+    todo = [files.source, files.reference, *layout.visible_modules(stage_id).values()]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for name in names:
+                if name.split(".")[0] == "torch":
+                    return True
+                if name.split(".")[0] == "kernels":
+                    parts = name.split(".")[1:] or ["__init__"]
+                    todo.append(layout.KERNELS / Path(*parts).with_suffix(".py"))
+    return False
+
+
+def _pip_spec(source: str, course: Course) -> str:
+    """A course.toml source with the grader's extra: ``name[grader] @ URL``, or ``path[grader]``."""
+    if "://" in source:
+        return f"{course.name}[grader] @ {source}"
+    return f"{source}[grader]"
+
+
+def setup_script(stage_id: str, course: Course) -> str:
+    """The POSIX sh script every step's setup-command runs: install once, then only say it is ready."""
+    build = _build_id(stage_id)
+    sources = " ".join(_sh_quote(_pip_spec(s, course)) for s in course.sources)
+    torch = ""
+    if needs_torch(stage_id):
+        index = f" --index-url {_sh_quote(course.gradescope_torch_index)}" if course.gradescope_torch_index else ""
+        torch = (f'if ! "$V/bin/python" -c "import torch" 2>/dev/null; then  # the runner\'s own torch is kept\n'
+                 f'  "$V/bin/python" -m pip install -q --disable-pip-version-check "torch=={course.torch_version}"{index} '
+                 f'|| exit 1\n'
+                 f"fi\n")
+    return f"""#!/bin/sh
+# Written by `python -m autograder classroom`: installs the course runtime and its grader once per
+# runner into {VENV} (the first grading step does it; the others find it ready). The environment
+# sees the runner's own packages, so a runner with torch keeps it. Sources: course.toml's [install].
+set -u
+V="{VENV}"
+READY="$V/ready-{build}"
+[ -f "$READY" ] && exit 0
+if [ ! -x "$V/bin/python" ]; then
+  python3 -m venv --system-site-packages "$V" || exit 1
+fi
+ok=0
+for src in {sources}; do
+  echo "installing the course from: $src"
+  if "$V/bin/python" -m pip install -q --disable-pip-version-check "$src"; then ok=1; break; fi
+done
+if [ "$ok" != 1 ]; then
+  echo "could not install the course from any source (see above)"
+  exit 1
+fi
+{torch}"$V/bin/python" -I -m autograder isolation || true  # which isolation grading gets on this runner
+touch "$READY"
+"""
+
+
+def _sh_quote(s: str) -> str:
+    return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+def _build_id(stage_id: str) -> str:
+    from autograder.learner.runtime import stage_build_id
+
+    return stage_build_id(stage_id)
+
+
+_POINT = L("point {k}/{p}", "第 {k}/{p} 分")
+
+
+def steps(stage: Stage, notebook: str, grading: str, lang: str, timeout_min: int) -> list[Step]:
+    """The grading steps of ``stage`` for the student's ``notebook`` (see the module's docstring)."""
+    out = []
+    for t in stage.todos:
+        base = f"{PYTHON} -I -m autograder grade {_sh_quote(notebook)} --todo {t.id} --format learner --exit-code " \
+               f"--grading {grading} --no-require-isolation --no-progress"
+        name = f"TODO {t.number} · {t.id} · {text(t.title, lang)}"
+        sid = t.id.replace(".", "_").replace("__", "_")
+        if grading == "partial":
+            for k in range(1, t.points + 1):
+                out.append(Step(f"{sid}_p{k}", f"{name} · {text(_POINT, lang).format(k=k, p=t.points)}", t.id,
+                                f"{base} --min-points {k}", 1, timeout_min))
+        else:
+            out.append(Step(sid, name, t.id, base, t.points, timeout_min))
+    return out
+
+
+def _q(s: str) -> str:
+    """A YAML double-quoted scalar (a JSON string is one)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def workflow(stage: Stage, notebook: str, grading: str, lang: str, token_secret: str = "",
+             course: Course | None = None) -> str:
+    """``.github/workflows/classroom.yml`` for ``stage``."""
+    course = course or load_course()
+    torch = needs_torch(stage.id)
+    # minutes per step: the first step's setup installs the course (and torch where needed); grading
+    # one TODO takes seconds, bounded by the stage's time limit per child
+    timeout = (15 if torch else 8) + math.ceil(stage.time_limit_s * 2 / 60)
+    all_steps = steps(stage, notebook, grading, lang, timeout)
+    lines = [
+        f"# Written by `python -m autograder classroom {stage.id}` ({grading}): one grading step per "
+        + ("point of each TODO" if grading == "partial" else "TODO") + ".",
+        "name: Autograding",
+        "'on':",
+        "  - push",
+        "  - repository_dispatch",
+        "permissions:",
+        "  checks: write",
+        "  actions: read",
+        "  contents: read",
+        "jobs:",
+        "  run-autograding-tests:",
+        "    runs-on: ubuntu-latest",
+        "    if: github.actor != 'github-classroom[bot]'",
+        "    steps:",
+        "      - name: Checkout code",
+        "        uses: actions/checkout@v4",
+    ]
+    if token_secret:
+        host = urlparse(course.sources[0].removeprefix("git+")).netloc or "github.com"
+        lines += [
+            "      - name: Read access to the course's private repository",
+            f"        run: git config --global url.\"https://x-access-token:${{TOKEN}}@{host}/\".insteadOf \"https://{host}/\"",
+            "        env:",
+            f"          TOKEN: \"${{{{ secrets.{token_secret} }}}}\"",
+        ]
+    for s in all_steps:
+        lines += [
+            f"      - name: {_q(s.test_name)}",
+            f"        id: {s.id}",
+            "        uses: classroom-resources/autograding-command-grader@v1",
+            "        with:",
+            f"          test-name: {_q(s.test_name)}",
+            f"          setup-command: {_q('sh ' + SETUP)}",
+            f"          command: {_q(s.command)}",
+            f"          timeout: {s.timeout_min}",
+            f"          max-score: {s.max_score}",
+        ]
+    lines += [
+        "      - name: Autograding Reporter",
+        "        uses: classroom-resources/autograding-grading-reporter@v1",
+        "        env:",
+        *[f"          {s.id.upper()}_RESULTS: \"${{{{steps.{s.id}.outputs.result}}}}\"" for s in all_steps],
+        "        with:",
+        f"          runners: {','.join(s.id for s in all_steps)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+_README = L(
+    """# {title}
+
+Your copy of stage {number} of the prefix-cache workbook: `{notebook}`.
+
+## How to work
+
+1. Open `{notebook}` in Jupyter (your computer, a Codespace, or Colab: *File ▸ Open notebook ▸ GitHub*,
+   then your repository). Its first cell installs the course runtime if it is not there yet.
+2. Fill in each TODO. Under each one, `check("sNN.name")` runs its visible checks at once, with the
+   input, expected vs got, and a hint; `hint("sNN.name")` gives hints in tiers (free); `progress()`
+   shows where you stand in the whole course.
+3. Save the notebook, then commit and push it (keep its name: grading looks for `{notebook}`).
+
+## How grading happens
+
+Every push runs the workflow in `.github/workflows/classroom.yml` on GitHub Actions, in your
+repository. {steps} It runs the same checks as `check()`, plus hidden checks of the same TODO: they
+name themselves and give a hint when they fail, never their inputs. Your code runs in a confined
+process with the course's code standing in for your other TODOs, so a slip in one TODO costs only
+that TODO's points. Only the cells with TODOs are graded.
+
+{mode}
+
+## How to read the result
+
+Open the **Actions** tab, then the latest run of **Autograding**. Each grading step's log is the
+report for its TODO, in the same words as `check()`: ✅ or ❌ per check, the points it earned, and
+the hint of a failed check. The last step (**Autograding Reporter**) adds up the points; the total
+is what your instructor sees. Fix, push again, and a new run grades the new version.
+
+Do not change the files under `.github/`: your instructor sees every change to them.
+""",
+    """# {title}
+
+这是 prefix-cache workbook 第 {number} 阶段的作业仓库：`{notebook}`。
+
+## 怎么做
+
+1. 用 Jupyter 打开 `{notebook}`（本地电脑、Codespace，或者 Colab：*文件 ▸ 打开笔记本 ▸ GitHub*，再选你的仓库）。
+   它的第一个单元会在需要时安装课程运行时。
+2. 逐个完成 TODO。每个 TODO 下面的 `check("sNN.name")` 立即运行它的可见检查，给出输入、期望值与实际值，
+   以及一条提示；`hint("sNN.name")` 分层给提示（不扣分）；`progress()` 显示你在整门课里的进度。
+3. 保存 notebook，提交（commit）并推送（push）。不要改文件名：评分只找 `{notebook}`。
+
+## 怎么评分
+
+每次 push 都会在你的仓库里用 GitHub Actions 运行 `.github/workflows/classroom.yml`。{steps}
+它运行的检查与 `check()` 相同，另外还有同一 TODO 的隐藏检查：失败时只报名字和提示，不显示输入。
+你的代码在一个受限的进程里运行，其余 TODO 用课程自带的参考实现代替，所以一个 TODO 出错只丢这一个 TODO 的分。
+只有含 TODO 的单元会被评分。
+
+{mode}
+
+## 怎么看结果
+
+打开 **Actions** 标签页，点开最近一次 **Autograding** 运行。每个评分步骤的日志就是该 TODO 的报告，
+用的是和 `check()` 一样的说法：每个检查的 ✅ 或 ❌、得到的分数、未通过的检查的提示。
+最后一步（**Autograding Reporter**）汇总分数，这个总分就是老师看到的分数。改好后再 push，新的运行会重新评分。
+
+不要修改 `.github/` 下的文件：老师能看到对它们的每一处改动。
+""")
+_STEPS = {
+    "all-or-nothing": L("It has one step per TODO, worth that TODO's points ({total} in all): a step earns "
+                        "them when every check of its TODO passes, hidden ones included.",
+                        "每个 TODO 对应一个步骤，分值就是该 TODO 的分数（共 {total} 分）：该 TODO 的所有检查"
+                        "（包括隐藏检查）都通过，这一步才得分。"),
+    "partial": L("It has one step per point of each TODO, worth 1 point each ({total} in all): a TODO earns "
+                 "its points in proportion to the checks it passes, hidden ones included, and step k of a TODO "
+                 "passes when that share reaches k points (so Classroom rounds each TODO down to whole points; "
+                 "the exact share is in the step's report).",
+                 "每个 TODO 的每一分对应一个步骤，每步 1 分（共 {total} 分）：一个 TODO 按通过的检查（包括隐藏检查）"
+                 "所占比例得分，得分达到 k 分时它的第 k 步通过（所以 Classroom 里每个 TODO 的分数向下取整到整数分；"
+                 "精确的得分写在该步骤的报告里）。"),
+}
+_TABLE_HEAD = L("| TODO | what you write | points |\n|---|---|---|", "| TODO | 你要写的 | 分值 |\n|---|---|---|")
+_NOTICE = L("*Your assignment copy: work in this notebook and push it; `README.md` says how it is graded.*",
+            "*这是你的作业副本：在这个 notebook 里完成并 push；评分方式见 `README.md`。*")
+
+
+def student_readme(stage: Stage, notebook: str, grading: str, lang: str) -> str:
+    rows = "\n".join(f"| {t.number} · `{t.id}` | {text(t.title, lang)} | {t.points} |" for t in stage.todos)
+    mode = text(_TABLE_HEAD, lang) + "\n" + rows
+    return text(_README, lang).format(title=text(stage.title, lang), number=stage.number, notebook=notebook,
+                                      steps=text(_STEPS[grading], lang).format(total=stage.max_score), mode=mode)
+
+
+def write_template(stage_id: str, dest: Path, lang: str = "en", grading: str | None = None,
+                   token_secret: str = "") -> list[Path]:
+    """Write the assignment template repository for ``stage_id`` in edition ``lang`` into ``dest``;
+    returns the files written. ``grading`` overrides course.toml's mode."""
+    course = load_course()
+    grading = grading or course.grading
+    files = layout.stage_files(stage_id)
+    if lang not in files.languages:
+        raise ValueError(f"{stage_id} has no {lang} edition (editions: {', '.join(files.languages)})")
+    if not files.learner(lang).is_file():
+        raise FileNotFoundError(f"{layout.rel(files.learner(lang))} is missing: run `python -m autograder build`")
+    stage = load_stage(stage_id, hidden=False)
+    notebook = files.learner(lang).name
+    dest.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(files.learner(lang), as_version=4)
+    if nb.cells and nb.cells[0].cell_type == "markdown" and "](" in nb.cells[0].source:
+        nb.cells[0].source = text(_NOTICE, lang)  # the badges open the course's copy, not the student's
+    written = {dest / notebook: None}
+    nbformat.write(nb, dest / notebook)
+    out = {
+        dest / "README.md": student_readme(stage, notebook, grading, lang),
+        dest / WORKFLOW: workflow(stage, notebook, grading, lang, token_secret, course),
+        dest / SETUP: setup_script(stage_id, course),
+        dest / ".gitignore": ".ipynb_checkpoints/\n__pycache__/\n.pcw_progress.json\n",
+    }
+    for path, body in out.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+        written[path] = None
+    return list(written)

@@ -1,0 +1,144 @@
+"""Grading nbgrader's whole batch at once, so that ``nbgrader autograde`` keeps every core busy.
+
+nbgrader hands its preprocessors one notebook at a time. Graded that way, a submission's first child
+runs alone until the learner's cells finish, and the next submission waits for the last of its six,
+so a class keeps about 1.4 of 2 cores busy. :class:`Batch` instead starts, on the first notebook
+nbgrader asks for, the grading of every notebook nbgrader is going to ask for in this run (the
+``submitted/<student>/<assignment>/<notebook>.ipynb`` files its ``--student`` and ``--notebook``
+globs select), all of them in one :func:`autograder.grading.grade.grade_paths` call that fills the cores, and
+answers each later request from those results.
+
+Invariants: a request is answered from the batch only for the very file that was graded (same path)
+and only while its bytes are those read before grading (its digest): a file added, changed or
+removed since is graded again, alone, exactly as it would have been without the batch. One batch per
+process and (course, assignment, options); a batch that failed to start grades each notebook alone.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.core.results import SubmissionResult
+from autograder.grading.submission import digest
+
+GradeFn = Callable[[list[Path]], list[SubmissionResult]]
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """What makes two requests answerable by one batch: the same files, graded the same way."""
+
+    submitted_glob: str
+    isolation: str
+    grading: str | None
+    feedback: str | None
+
+
+@dataclass
+class Batch:
+    """The grading of every selected submission, started once, answered file by file.
+
+    ``digests`` holds each file's digest read before grading; ``results`` fills in (from the grading
+    thread) as submissions finish, and ``ready[path]`` is set once its result is in; a path leaves
+    ``ready`` (and its result ``results``) when it is taken, so an empty ``ready`` means drained.
+    """
+
+    paths: list[Path]
+    digests: dict[Path, str | None]
+    results: dict[Path, SubmissionResult] = field(default_factory=dict)
+    ready: dict[Path, threading.Event] = field(default_factory=dict)
+    thread: threading.Thread | None = None
+
+    @classmethod
+    def start(cls, paths: list[Path], grade_many: Callable[..., list[SubmissionResult]]) -> Batch:
+        """Start grading ``paths`` in the background; ``grade_many(paths, on_done=...)`` grades them."""
+        b = cls(paths, {p: digest(p) for p in paths}, ready={p: threading.Event() for p in paths})
+        by_text = {str(p): p for p in paths}
+
+        def on_done(r: SubmissionResult) -> None:
+            p = by_text.get(r.path)
+            if p is not None:
+                b.results[p] = r
+                b.ready[p].set()
+
+        def run() -> None:
+            try:
+                grade_many(paths, on_done=on_done)
+            finally:  # a failed batch still answers: every request then grades its file alone
+                for e in list(b.ready.values()):
+                    e.set()
+
+        # not a daemon: the batch's confined children and scratch dirs are cleaned up even when
+        # nbgrader stops asking early
+        b.thread = threading.Thread(target=run, name="pcw-nbgrader-batch")
+        b.thread.start()
+        return b
+
+    def take(self, path: Path) -> SubmissionResult | None:
+        """The batch's result for ``path``, or None when it has none for this file as it is now."""
+        path = Path(os.path.abspath(path))
+        event = self.ready.get(path)
+        if event is None:
+            return None
+        event.wait()
+        del self.ready[path]  # each file is answered once: asked again (a later run), it is graded anew
+        result = self.results.pop(path, None)
+        if result is None or digest(path) != self.digests[path] or self.digests[path] is None:
+            return None
+        return result
+
+
+_BATCHES: dict[BatchKey, Batch] = {}
+_LOCK = threading.Lock()
+
+
+def selected_submissions(config, assignment: str) -> tuple[str, list[Path]]:
+    """The glob nbgrader's ``CourseDirectory`` selects for ``assignment`` in ``submitted/``, and the
+    notebooks it matches that nbgrader will convert (as its ``init_destination`` decides: no
+    autograded copy yet, ``--force``, or a newer submission), in nbgrader's order (student, notebook)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    cd = CourseDirectory(config=config)
+    folder = cd.format_path(cd.submitted_directory, cd.student_id or "*", assignment)
+    pattern = os.path.join(os.path.abspath(folder), f"{cd.notebook_id or '*'}.ipynb")
+    force = any(bool(config[section].get("force", False)) for section in ("BaseConverter", "Autograde")
+                if section in config)
+    found = sorted((Path(p) for p in glob.glob(pattern)), key=lambda p: (p.parent.parent.name, p.name))
+    return pattern, [p for p in found if p.is_file() and (force or _outdated(cd, p, assignment))]
+
+
+def _outdated(cd, path: Path, assignment: str) -> bool:
+    """Whether nbgrader will (re)grade ``path``: its autograded copy is missing or older."""
+    dest = Path(cd.format_path(cd.autograded_directory, path.parent.parent.name, assignment))
+    if not (dest / path.name).exists():
+        return True
+    new, old = cd.get_existing_timestamp(str(path.parent)), cd.get_existing_timestamp(str(dest))
+    return new is not None and old is not None and new > old
+
+
+def result_for(path: Path, key_of: Callable[[str], BatchKey], config, assignment: str | None,
+               grade_many: Callable[..., list[SubmissionResult]]) -> SubmissionResult:
+    """``path``'s result, from the batch of its assignment (started on the first request)."""
+    path = Path(os.path.abspath(path))
+    if assignment:
+        try:
+            pattern, paths = selected_submissions(config, assignment)
+        except Exception:  # noqa: BLE001 - an unusual configuration: grade this notebook alone
+            pattern, paths = "", []
+        if path in paths:
+            key = key_of(pattern)
+            with _LOCK:
+                batch = _BATCHES.get(key)
+                if batch is None:
+                    batch = _BATCHES[key] = Batch.start(paths, grade_many)
+            result = batch.take(path)
+            with _LOCK:
+                if not batch.ready and _BATCHES.get(key) is batch:
+                    del _BATCHES[key]  # drained: the next run in this process starts its own batch
+            if result is not None:
+                return result
+    return grade_many([path])[0]

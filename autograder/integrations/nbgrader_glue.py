@@ -1,0 +1,353 @@
+"""nbgrader integration: a course directory laid out from ``solutions/``, and preprocessors that put
+the isolated grader's verdict into nbgrader's own autograde and feedback steps.
+
+With the generated ``nbgrader_config.py``, ``nbgrader autograde`` does not execute the submission in
+a kernel (where learner code could patch ``check`` and score); :class:`IsolatedGrade` runs
+:mod:`autograder.grading.grade` instead and writes each TODO's verdict as the output of its test cell, so
+nbgrader's ``SaveAutoGrades`` records exactly the points the CLI reports.
+
+Parity with the CLI, for every submission the CLI can grade (or a per-student reason in the log):
+:class:`IsolatedGrade` grades the file the student handed in, as the CLI does (not nbgrader's
+sanitized copy); a TODO whose test cell the notebook lost (metadata stripped, e.g. by a jupytext
+round trip) gets that cell back from the gradebook, so its verdict is recorded rather than left at 0;
+and :func:`find_renamed_notebooks` (nbgrader's ``pre_convert_hook``) lets nbgrader find a notebook
+saved under another name (``03_block_pool copy.ipynb``) when it is the only candidate and belongs to
+the assignment's stage, and otherwise tells the instructor, per student, what to rename.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import tempfile
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
+from traitlets import Bool, Unicode
+
+from autograder.core import cell_ids, layout
+from autograder.integrations import nbgrader_batch
+from autograder.integrations.nbgrader_batch import BatchKey
+from autograder.core.safetext import one_line
+from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
+
+
+def _error_output(message: str) -> nbformat.NotebookNode:
+    message = one_line(message)
+    return nbformat.v4.new_output("error", ename="TODO failed", evalue=message, traceback=[f"❌ {message}"])
+
+
+def _ok_output(message: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {one_line(message)}\n")
+
+
+def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]:
+    """Partial credit the way nbgrader reads it: an execute_result holding the points earned."""
+    return [nbformat.v4.new_output("stream", name="stdout", text=f"◐ {one_line(message)}\n"),
+            nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1)]
+
+
+class IsolatedGrade(NbGraderPreprocessor):
+    """Replaces nbgrader's ``Execute``: grade in confined children, write verdicts as cell outputs.
+
+    With ``require_isolation`` (the default) it refuses to grade, for every submission, unless the
+    kernel confines the children (the error in nbgrader's log says how to get what is missing); the
+    level it graded under goes into the log, the notebook's metadata and every verdict's output.
+    ``grading`` overrides course.toml's mode: ``c.IsolatedGrade.grading = "partial"``; ``feedback``
+    its feedback level: ``c.IsolatedGrade.feedback = "titles"``.
+    """
+
+    grading = Unicode(None, allow_none=True, help="all-or-nothing or partial (default: course.toml)").tag(config=True)
+    feedback = Unicode(None, allow_none=True, help="values or titles (default: course.toml)").tag(config=True)
+    require_isolation = Bool(True, help="refuse to grade unless the kernel confines learner code").tag(config=True)
+    isolation = Unicode("best", help="best, no-namespaces or in-process").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from autograder.isolation import levels as isolation
+        from autograder.grading.grade import grade_paths
+
+        iso = isolation.select(self.isolation)
+        if self.require_isolation:
+            isolation.require_kernel_isolation(iso)  # raises: nbgrader logs it and scores nothing
+        info = resources.get("nbgrader", {})
+        name = resources.get("unique_key") or info.get("notebook") or "submission"
+        handed_in = _submitted_file(self.config, info)
+        hidden = _course_paths(Path.cwd())
+
+        def grade_many(paths, on_done=None):
+            return grade_paths(paths, iso=iso, hidden=hidden, grading=self.grading, feedback=self.feedback,
+                               on_done=on_done)
+
+        if handed_in is not None:  # what the CLI grades: the student's own file, outputs and all
+            # graded with the rest of nbgrader's batch, all at once on every core (see nbgrader_batch)
+            key = partial(BatchKey, isolation=iso.level, grading=self.grading, feedback=self.feedback)
+            result = nbgrader_batch.result_for(handed_in, key, self.config, info.get("assignment"), grade_many)
+        else:
+            with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
+                path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
+                nbformat.write(nb, path)
+                result = grade_many([path])[0]  # its TODOs in parallel
+        who = one_line(str(info.get("student", "?")))
+        self.log.info("graded %s/%s under isolation %s", who, one_line(str(name)), iso.describe())
+        assignment = info.get("assignment")
+        editions = {layout.stage_files(result.stage).assignment(lang) for lang in layout.LANGUAGES} if result.stage else set()
+        if assignment and editions and assignment not in editions:
+            result.warnings.append(f"this notebook is stage {result.stage}, not assignment {assignment}")
+        for w in result.warnings + ([result.error] if result.error else []):
+            self.log.warning("%s/%s: %s", who, one_line(str(name)), one_line(w))
+        shown = f"{info.get('student', '?')}/{assignment or '?'}/{Path(str(name)).name}.ipynb"
+        nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings,
+                                     "result": {**result.to_json(), "path": shown}}  # for `autograder report`
+        suffix = f" [graded under isolation: {iso.level}]"
+        verdicts = {cell_ids.grade_id(t.id): replace(t, message=t.message + suffix) for t in result.todos}
+        restored = _restore_test_cells(nb, info, verdicts)
+        if restored:
+            self.log.warning("%s/%s: %d test cell(s) had lost their nbgrader metadata; restored them from the "
+                             "gradebook to record their points: %s", info.get("student", "?"), name, len(restored),
+                             ", ".join(restored))
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            cell.outputs = []
+            cell.execution_count = None
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.metadata.get("nbgrader", {}).get("grade") and gid:
+                t = verdicts.get(gid)
+                if t is None:
+                    cell.outputs = [_error_output(result.error or "this TODO could not be graded")]
+                elif t.passed:
+                    cell.outputs = [_ok_output(f"{t.id}: {t.message}")]
+                elif t.points > 0:
+                    cell.outputs = _partial_outputs(f"{t.id}: {t.points:g}/{t.max_points:g} · {t.message}", t.points)
+                else:
+                    cell.outputs = [_error_output(f"{t.id}: {t.message}")]
+        return nb, resources
+
+
+class ReleaseAwareOverwriteCells(OverwriteCells):
+    """nbgrader's ``OverwriteCells``, silent about the one difference every untouched submission has:
+    a locked test cell as released, i.e. with its hidden tests stripped. Every other change to a locked
+    cell is still reported and undone, exactly as nbgrader does."""
+
+    _released: str | None = None
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._released = None
+        try:
+            grade_id = cell.metadata.nbgrader["grade_id"]
+            if utils.is_locked(cell):
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+                release = copy.deepcopy(cell)
+                release.source = source.source
+                ClearHiddenTests()._remove_hidden_test_region(release)
+                self._released = utils.compute_checksum(release)
+        except Exception:  # noqa: BLE001 - anything unusual: nbgrader's own handling below decides
+            self._released = None
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and new is not None and new == self._released:
+            return  # the released cell, untouched: nbgrader restores the hidden tests, nothing to report
+        super().report_change(name, attr, old, new)
+
+
+def find_renamed_notebooks(assignment=None, student=None, notebooks=None, **_) -> None:
+    """nbgrader's ``Autograde.pre_convert_hook``: grade a notebook saved under another name.
+
+    nbgrader grades a submitted notebook only under the released notebook's exact file name and
+    skips any other ("Skipping unknown notebook", then "did you forget to run generate_assignment?").
+    For each released notebook missing from a student's submission, the one other notebook there
+    that belongs to the same stage (by its cells, as the CLI reads it) is copied to the released name
+    in the submission folder, and ``notebooks`` (nbgrader's own list) is updated; when there is no
+    such notebook, or more than one, the log says so for that student.
+    """
+    from autograder.grading.submission import SubmissionError, read_submission
+
+    if not notebooks:
+        return
+    folder = Path(notebooks[0]).parent
+    source = folder.parent.parent.parent / "source" / folder.name
+    released = sorted(p.stem for p in source.glob("*.ipynb"))
+    if not released:
+        return
+    who = f"student {folder.parent.name}, assignment {folder.name}"
+    for name in released:
+        if any(Path(n).stem == name for n in notebooks):
+            continue
+        others = [n for n in notebooks if Path(n).stem not in released]
+        stage = layout.stage_of_notebook(name)
+        fits = []
+        for n in others:
+            try:
+                if read_submission(Path(n)).stage.id == stage:
+                    fits.append(n)
+            except SubmissionError:
+                continue
+        if len(fits) == 1:
+            target = folder / f"{name}.ipynb"
+            shutil.copyfile(fits[0], target)
+            notebooks[notebooks.index(fits[0])] = str(target)
+            _say(f"{who}: no {name}.ipynb; graded {Path(fits[0]).name!r} (stage {stage}) as {name}.ipynb "
+                 "(nbgrader grades notebooks by file name; a copy was made)")
+        else:
+            found = ", ".join(repr(Path(n).name) for n in others) or "none"
+            _say(f"{who}: no {name}.ipynb to grade; other notebooks there: {found}"
+                 + (" (more than one of this stage: rename the one to grade)" if fits else
+                    " (none of this stage)") + f"; it scores 0 until one is named {name}.ipynb")
+
+
+def _say(line: str) -> None:
+    import sys
+
+    print(f"[autograder] {line}", file=sys.stderr, flush=True)
+
+
+def _submitted_file(config, info: dict) -> Path | None:
+    """The notebook as the student handed it in (``submitted/<student>/<assignment>/<notebook>.ipynb``)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    if not all(info.get(k) for k in ("student", "assignment", "notebook")):
+        return None
+    try:
+        folder = CourseDirectory(config=config).format_path("submitted", info["student"], info["assignment"])
+    except Exception:  # noqa: BLE001 - an unusual configuration: grade nbgrader's copy instead
+        return None
+    path = Path(folder) / f"{info['notebook']}.ipynb"
+    return path if path.is_file() else None
+
+
+def _restore_test_cells(nb, info: dict, verdicts: dict) -> list[str]:
+    """Append, from the gradebook, each graded TODO's test cell that the notebook no longer has."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    present = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells if c.cell_type == "code"}
+    missing = [gid for gid in verdicts if gid not in present]
+    if not missing or not info.get("db_url"):
+        return []
+    restored = []
+    with Gradebook(info["db_url"]) as gb:
+        for gid in missing:
+            try:
+                grade_cell = gb.find_grade_cell(gid, info["notebook"], info["assignment"])
+                source = gb.find_source_cell(gid, info["notebook"], info["assignment"])
+            except MissingEntry:
+                continue
+            cell = nbformat.v4.new_code_cell(source.source)
+            cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": gid,
+                                         "points": grade_cell.max_score, "schema_version": 3}
+            nb.cells.append(cell)
+            restored.append(gid)
+    return restored
+
+
+def _course_paths(course: Path) -> list[str]:
+    """What of an nbgrader course no grading child may see (never the whole dir: a venv may live there)."""
+    names = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db", "nbgrader_config.py")
+    return [str(course / n) for n in names if (course / n).exists()]
+
+
+class HideHiddenTestCode(NbGraderPreprocessor):
+    """For feedback: remove hidden-test lines from test cells, and any traceback line but our own.
+
+    nbgrader's feedback shows the instructor version of test cells, hidden tests included, and the
+    traceback of a failed one. Our outputs carry only the TODO id, check name and hint.
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.enabled = True  # an nbconvert preprocessor does nothing unless enabled
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            keep, hidden = [], False
+            for line in cell.source.splitlines():
+                s = line.strip()
+                if s == HIDDEN_BEGIN:
+                    hidden = True
+                    continue
+                if s == HIDDEN_END:
+                    hidden = False
+                    continue
+                if not hidden:
+                    keep.append(line)
+            cell.source = "\n".join(keep)
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    out["traceback"] = [t for t in out.get("traceback", []) if t.startswith(("❌", "✅"))] or \
+                        [f"{out.get('ename', 'Error')}: the check failed"]
+        return cell, resources
+
+
+CONFIG_TEMPLATE = '''\
+# nbgrader configuration written by `python -m autograder course`.
+import sys
+sys.path.insert(0, {root!r})  # the course repository: grader, reference and hidden checks
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern,
+                                    LimitOutput, OverwriteKernelspec, SaveAutoGrades)
+from autograder.integrations.nbgrader_glue import (HideHiddenTestCode, IsolatedGrade, ReleaseAwareOverwriteCells,
+                                     find_renamed_notebooks)
+
+c = get_config()
+c.CourseDirectory.course_id = "prefix-cache-workbook"
+c.ClearSolutions.code_stub = {{"python": {stub}}}
+# An untouched test cell differs from the source only by its stripped hidden tests: no warning for that.
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, ReleaseAwareOverwriteCells,
+                                      CheckCellMetadata]
+# Grade in confined processes instead of executing learner code in a kernel; refuse without kernel
+# isolation (c.IsolatedGrade.require_isolation = False grades anyway, with the in-process layer only).
+# A notebook saved under another name ("03_block_pool copy.ipynb") is graded under the released name.
+c.Autograde.pre_convert_hook = find_renamed_notebooks
+c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# autograded/ and feedback/ keep each student's own files: the release's helper files (the course
+# runtime, identical for everyone and not used by the isolated grader) are neither copied from source/
+# nor from the submission, so no per-file "Copying" line per student either. Only for these two steps:
+# generate_assignment must copy them into the release.
+import sys as _sys
+if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde", "generate_feedback"):
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *{helpers!r}]
+# Feedback never shows hidden test code.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import GetGrades
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTestCode]
+'''
+
+
+def release_helpers() -> list[str]:
+    """The top-level names of the helper files every release carries (folders and files beside the
+    notebook), which per-student folders leave out."""
+    return sorted({rel.split("/", 1)[0] for sid in layout.built_stages() for _, rel in layout.release_files(sid)})
+
+
+def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str = "en") -> list[str]:
+    """Create an nbgrader course directory: config, and ``source/<assignment>/`` per stage and edition.
+
+    ``editions``: ``"en"``, ``"zh"`` or ``"both"`` (two assignments per stage, e.g. ``02_block_hash``
+    and ``02_block_hash_zh``; the same code earns the same points in either).
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    langs = list(layout.LANGUAGES) if editions == "both" else [editions]
+    assignments = []
+    for sid in stage_ids or layout.built_stages():
+        files = layout.stage_files(sid)
+        for lang in langs:
+            if lang not in files.languages:
+                raise ValueError(f"{sid} has no {lang} edition (editions: {', '.join(files.languages)})")
+            adir = dest / "source" / files.assignment(lang)
+            adir.mkdir(parents=True, exist_ok=True)
+            shutil.copy(files.instructor(lang), adir / files.instructor(lang).name)
+            for src, rel in layout.release_files(sid):
+                target = adir / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(src, target)
+            assignments.append(files.assignment(lang))
+    (dest / "nbgrader_config.py").write_text(
+        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers()),
+        encoding="utf-8")
+    return assignments

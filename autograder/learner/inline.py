@@ -1,0 +1,190 @@
+"""``check()``: instant feedback inside a learner's notebook (``demo()`` lives in :mod:`autograder.learner.demos`).
+
+Plain Python (no Jupyter extension), so it works the same on Colab, ModelScope and a laptop.
+Public expected values come from ``autograder/expected/sNN.json``, generated from the reference;
+hidden checks need the reference itself and so only run where ``solutions/`` exists (instructors).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import types
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from autograder.child import twins
+from autograder.core import layout, messages
+from autograder.learner.blame import as_graded, calls_recorded, find_blame, names_outside_graded_cells
+from autograder.core.i18n import text
+from autograder.child.probe import reference_outcome, run_probe
+from autograder.core.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
+from autograder.grading.verdict import CheckVerdict, judge, lead_first
+
+INLINE_TIME_LIMIT_S = 10
+
+
+class CheckTimeout(BaseException):
+    """The inline time limit fired. Not an ``Exception``: a probe's ``attempt()`` (which reports what
+    each call raised and goes on with the next call) and a learner's own ``except Exception`` must not
+    swallow it, or the next call would run on with no limit left (an endless loop hangs ``check()``)."""
+
+
+@dataclass
+class CheckReport:
+    """What one ``check()`` call found; ``passed`` is True only when every check ran and passed."""
+
+    todo: str
+    verdicts: list[CheckVerdict] = field(default_factory=list)
+    hidden: bool = False
+    outside: list[str] = field(default_factory=list)  # names the TODO uses from outside the graded cells
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+    def __repr__(self) -> str:
+        n = sum(v.passed for v in self.verdicts)
+        return f"<CheckReport {self.todo}: {n}/{len(self.verdicts)} passed>"
+
+
+def load_expected(stage_id: str) -> dict:
+    """The stage's generated public expected values: ``{"checks": {key: outcome}, "given_names": [...]}``."""
+    return json.loads(layout.stage_files(stage_id).expected.read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    """Interrupt an endless loop in learner code (main thread on Unix only; elsewhere no limit)."""
+    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise CheckTimeout(text(messages.TIMEOUT).format(s=seconds))
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _caller_globals() -> dict:
+    return sys._getframe(2).f_globals  # check() -> _caller_globals(): the notebook's frame is two up
+
+
+def check(todo_id: str, hidden: bool = False) -> None:
+    """Run the checks of one TODO on the objects defined in the calling notebook and print a report.
+
+    A failed check that passes with the course's code for the other TODOs (as the grader runs it)
+    names the other TODO to fix first instead of giving its own hint. ``hidden=True`` runs the
+    hidden checks (instructors only). Under nbgrader (validate or autograde) a failing check raises
+    ``AssertionError`` so that the cell scores 0. Returns nothing, so that the cell shows only the
+    report; use :func:`run_check` to get it as an object.
+    """
+    report = run_check(todo_id, hidden, namespace=_caller_globals())
+    if not hidden and report.verdicts:  # the learner's progress record (autograder.learner.standing); never fails
+        from autograder.learner.standing import remember
+
+        state = "passed" if report.passed else \
+            "not_implemented" if any(v.not_implemented == todo_id for v in report.verdicts) else "failed"
+        remember(todo_id, state, sum(v.passed for v in report.verdicts), len(report.verdicts))
+
+
+def _run_limited(c: Check, impl: object) -> dict:
+    with _time_limit(INLINE_TIME_LIMIT_S):
+        try:
+            got = run_probe(c, impl)
+        except CheckTimeout as exc:  # fired outside the probe
+            got = {"kind": "raised", "type": CheckTimeout.__name__, "message": str(exc)}
+    if got.get("kind") == "raised" and got.get("type") == CheckTimeout.__name__:
+        got = {**got, "type": "TimeoutError"}  # what the learner reads: the time limit, as Python names it
+    return got
+
+
+def run_check(todo_id: str, hidden: bool = False, *, namespace: dict | None = None, impl: object = None,
+              quiet: bool = False, lang: str | None = None) -> CheckReport:
+    """:func:`check` on an explicit ``namespace`` (a notebook's globals) or object ``impl``; returns the report."""
+    if namespace is None:
+        namespace = dict(vars(impl)) if impl is not None else {}
+    stage = load_stage(stage_of(todo_id), hidden=hidden)
+    own = stage.todo(todo_id)
+    if hidden and not has_hidden_checks(stage.id):
+        _print(quiet, text(messages.NO_HIDDEN_HERE, lang).format(label=own.label))
+        return CheckReport(todo_id, hidden=hidden)
+    report = evaluate(todo_id, hidden, namespace=namespace, lang=lang)
+    _print_report(stage, own, report, quiet, lang)
+    if not report.passed and (os.environ.get("NBGRADER_EXECUTION") or os.environ.get("NBGRADER_VALIDATING")):
+        raise AssertionError(f"{own.label}: {sum(not v.passed for v in report.verdicts)} check(s) failed")
+    return report
+
+
+def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str | None = None) -> CheckReport:
+    """Judge one TODO of a notebook's ``namespace`` without printing: the report :func:`check` shows.
+
+    The TODO is judged as grading judges it: the learner's code for this TODO, the course's code for
+    every other TODO (:func:`autograder.learner.blame.as_graded`), so a check is green right after its TODO is
+    written, whatever the learner did (or did not yet do) elsewhere. Only where the course's code is
+    not part of this copy (a classroom release) does it run on the notebook as it is, and a failure
+    that comes from another TODO is then blamed on that one (:func:`find_blame`).
+    """
+    stage = load_stage(stage_of(todo_id), hidden=hidden)
+    own = stage.todo(todo_id)
+    graded = as_graded(stage, own, namespace) if own.target != "quiz" else None
+    impl = graded if graded is not None else types.SimpleNamespace(**namespace)
+    report = CheckReport(todo_id, hidden=hidden)
+    public = load_expected(stage.id)
+    expected = public["checks"]
+    for c in stage.checks_for(todo_id, hidden=hidden):
+        exp = reference_outcome(c, stage.reference) if hidden else expected[c.key]
+        with calls_recorded() as called, twins.blocked(own.twins, own.label):
+            # given code that already does this TODO (its twins) cannot pass it: blocked while probed
+            got = _run_limited(c, impl)
+        verdict = judge(stage, c, exp, got, lang)
+        if not verdict.passed and not verdict.not_implemented and not hidden and graded is None:
+            blame = find_blame(stage, own, c, impl, namespace, expected, called, _run_limited)
+            if blame is not None:
+                culprit, seen = blame
+                said = messages.DEPENDS if seen else messages.DEPENDS_UNSEEN
+                verdict = CheckVerdict(c, False, verdict.summary, [text(said, lang).format(
+                    other=culprit.label, title=text(culprit.title, lang))], blamed=culprit.id)
+        report.verdicts.append(verdict)
+        if verdict.not_implemented:
+            break  # one line is enough: the other checks would say the same
+    report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
+    return report
+
+
+def _print(quiet: bool, line: str) -> None:
+    if not quiet:
+        print(line)
+
+
+def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lang: str | None) -> None:
+    if quiet:
+        return
+    first = report.verdicts[0] if report.verdicts else None
+    if first is not None and first.not_implemented:
+        print(f"⏳ {first.summary} — {first.detail[0]}")
+        return
+    n = sum(v.passed for v in report.verdicts)
+    kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
+    print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
+                                                  total=len(report.verdicts), kind=kind))
+    # the failure to fix first leads: the most specific failing check, then the other failures, then the passes
+    shown = lead_first([v for v in report.verdicts if not v.passed]) + [v for v in report.verdicts if v.passed]
+    for v in shown:
+        print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
+        for line in v.detail:
+            print(f"       {line}")
+    for name in report.outside:
+        print("  ⚠️ " + text(messages.NAME_OUTSIDE, lang).format(label=own.label, name=name))
+    if report.passed and not report.hidden:
+        print("  " + text(messages.VISIBLE_ONLY, lang))

@@ -1,0 +1,106 @@
+"""Learner helpers besides ``check()``: hints in tiers and predict-then-run.
+
+``hint("s02.hash_block")`` shows the next tier each time it is called (1 the idea, 2 the approach,
+3 a code skeleton whose key expressions are left as ``___``); ``hint("s02.hash_block", 3)`` jumps to
+a tier. It prints the text and returns nothing, so a notebook shows it once. Using hints costs nothing.
+
+``reveal(prediction, actual, why, within=...)`` shows a demo's result next to what the learner
+predicted before running it, and one sentence on the gap. A whole-number answer is right only when
+equal; a fractional one when within the absolute tolerance ``within`` that the prediction declares
+(chosen so that the misconception the prediction targets is judged wrong). Nothing here is graded.
+"""
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+from autograder.core.i18n import L, text
+from autograder.core.spec import load_stage, stage_of
+
+TIER_NAMES = (L("the idea", "思路"), L("the approach", "做法"), L("a skeleton to fill in", "待补全的代码骨架"))
+_shown: dict[str, int] = {}
+
+
+def hint(todo_id: str, tier: int | None = None) -> None:
+    """Print the next hint tier of ``todo_id`` (or tier ``tier``, 1-3); returns nothing."""
+    stage = load_stage(stage_of(todo_id), hidden=False)
+    todo = stage.todo(todo_id)
+    if not todo.hints:
+        print(text(L("{label} has no hints.", "{label} 没有提示。")).format(label=todo.label))
+        return
+    if tier is None:
+        tier = min(_shown.get(todo_id, 0) + 1, len(todo.hints))
+    if not 1 <= tier <= len(todo.hints):
+        raise ValueError(f"hint tiers are 1 to {len(todo.hints)}")
+    _shown[todo_id] = max(_shown.get(todo_id, 0), tier)
+    head = text(L("💡 {label} · hint {tier}/{n} ({name})", "💡 {label} · 提示 {tier}/{n}（{name}）")).format(
+        label=todo.label, tier=tier, n=len(todo.hints), name=text(TIER_NAMES[tier - 1]))
+    body = text(todo.hints[tier - 1])
+    if tier == len(todo.hints):
+        more = "\n" + text(L("(each ___ is yours to write)", "（每个 ___ 由你自己补上）"))
+    else:
+        more = "\n" + text(
+            L('(call hint("{id}") again for the next tier)', '（再调用一次 hint("{id}") 看下一条）')).format(id=todo_id)
+    print(f"{head}\n{body}{more}")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def judged(prediction: Any, actual: Any, within: float | None = None, relative: float | None = None) -> bool | None:
+    """Whether ``prediction`` counts as right for ``actual``; None when no prediction was made.
+
+    A whole-number answer (an int) is right only when the prediction equals it. A fractional answer
+    is right when the prediction is within ``within`` of it (absolute) or within ``relative`` times
+    it (for a measured ratio whose scale depends on the machine); the prediction declares one of the
+    two, since no default width can both accept a close guess and reject the misconception that a
+    given prediction targets. Anything else (a choice letter, a bool) must be equal; letters ignore case.
+    """
+    if prediction is None or prediction is ...:
+        return None
+    width = [w for w in (within, relative) if w is not None]
+    if any(w < 0 for w in width) or len(width) > 1:
+        raise ValueError("declare one non-negative tolerance: within= (absolute) or relative=")
+    if _is_number(actual) and isinstance(actual, Integral):
+        if width:
+            raise ValueError("a whole-number answer is judged exactly: declare no tolerance for it")
+        return _is_number(prediction) and prediction == actual
+    if _is_number(actual):
+        if not width:
+            raise ValueError("a fractional answer needs its tolerance: reveal(..., within=...) or relative=...")
+        limit = within if within is not None else relative * abs(actual)
+        # the tolerance is a decimal the learner reads: 0.95 is within 0.02 of 0.97, whatever binary floats say
+        return _is_number(prediction) and abs(prediction - actual) <= limit * (1 + 1e-9) + 1e-12
+    if isinstance(prediction, str) and isinstance(actual, str):
+        return prediction.strip().upper() == actual.strip().upper()
+    if isinstance(actual, bool):
+        return isinstance(prediction, bool) and prediction == actual
+    return bool(prediction == actual)
+
+
+def reveal(prediction: Any, actual: Any, why: L | str = "", *, within: float | None = None,
+           relative: float | None = None) -> None:
+    """Print the prediction next to the answer and one sentence on the gap; returns nothing.
+
+    ``within`` / ``relative``: the tolerance of a fractional answer (see :func:`judged`).
+    """
+    matched = judged(prediction, actual, within, relative)
+    if matched is None:
+        print(text(L("🔎 You did not write a prediction. The answer: {a}", "🔎 你没有写下预测。答案是：{a}")).format(a=_show(actual)))
+    else:
+        mark = "✅" if matched else "🤔"
+        print(text(L("{m} You predicted {p}; the answer is {a}.", "{m} 你的预测是 {p}；实际是 {a}。")).format(
+            m=mark, p=_show(prediction), a=_show(actual)))
+        if within is not None or relative is not None:
+            width = _show(within) if within is not None else f"{relative:.0%}"
+            print("   " + text(L("(a prediction within ±{w} of the answer counts as right)",
+                                 "（与答案相差不超过 ±{w} 的预测算对）")).format(w=width))
+    if why:
+        print("   " + text(why))
