@@ -124,7 +124,7 @@ def test_a_room_says_what_it_is(room):
     assert doc, f"autograder/{room}/__init__.py needs a docstring: what the room holds"
 
 
-def test_figures(capsys):
+def test_figures():
     """Modules per room and the arrows between rooms (run with ``-s`` to read them)."""
     arrows: dict[tuple[str, str], int] = {}
     for path in _modules():
@@ -133,11 +133,10 @@ def test_figures(capsys):
             to = _room_of(target)
             if to != room:
                 arrows[room, to] = arrows.get((room, to), 0) + 1
-    with capsys.disabled():
-        for room in ROOMS:
-            n = len([p for p in (PACKAGE / room).rglob("*.py") if p.name != "__init__.py"])
-            print(f"{room + '/':15} {n:3} modules")
-        print(f"{len([a for a in arrows if FACE not in a])} room-to-room arrows ({sum(n for a, n in arrows.items() if FACE not in a)} imports):")
-        for (a, b), n in sorted(arrows.items()):
-            print(f"  {a} -> {b}: {n}")
+    for room in ROOMS:
+        n = len([p for p in (PACKAGE / room).rglob("*.py") if p.name != "__init__.py"])
+        print(f"{room + '/':15} {n:3} modules")
+    print(f"{len([a for a in arrows if FACE not in a])} room-to-room arrows ({sum(n for a, n in arrows.items() if FACE not in a)} imports):")
+    for (a, b), n in sorted(arrows.items()):
+        print(f"  {a} -> {b}: {n}")
     assert arrows

@@ -1,6 +1,6 @@
 """``python -m autograder new-stage``: write a new stage's sources from the stage template.
 
-The template (``autograder/authoring/templates/stage/<role>.py.tmpl``) is a small, complete stage: one TODO
+The template (``autograder/authoring/templates/stage/<role>.py.tmpl``, and ``text.toml.tmpl`` for the words) is a small, complete stage: one TODO
 with public and hidden checks, wrong answers and reference tests, so that ``python -m autograder
 build`` builds it and the grader grades it at once. Where each file goes is the layout's answer.
 """
@@ -31,7 +31,7 @@ def new_stage(sid: str, slug: str, title: str) -> list[Path]:
             raise FileExistsError(f"{layout.rel(path)} exists already")
     written = []
     for role, path in targets.items():
-        template = (TEMPLATES / f"{role.replace(' ', '_')}.py.tmpl").read_text(encoding="utf-8")
+        template = (TEMPLATES / f"{role.replace(' ', '_')}{path.suffix}.tmpl").read_text(encoding="utf-8")
         text = re.sub(r"\{(id|number|slug|title|reference_module)\}", lambda m: values[m.group(1)], template)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

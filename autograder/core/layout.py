@@ -86,6 +86,11 @@ class StageFiles:
         return CHECKS / f"{self.id}.py"
 
     @property
+    def text(self) -> Path:
+        """The stage's words in both languages, apart from the spec's code (:mod:`autograder.core.stage_text`)."""
+        return stage_text_file(self.id)
+
+    @property
     def reference(self) -> Path:
         return SOLUTIONS / f"{self.id}_{self.slug}.py"
 
@@ -136,9 +141,9 @@ class StageFiles:
     def sources(self) -> dict[str, Path]:
         """What an author writes, by role."""
         if self.slug is None:
-            return {"spec": self.spec}
-        return {"spec": self.spec, "reference": self.reference, "source": self.source, "hidden": self.hidden,
-                "mutants": self.mutants, "reference tests": self.reference_tests}
+            return {"spec": self.spec, "text": self.text}
+        return {"spec": self.spec, "text": self.text, "reference": self.reference, "source": self.source,
+                "hidden": self.hidden, "mutants": self.mutants, "reference tests": self.reference_tests}
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -210,6 +215,11 @@ def _slugs_by_number() -> dict[int, set[str]]:
 def stage_ids() -> list[str]:
     """Every stage that has at least one of its files, in order."""
     return [stage_id(n) for n in sorted(_slugs_by_number())]
+
+
+def stage_text_file(sid: str) -> Path:
+    """``autograder/checks/sNN.toml``; needs no other file of the stage (a grading child has none)."""
+    return CHECKS / f"{stage_id(stage_number(sid))}.toml"
 
 
 def stage_files(sid: str) -> StageFiles:
@@ -311,9 +321,10 @@ def _runtime_files() -> list[Path]:
 
 
 def child_files() -> list[Path]:
-    """What a grading child may import from disk: the runtime's Python files (never ``solutions/``,
+    """What a grading child may read from disk: the runtime's Python files and the stages' text files (never ``solutions/``,
     ``tests/`` or generated expected values; the ``solutions`` modules it may see arrive as text)."""
-    return [p for p in _runtime_files() if p.suffix == ".py" and "templates" not in p.relative_to(ROOT).parts]
+    return [p for p in _runtime_files() if (p.suffix == ".py" or p.parent == CHECKS and p.suffix == ".toml")
+            and "templates" not in p.relative_to(ROOT).parts]
 
 
 def release_files(sid: str) -> list[tuple[Path, str]]:

@@ -28,14 +28,16 @@ class Question:
     """
 
     id: str
-    text: L | str
-    explain: L | str
+    text: L | str = ""     # the words arrive from the stage's text file (:mod:`autograder.core.stage_text`)
+    explain: L | str = ""
     choices: tuple[L | str, ...] = ()
     decimals: int | None = None
 
     def __post_init__(self) -> None:
         if not self.id.isidentifier():
             raise ValueError(f"quiz question id {self.id!r} must be an identifier like 'q1'")
+        if not self.text:
+            return  # words not joined yet: a choice question's choices come with them
         if self.choices and self.decimals is not None:
             raise ValueError(f"{self.id}: a question has choices or a number answer, not both")
         if not self.choices and self.decimals is None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from autograder.core import cell_ids, layout
+from autograder.core import cell_ids, layout, stage_text
 from autograder.core.i18n import L
 from autograder.core.layout import stage_number
 from autograder.core.quiz import Quiz
@@ -102,7 +102,7 @@ class Check:
     todo: str
     name: str
     probe: Probe
-    hint: L | str
+    hint: L | str = ""    # the stage's text file gives it for a public check (:mod:`autograder.core.stage_text`)
     call: L | str = ""   # the input, as the learner reads it (bilingual when it has words, not only code)
     hidden: bool = False
     atol: float | None = None
@@ -132,8 +132,8 @@ class Stage:
     """
 
     id: str
-    title: L | str
     todos: list[Todo]
+    title: L | str = ""    # the stage's text file gives it (:mod:`autograder.core.stage_text`)
     subtitle: str = ""
     summary: L | str = ""  # one line for the README's "what you build" table
     minutes: int = 0       # an honest estimate of the time a learner needs
@@ -163,11 +163,24 @@ class Stage:
         if any(t.number == todo.number for t in self.todos):
             raise ValueError(f"stage {self.id}: the quiz's TODO number {todo.number} is taken")
         self.todos.append(todo)
+        self.checks.extend(self._quiz_checks(quiz))
+
+    def _quiz_checks(self, quiz: Quiz) -> list[Check]:
+        out = []
         for q in quiz.questions:
             def probe(impl, q=q, sid=self.id):
                 answers = impl.quiz()
                 return quiz_digest(sid, q, answers.get(q.id)) if type(answers) is dict else "quiz() must return a dict"
-            self.checks.append(Check(todo.id, q.id, probe, q.explain, secret=True, title=q.text))
+            out.append(Check(f"{self.id}.quiz", q.id, probe, q.explain, secret=True, title=q.text))
+        return out
+
+    def set_quiz(self, quiz: Quiz) -> None:
+        """Replace the quiz's questions (their words arrive from the stage's text file): its checks are
+        made anew where the old ones stood, since each check's probe holds its question."""
+        at = next(i for i, c in enumerate(self.checks) if c.todo == f"{self.id}.quiz")
+        self.checks = [c for c in self.checks if c.todo != f"{self.id}.quiz"]
+        self.checks[at:at] = self._quiz_checks(quiz)
+        self.quiz = quiz
 
     @property
     def number(self) -> int:
@@ -178,7 +191,7 @@ class Stage:
         self,
         todo: str,
         *,
-        hint: L | str,
+        hint: L | str = "",
         call: L | str = "",
         hidden: bool = False,
         atol: float | None = None,
@@ -241,6 +254,7 @@ def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = No
     """
     module = importlib.import_module(f"autograder.checks.{stage_id}")
     stage: Stage = module.STAGE
+    stage_text.apply(stage, layout.stage_text_file(stage_id))  # the words, before hidden checks join
     if hidden:
         try:
             importlib.import_module(f"solutions.hidden.{stage_id}")

@@ -26,6 +26,8 @@ def stage_build_id(stage_id: str, checks: dict | None = None) -> str:
     (``checks``, or the generated file's), in a form that no machine can change (:func:`_canonical`)."""
     files = layout.stage_files(stage_id)
     h = hashlib.sha256(files.spec.read_bytes().replace(b"\r\n", b"\n"))
+    if files.text.exists():  # the stage's words: what check() says
+        h.update(files.text.read_bytes().replace(b"\r\n", b"\n"))
     if checks is None and files.expected.exists():
         checks = json.loads(files.expected.read_text(encoding="utf-8"))["checks"]
     h.update(json.dumps(_canonical(checks or {}), sort_keys=True).encode())
