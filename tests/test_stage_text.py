@@ -30,11 +30,28 @@ def test_every_word_a_learner_reads_of_the_spec_comes_from_the_text_file(sid):
 
 
 @pytest.mark.parametrize("sid", STAGES)
-def test_the_spec_module_writes_no_words(sid):
-    """One owner per text: the spec module holds code; an ``L(...)`` there would be a second place."""
-    tree = ast.parse(layout.stage_files(sid).spec.read_text(encoding="utf-8"))
-    calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "L"]
-    assert not calls, f"{sid}.py writes text at lines {calls}: move it to {sid}.toml"
+def test_hidden_checks_take_their_words_from_the_hidden_text_file(sid):
+    hidden = load_stage(sid).checks_for
+    checks = [c for t in load_stage(sid).todos for c in hidden(t.id, hidden=True)]
+    assert checks and all(isinstance(c.hint, L) for c in checks), sid
+
+
+@pytest.mark.parametrize("sid", STAGES)
+def test_the_spec_modules_write_no_words(sid):
+    """One owner per text: the spec and hidden modules hold code; an ``L(...)`` there would be a second place."""
+    files = layout.stage_files(sid)
+    for path in (files.spec, files.hidden):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "L"]
+        assert not calls, f"{layout.rel(path)} writes text at lines {calls}: move it to {path.stem}.toml beside it"
+
+
+@pytest.mark.parametrize("sid", STAGES)
+def test_the_hidden_words_are_never_released_nor_seen_by_a_child(sid):
+    hidden_text = layout.stage_files(sid).hidden_text
+    assert hidden_text.is_file()
+    assert hidden_text not in [p for p, _ in layout.release_files(sid)] and hidden_text not in layout.child_files()
+    assert layout.stage_files(sid).text in layout.child_files()  # the public words: a child loads its stage
 
 
 def _stage() -> Stage:
@@ -61,6 +78,14 @@ zh = "数一数。"
 en = "How many?"
 zh = "有几个？"
 '''
+
+
+def test_a_hidden_text_file_binds_only_hidden_checks(tmp_path):
+    stage = _stage()
+    with pytest.raises(StageTextError, match="names no hidden check"):
+        stage_text.apply(stage, _file(tmp_path, '[checks.count."<lambda>".hint]\nen = "a"\nzh = "甲"\n'), hidden=True)
+    with pytest.raises(StageTextError, match="unknown section"):
+        stage_text.apply(_stage(), _file(tmp_path, GOOD), hidden=True)
 
 
 def test_words_join_their_todo_check_and_question(tmp_path):

@@ -111,6 +111,11 @@ class StageFiles:
         return f"solutions.hidden.{self.id}"
 
     @property
+    def hidden_text(self) -> Path:
+        """The hidden checks' words (a learner reads one only when that check fails); never released."""
+        return hidden_text_file(self.id)
+
+    @property
     def mutants(self) -> Path:
         return TESTS / f"mutants_{self.id}.py"
 
@@ -143,7 +148,8 @@ class StageFiles:
         if self.slug is None:
             return {"spec": self.spec, "text": self.text}
         return {"spec": self.spec, "text": self.text, "reference": self.reference, "source": self.source,
-                "hidden": self.hidden, "mutants": self.mutants, "reference tests": self.reference_tests}
+                "hidden": self.hidden, "hidden text": self.hidden_text, "mutants": self.mutants,
+                "reference tests": self.reference_tests}
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -220,6 +226,11 @@ def stage_ids() -> list[str]:
 def stage_text_file(sid: str) -> Path:
     """``autograder/checks/sNN.toml``; needs no other file of the stage (a grading child has none)."""
     return CHECKS / f"{stage_id(stage_number(sid))}.toml"
+
+
+def hidden_text_file(sid: str) -> Path:
+    """``solutions/hidden/sNN.toml``; absent where hidden checks are (a learner's copy, a grading child)."""
+    return HIDDEN / f"{stage_id(stage_number(sid))}.toml"
 
 
 def stage_files(sid: str) -> StageFiles:

@@ -261,6 +261,8 @@ def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = No
         except ModuleNotFoundError as exc:
             if exc.name not in ("solutions", "solutions.hidden", f"solutions.hidden.{stage_id}"):
                 raise
+        else:  # a grading child has the checks but not their words: it shows none
+            stage_text.apply(stage, layout.hidden_text_file(stage_id), hidden=True)
     if reference is not None:
         stage.reference = reference
     elif not stage.reference:

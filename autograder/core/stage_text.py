@@ -1,4 +1,5 @@
-"""A stage's words, apart from its code: ``autograder/checks/sNN.toml``, the file translators edit.
+"""A stage's words, apart from its code: ``autograder/checks/sNN.toml``, the file translators edit
+(and ``solutions/hidden/sNN.toml`` for the hidden checks' titles and hints, which never ship to learners).
 
 It holds, in English and Chinese, everything a learner reads of a stage's spec: the stage's title and
 summary; each TODO's title, contract and three hint tiers; each public check's title, hint and input
@@ -60,13 +61,15 @@ def _texts(node: Any, path: Path, where: tuple[str, ...]) -> Any:
     return {k: _texts(v, path, (*where, k)) for k, v in node.items()}
 
 
-def apply(stage: Any, path: Path) -> None:
+def apply(stage: Any, path: Path, *, hidden: bool = False) -> None:
     """Join the words of ``path`` to ``stage`` (a :class:`autograder.core.spec.Stage` with its public
-    checks registered). Raises :class:`StageTextError` for an entry that binds to nothing."""
-    if getattr(stage, "_text_applied", False):
+    checks registered; with ``hidden``, the hidden checks' file, once they are registered too).
+    Raises :class:`StageTextError` for an entry that binds to nothing."""
+    flag = "_hidden_text_applied" if hidden else "_text_applied"
+    if getattr(stage, flag, False):
         return
     data = read(path)
-    unknown = set(data) - {"stage", "todos", "checks", "quiz"}
+    unknown = set(data) - ({"checks"} if hidden else {"stage", "todos", "checks", "quiz"})
     if unknown:
         raise StageTextError(f"{path.name}: unknown section(s) {sorted(unknown)}")
     short = {t.id.split(".", 1)[1]: t for t in stage.todos}
@@ -86,9 +89,11 @@ def apply(stage: Any, path: Path) -> None:
         if todo is None or not isinstance(checks, dict):
             raise StageTextError(f"{path.name}: checks.{name} names no TODO of {stage.id}")
         for check_name, fields in checks.items():
-            i = next((i for i, c in enumerate(stage.checks) if c.todo == todo.id and c.name == check_name and not c.hidden), None)
+            i = next((i for i, c in enumerate(stage.checks) if c.todo == todo.id and c.name == check_name and c.hidden == hidden),
+                     None)
             if i is None:
-                raise StageTextError(f"{path.name}: checks.{name}.{check_name} names no public check of {todo.id}")
+                kind = "hidden" if hidden else "public"
+                raise StageTextError(f"{path.name}: checks.{name}.{check_name} names no {kind} check of {todo.id}")
             fields = _fields(fields, CHECK_FIELDS, path, f"checks.{name}.{check_name}")
             for field in fields:
                 _refuse_both(getattr(stage.checks[i], field), path, f"checks.{name}.{check_name}.{field}")
@@ -106,7 +111,7 @@ def apply(stage: Any, path: Path) -> None:
                 _refuse_both(getattr(by_id[qid], field), path, f"quiz.{qid}.{field}")
             questions[qid] = replace(by_id[qid], **fields)
         stage.set_quiz(Quiz(stage.quiz.number, stage.quiz.points, tuple(questions[q.id] for q in stage.quiz.questions)))
-    stage._text_applied = True
+    setattr(stage, flag, True)
 
 
 def _fields(table: Any, allowed: tuple[str, ...], path: Path, where: str) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """Hidden checks of stage 3: capacity corner cases, shared blocks, stale hits, the revive path, random
 sequences and cost budgets. Never shipped to learners. Like the public ones, no probe depends on the
-order in which ``release`` frees blocks."""
+order in which ``release`` frees blocks.
+Their titles and hints, in both languages, are in ``s03.toml`` beside this module."""
 from __future__ import annotations
 
 import random
 
 from autograder.checks.common import record, within_budget
 from autograder.checks.s03 import STAGE, Prefill, admission, attempt, committed, ids, pool_state, revive_twice
-from autograder.i18n import L
 
 # -- cost budgets ------------------------------------------------------------------------------------
 # A pool of BIG blocks, every one of them cached (a server that has run for a while). The reference
@@ -95,9 +95,7 @@ def _churn(impl, seed: int, num_blocks: int = 6, steps: int = 120) -> dict:
 
 
 # -- TODO 1 -------------------------------------------------------------------------------------
-@STAGE.check("s03.lookup", hidden=True, sibling="looks_without_touching",
-             hint=L("lookup only looks: no ref count, free queue or cache entry may change.",
-                    "lookup 只负责查：引用计数、空闲队列、缓存表都不能变。"))
+@STAGE.check("s03.lookup", hidden=True, sibling="looks_without_touching")
 def lookup_changes_nothing(impl):
     pool = committed(impl, 6, 2, [1, 2, 3, 4, 5])
     pool.release("a")
@@ -106,18 +104,14 @@ def lookup_changes_nothing(impl):
     return record(found=found, unchanged=before == pool_state(pool), pool=pool_state(pool))
 
 
-@STAGE.check("s03.lookup", hidden=True, sibling="leaves_one_token_to_compute",
-             hint=L("A one-token prompt never hits, and an empty list of keys finds nothing.",
-                    "只有一个 token 的提示词永远不会命中；空的 key 列表什么也找不到。"))
+@STAGE.check("s03.lookup", hidden=True, sibling="leaves_one_token_to_compute")
 def tiny_prompts(impl):
     pool = committed(impl, 6, 1, [7, 8, 9])
     return record(one_token=ids(pool.lookup(pool.keys_of([7]), 1)), no_keys=ids(pool.lookup([], 3)),
                   two_tokens=ids(pool.lookup(pool.keys_of([7, 8]), 2)))
 
 
-@STAGE.check("s03.lookup", hidden=True, sibling="stops_at_first_miss",
-             hint=L("Random prompts against a warm pool: the hits are the leading cached run, capped.",
-                    "随机提示词查一个已经有缓存的池：命中的是开头连续缓存的那一段，并且有上限。"))
+@STAGE.check("s03.lookup", hidden=True, sibling="stops_at_first_miss")
 def random_lookups(impl):
     pool = impl.BlockPool(64, 2)
     out = []
@@ -129,11 +123,7 @@ def random_lookups(impl):
     return out
 
 
-@STAGE.check("s03.lookup", hidden=True, sibling="lookup_never_walks_the_pool",
-             hint=L("Look each key up in self.cached directly (one dict look-up); never scan the cached keys or "
-                    "the blocks: on a pool of 100,000 cached blocks that is thousands of times too slow.",
-                    "每个 key 直接在 self.cached 里查（一次字典查找）；不要遍历所有缓存的 key 或所有块："
-                    "在有 100,000 个缓存块的池上，那样要慢上千倍。"))
+@STAGE.check("s03.lookup", hidden=True, sibling="lookup_never_walks_the_pool")
 def lookup_cost_does_not_grow_with_the_pool(impl):
     pool, keys = _big_cached_pool(impl)
     rng = random.Random(5)
@@ -147,9 +137,7 @@ def lookup_cost_does_not_grow_with_the_pool(impl):
 
 
 # -- TODO 2 -------------------------------------------------------------------------------------
-@STAGE.check("s03.allocate_block", hidden=True, sibling="other_cached_blocks_stay",
-             hint=L("Drop only the key of the block you hand out; every other cached block stays cached.",
-                    "只删掉被分配出去的那个块的 key；其他缓存块保持不变。"))
+@STAGE.check("s03.allocate_block", hidden=True, sibling="other_cached_blocks_stay")
 def evicts_only_the_reused_block(impl):
     pool = committed(impl, 3, 2, [1, 2], [3, 4])  # two single-block requests: blocks 0 and 1
     pool.release("a")
@@ -161,9 +149,7 @@ def evicts_only_the_reused_block(impl):
     return states
 
 
-@STAGE.check("s03.allocate_block", hidden=True, sibling="overwritten_kv_is_never_hit",
-             hint=L("A reused block holds new content: ref_count 1, no key, and its old key gone from self.cached.",
-                    "被重新分配的块装的是新内容：引用计数 1，没有 key，原来的 key 也要从 self.cached 里删掉。"))
+@STAGE.check("s03.allocate_block", hidden=True, sibling="overwritten_kv_is_never_hit")
 def reuse_through_admit(impl):
     pool = committed(impl, 3, 2, [1, 2, 3, 4, 5])
     pool.release("a")
@@ -174,20 +160,12 @@ def reuse_through_admit(impl):
                   c_hits=c.hit_blocks, c_blocks=sorted(c.block_table))
 
 
-@STAGE.check("s03.allocate_block", hidden=True, sibling="overwritten_kv_is_never_hit",
-             hint=L("Random traffic on a small pool: a hit must never read KV that was overwritten. When a cached "
-                    "block is handed out, its old key must leave self.cached and the block.",
-                    "小池上的随机流量：命中绝不能读到已被覆盖的 KV。缓存块被分配出去时，它原来的 key 必须同时从 "
-                    "self.cached 和块上删掉。"))
+@STAGE.check("s03.allocate_block", hidden=True, sibling="overwritten_kv_is_never_hit")
 def no_stale_hits_under_churn(impl):
     return [_churn(impl, seed) for seed in (41, 42)]
 
 
-@STAGE.check("s03.allocate_block", hidden=True, sibling="allocate_never_walks_the_pool",
-             hint=L("allocate_block must take constant time: pop the free queue and delete the block's own key "
-                    "from self.cached; never walk the pool's blocks or scan (or rebuild) the cache map.",
-                    "allocate_block 必须是常数时间：从空闲队列弹出一个块，再从 self.cached 里删掉这个块自己的 key；"
-                    "不要遍历池里的块，也不要扫描（或重建）缓存表。"))
+@STAGE.check("s03.allocate_block", hidden=True, sibling="allocate_never_walks_the_pool")
 def allocate_cost_does_not_grow_with_the_pool(impl):
     pool, _ = _big_cached_pool(impl)
     n = 30_000
@@ -197,10 +175,7 @@ def allocate_cost_does_not_grow_with_the_pool(impl):
 
 
 # -- TODO 3 -------------------------------------------------------------------------------------
-@STAGE.check("s03.admit", hidden=True, sibling="revived_hit_is_not_a_fresh_block",
-             hint=L("A hit on a free cached block leaves the free queue, so it cannot also be a fresh block: "
-                    "count it against the free blocks.",
-                    "命中空闲的缓存块会让它离开空闲队列，所以它不能再当新块用：容量检查时要把它从空闲块里扣掉。"))
+@STAGE.check("s03.admit", hidden=True, sibling="revived_hit_is_not_a_fresh_block")
 def revived_hits_count_against_capacity(impl):
     pool = committed(impl, 4, 4, list(range(12)) + [99])  # all 4 blocks, 3 of them cached
     pool.release("a")
@@ -210,9 +185,7 @@ def revived_hits_count_against_capacity(impl):
     return record(b=refused, after_refusal=after_refusal, c=fits, pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="hits_share_physical_blocks",
-             hint=L("A hit on a block in use just gains a reference; only a free block leaves the free queue.",
-                    "命中正在使用的块只是多一个引用；只有空闲块才需要移出空闲队列。"))
+@STAGE.check("s03.admit", hidden=True, sibling="hits_share_physical_blocks")
 def hit_on_a_block_in_use(impl):
     pool = committed(impl, 8, 2, [1, 2, 3, 4, 5])
     b = admission(pool.admit("b", [1, 2, 3, 4, 6]))
@@ -220,17 +193,13 @@ def hit_on_a_block_in_use(impl):
     return record(b=b, c=c, pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="hits_share_physical_blocks",
-             hint=L("A fully cached, block-aligned prompt hits all but its last block.",
-                    "完全已缓存、长度正好是块大小整数倍的提示词，除最后一个块外全部命中。"))
+@STAGE.check("s03.admit", hidden=True, sibling="hits_share_physical_blocks")
 def aligned_prompt_recomputes_last_block(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     return record(b=admission(pool.admit("b", list(range(8)))), pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="cached_hit_next_in_line",
-             hint=L("Take the hits out of the free queue before you allocate fresh blocks.",
-                    "先把命中块移出空闲队列，再分配新块。"))
+@STAGE.check("s03.admit", hidden=True, sibling="cached_hit_next_in_line")
 def hits_are_taken_before_allocating(impl):
     pool = impl.BlockPool(3, 2)
     pool.admit("x", [7])            # block 0
@@ -242,11 +211,7 @@ def hits_are_taken_before_allocating(impl):
     return record(b=admission(pool.admit("b", [1, 2, 9])), pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="revived_blocks_stay_cached",
-             hint=L("Revive a free cached block by taking it out of the free queue and adding a reference; keep its "
-                    "key, so it is hit again round after round, also with extra keys.",
-                    "复用空闲的缓存块：把它移出空闲队列、加一个引用，但保留 key，这样它才能一轮又一轮地被命中，"
-                    "带附加 key 时也一样。"))
+@STAGE.check("s03.admit", hidden=True, sibling="revived_blocks_stay_cached")
 def revive_again_and_again(impl):
     pool = impl.BlockPool(40, 2)
     salt = [("salt", "t1")]
@@ -259,9 +224,7 @@ def revive_again_and_again(impl):
     return record(rounds=rounds, pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="full_pool_refuses_cleanly",
-             hint=L("Random admissions: hits, fresh blocks and refusals as the reference decides them.",
-                    "随机接纳请求：命中、新块和拒绝都要和参考实现的决定一致。"))
+@STAGE.check("s03.admit", hidden=True, sibling="full_pool_refuses_cleanly")
 def random_admissions(impl):
     pool = impl.BlockPool(40, 2)
     out = []
@@ -272,11 +235,7 @@ def random_admissions(impl):
     return record(admissions=out, pool=pool_state(pool))
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="admit_never_walks_the_pool",
-             hint=L("admit must not cost more on a bigger pool: count free blocks by the free queue's length and the "
-                    "revived hits among the request's own hits; never walk the blocks (num_in_use does) or the free queue.",
-                    "池变大，`admit` 的代价不能跟着变大：空闲块数用空闲队列的长度，被复用的命中块只在本请求的命中块里数；"
-                    "不要遍历所有块（num_in_use 就是这样做的），也不要遍历空闲队列。"))
+@STAGE.check("s03.admit", hidden=True, sibling="admit_never_walks_the_pool")
 def admit_cost_does_not_grow_with_the_pool(impl):
     pool, keys = _big_cached_pool(impl)
     n = 10_000
@@ -291,20 +250,13 @@ def admit_cost_does_not_grow_with_the_pool(impl):
                   free_left=len(pool.free_queue) if fast else None)
 
 
-@STAGE.check("s03.admit", hidden=True, sibling="fresh_blocks_forget_old_keys",
-             hint=L("Random traffic on a small pool: no hit may read KV that was overwritten. Every fresh block "
-                    "must come from self.allocate_block(), which drops its old key; never take blocks from the "
-                    "free queue yourself.",
-                    "小池上的随机流量：任何命中都不能读到已被覆盖的 KV。每个新块都必须来自 self.allocate_block()，"
-                    "它会删掉块原来的 key；不要自己从空闲队列里取块。"))
+@STAGE.check("s03.admit", hidden=True, sibling="fresh_blocks_forget_old_keys")
 def no_stale_hits_through_admit(impl):
     return [_churn(impl, seed) for seed in (43, 44)]
 
 
 # -- TODO 4 -------------------------------------------------------------------------------------
-@STAGE.check("s03.commit", hidden=True, sibling="first_writer_wins",
-             hint=L("The recomputed last block of a fully cached prompt is a duplicate: leave it without a key.",
-                    "完全已缓存的提示词重新计算的最后一个块是重复内容：不要给它 key。"))
+@STAGE.check("s03.commit", hidden=True, sibling="first_writer_wins")
 def duplicate_of_a_cached_block(impl):
     pool = committed(impl, 8, 4, list(range(8)))
     pool.admit("b", list(range(8)))
@@ -312,9 +264,7 @@ def duplicate_of_a_cached_block(impl):
     return pool_state(pool)
 
 
-@STAGE.check("s03.commit", hidden=True, sibling="keys_hashed_with_extra_keys",
-             hint=L("Use the keys admit stored (hashed with the request's extra keys), not a fresh hash without them.",
-                    "用 `admit` 保存下来的 key（带着请求的附加 key 算的），不要不带附加 key 重新哈希。"))
+@STAGE.check("s03.commit", hidden=True, sibling="keys_hashed_with_extra_keys")
 def keys_keep_extra_keys(impl):
     pool = impl.BlockPool(8, 2)
     pool.admit("a", [1, 2, 3, 4, 5], [("salt", "t1")])
@@ -324,9 +274,7 @@ def keys_keep_extra_keys(impl):
     return record(salted=salted, plain=plain, pool=pool_state(pool))
 
 
-@STAGE.check("s03.commit", hidden=True, sibling="registers_full_blocks",
-             hint=L("Set block.key too: allocate_block reads it to drop the block's entry from self.cached.",
-                    "块上也要记 key：allocate_block 要靠它从 self.cached 里删掉这个块的那一项。"))
+@STAGE.check("s03.commit", hidden=True, sibling="registers_full_blocks")
 def committed_blocks_can_be_evicted(impl):
     pool = committed(impl, 2, 2, [1, 2, 3])
     pool.release("a")
@@ -335,9 +283,7 @@ def committed_blocks_can_be_evicted(impl):
 
 
 # -- TODO 5 -------------------------------------------------------------------------------------
-@STAGE.check("s03.release", hidden=True, sibling="drops_one_reference",
-             hint=L("After every request is released, every block is free and no ref count is negative.",
-                    "所有请求都释放之后，每个块都空闲，而且没有引用计数为负。"))
+@STAGE.check("s03.release", hidden=True, sibling="drops_one_reference")
 def release_everything(impl):
     pool = impl.BlockPool(200, 2)  # large enough that no freed block is handed out again
     live = []
@@ -354,9 +300,7 @@ def release_everything(impl):
     return record(midway=mid, at_the_end=pool_state(pool))
 
 
-@STAGE.check("s03.release", hidden=True, sibling="released_before_commit_and_twice",
-             hint=L("A request released before commit frees its blocks without keys; its id can be used again.",
-                    "在提交之前就被释放的请求，它的块空闲且不带 key；它的 id 之后还能再用。"))
+@STAGE.check("s03.release", hidden=True, sibling="released_before_commit_and_twice")
 def release_before_commit(impl):
     pool = impl.BlockPool(6, 2)
     pool.admit("a", [1, 2, 3])
@@ -364,9 +308,7 @@ def release_before_commit(impl):
     return record(after_release=pool_state(pool), again=admission(pool.admit("a", [1, 2, 3])), pool=pool_state(pool))
 
 
-@STAGE.check("s03.release", hidden=True, sibling="released_before_commit_and_twice",
-             hint=L("Releasing an unknown or already released request raises KeyError and changes nothing.",
-                    "释放一个不存在或已经释放过的请求要抛出 KeyError，并且什么都不改。"))
+@STAGE.check("s03.release", hidden=True, sibling="released_before_commit_and_twice")
 def release_twice(impl):
     pool = committed(impl, 6, 2, [1, 2, 3])
     pool.release("a")
@@ -374,9 +316,6 @@ def release_twice(impl):
                   pool=pool_state(pool))
 
 
-@STAGE.check("s03.release", hidden=True, sibling="hits_are_released_too",
-             hint=L("Release every block of the table, the hits too: a revived block must go back to the free queue, "
-                    "key kept, so the next request still hits it.",
-                    "块表里的每个块都要释放，命中块也不例外：被复用过的块要带着 key 回到空闲队列，下一个请求才还能命中它。"))
+@STAGE.check("s03.release", hidden=True, sibling="hits_are_released_too")
 def released_hits_can_be_revived_again(impl):
     return revive_twice(impl)

@@ -1,5 +1,5 @@
 """Hidden checks of stage 4: O(1) costs, random traffic, shared paths, pins under holds, trace replays.
-Never shipped to learners."""
+Never shipped to learners. Their titles and hints, in both languages, are in ``s04.toml`` beside this module."""
 from __future__ import annotations
 
 import random
@@ -7,7 +7,6 @@ import random
 from autograder.checks.common import record, within_budget
 from autograder.checks.s03 import Prefill
 from autograder.checks.s04 import STAGE, Clock, cached_ids, caught, ids, run
-from autograder.i18n import L
 from solutions.traces import TraceRequest, rag_traffic, thrashing_traffic
 
 # -- O(1) guards ---------------------------------------------------------------------------------------
@@ -30,19 +29,14 @@ def _big_queue(impl, n: int = BIG):
     return q, blocks
 
 
-@STAGE.check("s04.append", hidden=True, sibling="append_work_does_not_grow",
-             hint=L("append must take constant time: insert in front of a sentinel you already hold, never walk the "
-                    "list to find its end.",
-                    "append 必须是常数时间：插到你手里已有的哨兵前面，绝不要遍历链表去找末尾。"))
+@STAGE.check("s04.append", hidden=True, sibling="append_work_does_not_grow")
 def append_is_constant_time(impl):
     q, blocks = _big_queue(impl, MEDIUM)
     fast = _timed(lambda i: q.append(blocks[i]), MEDIUM, batch=1_000)
     return fast, len(q) if fast else None
 
 
-@STAGE.check("s04.popleft", hidden=True, sibling="popleft_work_does_not_grow",
-             hint=L("popleft must take constant time: take the node next to the head sentinel, never search the list.",
-                    "popleft 必须是常数时间：直接取 head 哨兵旁边的节点，绝不要搜索链表。"))
+@STAGE.check("s04.popleft", hidden=True, sibling="popleft_work_does_not_grow")
 def popleft_is_constant_time(impl):
     q, blocks = _big_queue(impl, MEDIUM)
     for b in blocks:
@@ -52,10 +46,7 @@ def popleft_is_constant_time(impl):
     return fast, out[:3] if fast else None, len(q) if fast else None
 
 
-@STAGE.check("s04.remove", hidden=True, sibling="remove_work_does_not_grow",
-             hint=L("remove must take constant time for a block anywhere in the queue: unlink it through its own "
-                    "links, never search for it.",
-                    "不管块在队列的哪个位置，remove 都必须是常数时间：通过块自己的链接把它摘下，绝不要去搜索它。"))
+@STAGE.check("s04.remove", hidden=True, sibling="remove_work_does_not_grow")
 def remove_from_the_middle_is_constant_time(impl):
     q, blocks = _big_queue(impl)
     for b in blocks:
@@ -95,27 +86,17 @@ def _random_queue_ops(impl, seed: int):
     return trail, ids(q)
 
 
-@STAGE.check("s04.append", hidden=True, sibling="keyless_blocks_go_first",
-             hint=L("Under a random mix of frees, reuses and hits, each freed block must land at the end of its own "
-                    "run: keyless ones before mid, cached ones before tail, in the order they were freed.",
-                    "在随机混合的释放、复用和命中之下，每个被释放的块都必须落到它所属那一段的末尾：无 key 的在 `mid` "
-                    "前，缓存块在 `tail` 前，按释放顺序排列。"))
+@STAGE.check("s04.append", hidden=True, sibling="keyless_blocks_go_first")
 def random_mix_append(impl):
     return _random_queue_ops(impl, 11)
 
 
-@STAGE.check("s04.popleft", hidden=True, sibling="keyless_before_cached",
-             hint=L("Under a random mix of operations, popleft must hand out keyless blocks first, then the least "
-                    "recently freed cached one, and count every block out.",
-                    "在随机混合的操作下，popleft 必须先交出无 key 的块，再交出最早释放的缓存块，并且每交出一个就减一次长度。"))
+@STAGE.check("s04.popleft", hidden=True, sibling="keyless_before_cached")
 def random_mix_popleft(impl):
     return _random_queue_ops(impl, 12)
 
 
-@STAGE.check("s04.remove", hidden=True, sibling="remove_from_the_middle",
-             hint=L("Under a random mix of operations, remove must unlink exactly the given block and count it out, "
-                    "leaving its neighbours linked to each other.",
-                    "在随机混合的操作下，remove 必须只摘下指定的那个块并把长度减一，它的两个邻居要彼此连好。"))
+@STAGE.check("s04.remove", hidden=True, sibling="remove_from_the_middle")
 def random_mix_remove(impl):
     return _random_queue_ops(impl, 13)
 
@@ -131,18 +112,12 @@ def _lru_pool_trail(impl):
     return trail, cached, pool.violations()
 
 
-@STAGE.check("s04.popleft", hidden=True, sibling="least_recent_first",
-             hint=L("Plugged into stage 3's pool, the queue must hand out the least recently used cached block when "
-                    "the pool needs room.",
-                    "接入第 3 阶段的块池后，块池需要空间时，队列必须交出最近最少使用的缓存块。"))
+@STAGE.check("s04.popleft", hidden=True, sibling="least_recent_first")
 def pool_evicts_least_recently_used(impl):
     return _lru_pool_trail(impl)
 
 
-@STAGE.check("s04.remove", hidden=True, sibling="revive_path_through_the_pool",
-             hint=L("A hit on a free cached block takes it out of the queue, so it is never handed out while a "
-                    "request uses it.",
-                    "命中空闲缓存块时要把它移出队列，这样它在被请求使用期间绝不会被交出去。"))
+@STAGE.check("s04.remove", hidden=True, sibling="revive_path_through_the_pool")
 def pool_hits_leave_the_queue(impl):
     pool = impl.BlockPool(5, 1, free_queue=impl.LRUFreeQueue())
     run(pool, "a", [1, 2, 3])
@@ -175,19 +150,13 @@ def _trace(seed: int, n: int = 60) -> list:
     return out
 
 
-@STAGE.check("s04.release_blocks", hidden=True, sibling="tail_first_whatever_the_block_ids",
-             hint=L("Replayed request traces must hit exactly as with a tail-first release that frees only the "
-                    "blocks whose count reaches 0.",
-                    "回放请求 trace 时，命中情况必须和“从尾部释放、只释放计数降到 0 的块”完全一致。"))
+@STAGE.check("s04.release_blocks", hidden=True, sibling="tail_first_whatever_the_block_ids")
 def random_trace_lru_hits(impl):
     return [impl.simulate_with(_trace(s), cap, pool_cls=impl.EvictionPool).hit_blocks
             for s in (1, 2) for cap in (8, 16)]
 
 
-@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use",
-             hint=L("With several live requests, a shared block is freed only by its last user, and the pool's "
-                    "invariants hold after every release.",
-                    "有多个活跃请求时，共享的块只由最后一个使用者释放，每次释放之后块池的不变量都要成立。"))
+@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use")
 def concurrent_requests_keep_invariants(impl):
     rng = random.Random(9)
     pool = impl.EvictionPool(10, 2)
@@ -205,11 +174,7 @@ def concurrent_requests_keep_invariants(impl):
     return trail, pool.violations()
 
 
-@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use",
-             hint=L("Two requests share a deep prefix: each shared block joins the free queue once, when its last user "
-                    "releases it, and after that release the prefix is more recent than every tail.",
-                    "两个请求共享一段较深的前缀：每个共享块只在最后一个使用者释放它时进入空闲队列一次，"
-                    "并且那次释放之后，前缀比所有尾块都更“新”。"))
+@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use")
 def shared_path_released_by_both(impl):
     out = []
     for order in (("a", "b"), ("b", "a")):
@@ -226,11 +191,7 @@ def shared_path_released_by_both(impl):
 
 
 # -- TODO 5: pin ------------------------------------------------------------------------------------------
-@STAGE.check("s04.pin", hidden=True, sibling="pin_in_use_block",
-             hint=L("A pinned block that two live requests share keeps exactly one reference for the pin after both "
-                    "requests end, and stays out of the free queue until it is unpinned.",
-                    "被两个活跃请求共享的固定块，在两个请求都结束后只剩固定带来的那一个引用，"
-                    "并且在解除固定之前一直不在空闲队列里。"))
+@STAGE.check("s04.pin", hidden=True, sibling="pin_in_use_block")
 def pinned_shared_block_after_both_release(impl):
     pool = impl.EvictionPool(8, 1, max_pinned=2)
     for rid, tail in (("a", 10), ("b", 20)):
@@ -246,10 +207,7 @@ def pinned_shared_block_after_both_release(impl):
     return record(pinned=ok, during=during, after_release=after, after_unpin=cached_ids(pool))
 
 
-@STAGE.check("s04.pin", hidden=True, sibling="pin_in_use_block",
-             hint=L("A block held by a residence hold is in use, not free: pinning it adds a reference without "
-                    "touching the free queue, and it stays pinned after the hold ends.",
-                    "被驻留持有的块处于使用中，不是空闲块：固定它只加一个引用、不碰空闲队列；持有结束后它仍保持固定。"))
+@STAGE.check("s04.pin", hidden=True, sibling="pin_in_use_block")
 def pin_a_block_under_a_residence_hold(impl):
     clock = Clock()
     pool = impl.EvictionPool(4, 1, max_pinned=1, min_residence=10.0, clock=clock)
@@ -262,10 +220,7 @@ def pin_a_block_under_a_residence_hold(impl):
                   holds_ended=ended, free_blocks=len(pool.free_queue), violations=pool.violations())
 
 
-@STAGE.check("s04.pin", hidden=True, sibling="pinned_prefix_survives_churn",
-             hint=L("Replaying traffic with pinning on must give the same hits and rejections as pins that are "
-                    "capped, leave the free queue and are never evicted.",
-                    "开启固定后回放流量，命中数和拒绝数必须和“有上限、离开空闲队列、永不被淘汰”的固定完全一致。"))
+@STAGE.check("s04.pin", hidden=True, sibling="pinned_prefix_survives_churn")
 def pinning_replays(impl):
     out = []
     for trace, cap in ((thrashing_traffic(200, num_prompts=8, prompt_blocks=6, seed=3), 30),
@@ -275,9 +230,7 @@ def pinning_replays(impl):
     return out
 
 
-@STAGE.check("s04.pin", hidden=True, sibling="cap_is_respected",
-             hint=L("With a cap of 0 no block may be pinned: pin returns False and changes nothing.",
-                    "上限为 0 时任何块都不能固定：pin 返回 False，什么都不改。"))
+@STAGE.check("s04.pin", hidden=True, sibling="cap_is_respected")
 def zero_cap_pins_nothing(impl):
     pool = impl.EvictionPool(3, 1, max_pinned=0)
     run(pool, "a", [5, 6])
@@ -286,10 +239,7 @@ def zero_cap_pins_nothing(impl):
 
 
 # -- TODO 6: expire -------------------------------------------------------------------------------------
-@STAGE.check("s04.expire", hidden=True, sibling="holds_end_oldest_first",
-             hint=L("Replaying traffic with a minimum residence time must hold and release blocks on the trace's "
-                    "clock exactly when their time has come.",
-                    "带最短驻留时间回放流量时，必须按 trace 的时钟，在块到期的那一刻才结束持有。"))
+@STAGE.check("s04.expire", hidden=True, sibling="holds_end_oldest_first")
 def residence_replays(impl):
     trace = thrashing_traffic(200, num_prompts=8, prompt_blocks=6, seed=5)
     out = []
@@ -299,9 +249,7 @@ def residence_replays(impl):
     return out
 
 
-@STAGE.check("s04.expire", hidden=True, sibling="holds_registered_together_end_together",
-             hint=L("Several holds may end in one call, none while still young; expire returns how many ended.",
-                    "一次调用可以结束多个持有，但还年轻的一个也不能结束；expire 返回结束了多少个。"))
+@STAGE.check("s04.expire", hidden=True, sibling="holds_registered_together_end_together")
 def many_holds_end_together(impl):
     clock = Clock()
     pool = impl.EvictionPool(12, 1, min_residence=4.0, clock=clock)
@@ -315,10 +263,7 @@ def many_holds_end_together(impl):
     return counts, pool.violations()
 
 
-@STAGE.check("s04.expire", hidden=True, sibling="young_blocks_are_held",
-             hint=L("Time comes from the pool's own clock (here it reads about a billion seconds): compare it with "
-                    "the registration time, never with the wall clock.",
-                    "时间来自块池自己的时钟（这里它的读数约为十亿秒）：拿它和登记时刻比较，绝不要用系统时间。"))
+@STAGE.check("s04.expire", hidden=True, sibling="young_blocks_are_held")
 def expire_reads_the_pools_clock(impl):
     clock = Clock(1e9)
     pool = impl.EvictionPool(6, 1, min_residence=10.0, clock=clock)
@@ -384,37 +329,21 @@ def _stale_churn(impl, seed: int, steps: int = 160) -> dict:
     return record(stale=len(stale), first_stale=stale[0] if stale else None, first_broken_invariant=broken)
 
 
-@STAGE.check("s04.popleft", hidden=True, sibling="popped_blocks_leave_the_queue",
-             hint=L("Random traffic with eviction, pins and residence: a block popleft hands out must have left the "
-                    "queue completely, so it is never handed out again while a request holds it.",
-                    "带淘汰、固定和驻留的随机流量：popleft 交出的块必须完全离开队列，这样它在被请求持有期间绝不会"
-                    "再被交出去。"))
+@STAGE.check("s04.popleft", hidden=True, sibling="popped_blocks_leave_the_queue")
 def no_stale_kv_through_eviction(impl):
     return [_stale_churn(impl, seed) for seed in (51, 52)]
 
 
-@STAGE.check("s04.remove", hidden=True, sibling="revive_path_through_the_pool",
-             hint=L("Random traffic with eviction, pins and residence: a revived block must leave the queue "
-                    "completely, so it is never evicted while the request that hit it still reads it.",
-                    "带淘汰、固定和驻留的随机流量：被重新启用的块必须完全离开队列，这样在命中它的请求还在读它时，"
-                    "它绝不会被淘汰。"))
+@STAGE.check("s04.remove", hidden=True, sibling="revive_path_through_the_pool")
 def no_stale_kv_through_revival(impl):
     return [_stale_churn(impl, seed) for seed in (53, 54)]
 
 
-@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use",
-             hint=L("Random traffic with eviction, pins and residence: only a block whose count reaches 0 may join "
-                    "the free queue, or it is evicted under a request (or a pin) that still holds it.",
-                    "带淘汰、固定和驻留的随机流量：只有计数降到 0 的块才能进入空闲队列，否则它会在仍持有它的请求"
-                    "（或固定）之下被淘汰。"))
+@STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use")
 def no_stale_kv_through_release(impl):
     return [_stale_churn(impl, seed) for seed in (55, 56)]
 
 
-@STAGE.check("s04.pin", hidden=True, sibling="free_block_leaves_the_queue",
-             hint=L("Random traffic with eviction, pins and residence: a pinned block must leave the free queue and "
-                    "hold a reference, so it is never handed out for other content while it is pinned.",
-                    "带淘汰、固定和驻留的随机流量：被固定的块必须离开空闲队列并持有一个引用，这样在固定期间它绝不会"
-                    "被分配给别的内容。"))
+@STAGE.check("s04.pin", hidden=True, sibling="free_block_leaves_the_queue")
 def no_stale_kv_through_pins(impl):
     return [_stale_churn(impl, seed) for seed in (57, 58)]

@@ -1,13 +1,12 @@
 """Hidden checks of stage 5: random operation sequences, pages, token boundaries, the bookkeeping behind
 locks on shared paths and eviction, and the cost of a lookup under a node with very many children.
-Never shipped to learners."""
+Never shipped to learners. Their titles and hints, in both languages, are in ``s05.toml`` beside this module."""
 from __future__ import annotations
 
 import random
 
 from autograder.checks.common import record, within_budget
 from autograder.checks.s05 import STAGE, checked, make, node_at, sizes, slots_for
-from autograder.i18n import L
 
 
 def _random_tokens(rng: random.Random, n_max: int = 9) -> list[int]:
@@ -69,9 +68,7 @@ def _within_budget(op, n_ops: int, batch: int = 100) -> bool:
 
 
 # -- TODO 1: _split_node ----------------------------------------------------------------------------
-@STAGE.check("s05._split_node", hidden=True, sibling="split_on_a_page_boundary",
-             hint=L("With pages, the new node is filed under its first page (a tuple): use self._child_key.",
-                    "按页时，新节点以它的第一页（一个元组）为键登记：用 self._child_key。"))
+@STAGE.check("s05._split_node", hidden=True, sibling="split_on_a_page_boundary")
 def split_with_pages(impl):
     cache = make(impl, [1, 2, 3, 4, 5, 6], page_size=2)
     leaf = node_at(cache, [1, 2, 3, 4, 5, 6])
@@ -79,9 +76,7 @@ def split_with_pages(impl):
     return record(new_key=list(new.key), slots=cache.match_prefix([1, 2, 3, 4, 5, 6]).slots, cache=checked(cache))
 
 
-@STAGE.check("s05._split_node", hidden=True, sibling="split_twice_then_match",
-             hint=L("Split a node below an inner node: the new node's parent is the old node's parent, not the root.",
-                    "切开一个挂在内部节点下的节点：新节点的父节点是旧节点原来的父节点，而不是根。"))
+@STAGE.check("s05._split_node", hidden=True, sibling="split_twice_then_match")
 def split_below_an_inner_node(impl):
     cache = make(impl, [1, 2, 3, 4, 5], [1, 2, 9])
     leaf = node_at(cache, [1, 2, 3, 4, 5])
@@ -92,18 +87,13 @@ def split_below_an_inner_node(impl):
     return record(paths=paths, cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05._split_node", hidden=True, sibling="split_keeps_locks",
-             hint=L("Every random sequence of operations must leave the same tree: keep tokens, slots, locks and "
-                    "access times when you split.",
-                    "任意一串随机操作之后，树都必须一样：分裂时保留 token、槽位、锁和访问时间。"))
+@STAGE.check("s05._split_node", hidden=True, sibling="split_keeps_locks")
 def random_operations(impl):
     return _random_ops(impl, 51, 1)
 
 
 # -- TODO 2: match_prefix ---------------------------------------------------------------------------
-@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_inside_an_edge",
-             hint=L("After a partial match, locking last_node must lock exactly the matched tokens.",
-                    "部分匹配之后，给 last_node 加锁必须恰好锁住匹配上的 token。"))
+@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_inside_an_edge")
 def lock_after_partial_match(impl):
     cache = make(impl, [1, 2, 3, 4, 5])
     m = cache.match_prefix([1, 2, 3, 9])
@@ -111,9 +101,7 @@ def lock_after_partial_match(impl):
     return record(length=m.length, cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05.match_prefix", hidden=True, sibling="whole_pages_only",
-             hint=L("A key shorter than one page matches nothing and leaves the tree (and access times) unchanged.",
-                    "不足一页的 key 什么也匹配不上，树（包括访问时间）保持不变。"))
+@STAGE.check("s05.match_prefix", hidden=True, sibling="whole_pages_only")
 def short_key_changes_nothing(impl):
     cache = make(impl, [1, 2, 3, 4, 5, 6], page_size=3)
     before = cache.describe()
@@ -122,9 +110,7 @@ def short_key_changes_nothing(impl):
                   cache=checked(cache))
 
 
-@STAGE.check("s05.match_prefix", hidden=True, sibling="longest_prefix_and_slots",
-             hint=L("Random trees, random queries, page sizes 1-3: the longest match, its slots and access times.",
-                    "随机的树、随机的查询、页大小 1-3：最长匹配、它的槽位和访问时间都要对。"))
+@STAGE.check("s05.match_prefix", hidden=True, sibling="longest_prefix_and_slots")
 def random_matches(impl):
     out = []
     for page_size, seed in ((1, 52), (2, 53), (3, 54)):
@@ -138,9 +124,7 @@ def random_matches(impl):
     return out
 
 
-@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_inside_an_edge",
-             hint=L("Matching the same prefix twice must not split again or move slots.",
-                    "同一个前缀匹配两次，不能再切一次，也不能挪动槽位。"))
+@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_inside_an_edge")
 def repeated_match_is_stable(impl):
     cache = make(impl, [1, 2, 3, 4], [1, 2, 3, 5])
     first = cache.match_prefix([1, 2, 3, 4, 9]).slots
@@ -148,11 +132,7 @@ def repeated_match_is_stable(impl):
     return record(first=first, second=second, cache=checked(cache))
 
 
-@STAGE.check("s05.match_prefix", hidden=True, sibling="token_boundaries",
-             hint=L("Tokens are whole numbers: a token 23 is not the tokens 2, 3, and a token 12 is not 1, 2. "
-                    "Compare tokens, never their digits or text.",
-                    "token 是整数：token 23 不等于 token 2、3，token 12 也不等于 1、2。比较 token 本身，不要比较"
-                    "它们的数字字符或文本。"))
+@STAGE.check("s05.match_prefix", hidden=True, sibling="token_boundaries")
 def multi_digit_tokens(impl):
     out = []
     for page_size in (1, 2):
@@ -163,12 +143,7 @@ def multi_digit_tokens(impl):
     return out
 
 
-@STAGE.check("s05.match_prefix", hidden=True, sibling="one_lookup_per_level",
-             hint=L("Under a node with very many children, find the child to follow with one lookup in children "
-                    "(keyed by the first token or page), never by scanning every child: a match must not get "
-                    "slower as a node gets more children.",
-                    "某个节点有非常多子节点时，要用 children 查一次字典（键是第一个 token 或第一页）找到要走的子节点，"
-                    "绝不能逐个扫描所有子节点：子节点再多，匹配也不应变慢。"))
+@STAGE.check("s05.match_prefix", hidden=True, sibling="one_lookup_per_level")
 def match_under_many_children_is_fast(impl):
     cache = _wide_cache(impl)
     rng = random.Random(71)
@@ -180,9 +155,7 @@ def match_under_many_children_is_fast(impl):
 
 
 # -- TODO 3: insert ---------------------------------------------------------------------------------
-@STAGE.check("s05.insert", hidden=True, sibling="returns_tokens_already_cached",
-             hint=L("Random inserts with page sizes 1-3: the returned counts and the tree.",
-                    "页大小 1-3 下的随机插入：返回值和整棵树都要对。"))
+@STAGE.check("s05.insert", hidden=True, sibling="returns_tokens_already_cached")
 def random_inserts(impl):
     out = []
     for page_size, seed in ((1, 55), (2, 56), (3, 57)):
@@ -196,9 +169,7 @@ def random_inserts(impl):
     return out
 
 
-@STAGE.check("s05.insert", hidden=True, sibling="leaf_below_a_locked_path",
-             hint=L("A leaf hung under a locked path is unlocked itself: its tokens are evictable.",
-                    "挂在已加锁路径下的新叶子本身没有加锁：它的 token 是可淘汰的。"))
+@STAGE.check("s05.insert", hidden=True, sibling="leaf_below_a_locked_path")
 def insert_below_a_locked_path(impl):
     cache = make(impl, [1, 2, 3])
     cache.inc_lock_ref(node_at(cache, [1, 2, 3]))
@@ -207,20 +178,14 @@ def insert_below_a_locked_path(impl):
     return record(cache=checked(cache), evicted=cache.evict(100))
 
 
-@STAGE.check("s05.insert", hidden=True, sibling="returns_tokens_already_cached",
-             hint=L("Inserting a sequence that is fully cached adds nothing and returns its length.",
-                    "插入一条已经完全缓存的序列，什么也不添加，返回它的长度。"))
+@STAGE.check("s05.insert", hidden=True, sibling="returns_tokens_already_cached")
 def fully_cached_insert(impl):
     cache = make(impl, [1, 2, 3, 4])
     return record(short=cache.insert([1, 2], slots_for(5, [1, 2])),
                   whole=cache.insert([1, 2, 3, 4], slots_for(6, [1, 2, 3, 4])), cache=checked(cache))
 
 
-@STAGE.check("s05.insert", hidden=True, sibling="insert_token_boundaries",
-             hint=L("Tokens are whole numbers: after [1, 2, 3] is cached, [1, 23, 4] shares only its first token "
-                    "with it, and [12, 3] shares none. Compare tokens, never their digits or text.",
-                    "token 是整数：缓存了 [1, 2, 3] 之后，[1, 23, 4] 与它只共享第一个 token，[12, 3] 一个也不共享。"
-                    "比较 token 本身，不要比较它们的数字字符或文本。"))
+@STAGE.check("s05.insert", hidden=True, sibling="insert_token_boundaries")
 def insert_multi_digit_tokens(impl):
     out = []
     for page_size in (1, 2):
@@ -231,12 +196,7 @@ def insert_multi_digit_tokens(impl):
     return out
 
 
-@STAGE.check("s05.insert", hidden=True, sibling="insert_one_lookup_per_level",
-             hint=L("Under a node with very many children, find the child to follow with one lookup in children, "
-                    "never by scanning every child (a miss would scan them all): an insert must not get slower as "
-                    "a node gets more children.",
-                    "某个节点有非常多子节点时，要用 children 查一次字典找到要走的子节点，绝不能逐个扫描（查不到时"
-                    "会把所有子节点都扫一遍）：子节点再多，插入也不应变慢。"))
+@STAGE.check("s05.insert", hidden=True, sibling="insert_one_lookup_per_level")
 def insert_under_many_children_is_fast(impl):
     cache = _wide_cache(impl)
     rng = random.Random(72)
@@ -248,18 +208,14 @@ def insert_under_many_children_is_fast(impl):
 
 
 # -- TODO 4: inc_lock_ref ---------------------------------------------------------------------------
-@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="locks_the_whole_path",
-             hint=L("Locked paths survive eviction of everything else.",
-                    "加了锁的路径在其他所有东西被淘汰之后仍然留着。"))
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="locks_the_whole_path")
 def locked_path_survives_eviction(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4], [1, 5], [6])
     cache.inc_lock_ref(node_at(cache, [1, 2, 4]))
     return record(evicted=cache.evict(100), cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="nested_locks",
-             hint=L("Random lock sequences: the moved tokens and both sizes after each lock.",
-                    "随机的加锁序列：每次加锁后挪动的 token 数和两个计数都要对。"))
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="nested_locks")
 def random_locks(impl):
     rng = random.Random(58)
     seqs = [_random_tokens(rng) for _ in range(8)]
@@ -271,17 +227,13 @@ def random_locks(impl):
     return record(locks=moved, cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="lock_after_a_miss",
-             hint=L("Locking the root locks nothing and moves nothing.", "给根加锁什么也不锁，也不挪动 token。"))
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="lock_after_a_miss")
 def lock_root(impl):
     cache = make(impl, [1, 2])
     return record(moved=cache.inc_lock_ref(cache.root), cache=checked(cache))
 
 
-@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="two_requests_lock_a_deep_node",
-             hint=L("Two requests lock the same deep node: every node on its path needs two locks, so do not stop "
-                    "walking up at a node that is locked already.",
-                    "两个请求锁同一个深层节点：它路径上的每个节点都要有两把锁，所以遇到已经加锁的节点也不能停止往上走。"))
+@STAGE.check("s05.inc_lock_ref", hidden=True, sibling="two_requests_lock_a_deep_node")
 def two_requests_lock_the_same_deep_node(impl):
     cache = make(impl, [1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 7])
     deep = node_at(cache, [1, 2, 3, 4, 5])
@@ -292,16 +244,12 @@ def two_requests_lock_the_same_deep_node(impl):
 
 
 # -- TODO 5: dec_lock_ref ---------------------------------------------------------------------------
-@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_locks_need_two_unlocks",
-             hint=L("Random lock/unlock sequences: the moved tokens and both sizes after each step.",
-                    "随机的加锁/解锁序列：每一步之后挪动的 token 数和两个计数都要对。"))
+@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_locks_need_two_unlocks")
 def random_unlocks(impl):
     return record(page_1=_random_ops(impl, 59, 1), page_2=_random_ops(impl, 60, 2))
 
 
-@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_requests_share_a_deep_node",
-             hint=L("After the last unlock, the whole path can be evicted again.",
-                    "最后一把锁解开之后，整条路径又可以被淘汰了。"))
+@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_requests_share_a_deep_node")
 def unlock_then_evict(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4])
     leaf = node_at(cache, [1, 2, 3])
@@ -313,11 +261,7 @@ def unlock_then_evict(impl):
     return record(held=held, evicted=cache.evict(100), cache=checked(cache))
 
 
-@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_requests_share_a_deep_node",
-             hint=L("Requests on a shared path release in any order: each unlock walks the whole path up to the "
-                    "root, also past nodes another request still holds, and no lock is left after the last one.",
-                    "共享路径上的请求可以按任意顺序释放：每次解锁都走完到根的整条路径，经过仍被其他请求持有的节点也要"
-                    "继续往上，最后一个请求释放后不能留下任何锁。"))
+@STAGE.check("s05.dec_lock_ref", hidden=True, sibling="two_requests_share_a_deep_node")
 def shared_path_released_in_any_order(impl):
     out = []
     for order in ((0, 1, 2), (2, 1, 0), (1, 0, 2)):
@@ -334,16 +278,12 @@ def shared_path_released_in_any_order(impl):
 
 
 # -- TODO 6: evict ----------------------------------------------------------------------------------
-@STAGE.check("s05.evict", hidden=True, sibling="least_recently_used_first",
-             hint=L("Random trees and amounts: the freed slots, in eviction order.",
-                    "随机的树和随机的数量：释放出的槽位及其顺序都要对。"))
+@STAGE.check("s05.evict", hidden=True, sibling="least_recently_used_first")
 def random_evictions(impl):
     return record(page_1=_random_ops(impl, 61, 1), page_3=_random_ops(impl, 62, 3))
 
 
-@STAGE.check("s05.evict", hidden=True, sibling="least_recently_used_first",
-             hint=L("Eviction order follows last_access (a match refreshes a whole path), ties by node id.",
-                    "淘汰顺序按 last_access（一次匹配会刷新整条路径），时间相同时按节点 id。"))
+@STAGE.check("s05.evict", hidden=True, sibling="least_recently_used_first")
 def refreshed_path_goes_last(impl):
     cache = make(impl, [1, 2, 3], [1, 2, 4], [5, 6], [7])
     cache.match_prefix([1, 2, 3])
@@ -353,18 +293,14 @@ def refreshed_path_goes_last(impl):
     return record(one_by_one=out, cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True, sibling="locked_nodes_stay",
-             hint=L("Ask for more than is evictable: free all unlocked tokens, then stop.",
-                    "要求的比可淘汰的还多时：释放所有未加锁的 token，然后停下。"))
+@STAGE.check("s05.evict", hidden=True, sibling="locked_nodes_stay")
 def more_than_evictable(impl):
     cache = make(impl, [1, 2, 3, 4], [1, 2, 5], [6])
     cache.inc_lock_ref(node_at(cache, [1, 2, 5]))
     return record(first=cache.evict(1000), then=cache.evict(1), cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True, sibling="evicted_nodes_leave_the_tree",
-             hint=L("Evicting everything empties the tree but never touches the root; the cache stays usable.",
-                    "全部淘汰会清空整棵树，但绝不碰根；之后缓存仍然可用。"))
+@STAGE.check("s05.evict", hidden=True, sibling="evicted_nodes_leave_the_tree")
 def evict_everything_then_reuse(impl):
     cache = make(impl, [1, 2], [1, 3], [4])
     freed = cache.evict(100)
@@ -372,9 +308,7 @@ def evict_everything_then_reuse(impl):
     return record(freed=freed, slots=cache.match_prefix([1, 2, 3]).slots, cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True, sibling="evicted_nodes_leave_the_tree",
-             hint=L("Detach an evicted node completely (its parent becomes None), so that it cannot be locked later.",
-                    "被淘汰的节点要彻底摘除（parent 设为 None），这样之后就无法再给它加锁。"))
+@STAGE.check("s05.evict", hidden=True, sibling="evicted_nodes_leave_the_tree")
 def evicted_node_is_detached(impl):
     cache = make(impl, [1, 2], [3])
     gone = node_at(cache, [1, 2])
@@ -387,11 +321,7 @@ def evicted_node_is_detached(impl):
     return record(lock_after_eviction=outcome, parent_is_none=gone.parent is None, cache=checked(cache))
 
 
-@STAGE.check("s05.evict", hidden=True, sibling="locked_inner_node_loses_its_last_child",
-             hint=L("A locked inner node whose last child is evicted becomes a leaf, but a request still holds it: "
-                    "it is not a candidate until it is unlocked, at any depth and page size.",
-                    "加了锁的内部节点在最后一个子节点被淘汰后变成叶子，但仍有请求持有它：不论在哪一层、页大小多少，"
-                    "解锁之前它都不是候选。"))
+@STAGE.check("s05.evict", hidden=True, sibling="locked_inner_node_loses_its_last_child")
 def locked_inner_nodes_outlive_their_children(impl):
     out = []
     for page_size in (1, 2):
@@ -406,9 +336,7 @@ def locked_inner_nodes_outlive_their_children(impl):
 
 
 
-@STAGE.check("s05.evict", hidden=True, sibling="equal_access_times",
-             hint=L("Access times can be equal: order candidates by (last_access, id), never by the nodes themselves.",
-                    "访问时间可能相同：按 (last_access, id) 给候选排序，绝不拿节点本身比较。"))
+@STAGE.check("s05.evict", hidden=True, sibling="equal_access_times")
 def coarse_clock_ties(impl):
     ticks = iter(range(1, 1_000))
     cache = impl.RadixCache(1, clock=lambda: float(next(ticks) // 3))

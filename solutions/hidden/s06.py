@@ -1,4 +1,5 @@
-"""Hidden checks of stage 6: shuffled tables, stale pool content, shared blocks, generation, devices. Never shipped."""
+"""Hidden checks of stage 6: shuffled tables, stale pool content, shared blocks, generation, devices. Never shipped.
+Their titles and hints, in both languages, are in ``s06.toml`` beside this module."""
 from __future__ import annotations
 
 import random
@@ -6,7 +7,6 @@ import random
 from autograder.checks.common import record
 from autograder.checks.s06 import (ATOL, ATTN_ATOL, STAGE, attend, attention_inputs, device_of, int_values,
                                    on_meta, prefill_report, rand_tokens, tiny_model, values, whole_prompt_pool)
-from autograder.i18n import L
 
 
 def own_prefill(impl, todo: str, model, pool, blocks, prompt: list[int]):
@@ -72,26 +72,18 @@ class ShuffledFreeQueue:
 
 
 # -- TODO 1 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.suffix_positions", hidden=True, sibling="after_a_hit",
-             hint=L("Positions are absolute however long the cached prefix is: 1,000 cached tokens put the next "
-                    "one at position 1,000.",
-                    "不管缓存前缀多长，位置都是绝对位置：缓存了 1,000 个 token，下一个就在位置 1,000。"))
+@STAGE.check("s06.suffix_positions", hidden=True, sibling="after_a_hit")
 def long_prefix(impl):
     return int_values(impl.suffix_positions(1000, 1004))
 
 
-@STAGE.check("s06.suffix_positions", hidden=True, sibling="after_a_hit", atol=ATOL,
-             hint=L("Inside a real prefill, your positions must make RoPE rotate each new token as a full prefill "
-                    "would: the logits must match.",
-                    "放进真实的 prefill 里，你的位置要让 RoPE 像完整 prefill 那样旋转每个新 token：logits 必须一致。"))
+@STAGE.check("s06.suffix_positions", hidden=True, sibling="after_a_hit", atol=ATOL)
 def prefill_with_these_positions_matches(impl):
     return own_cached_run(impl, "suffix_positions", tiny_model(seed=3), rand_tokens(20, 12), rand_tokens(21, 6))
 
 
 # -- TODO 2 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.slot_mapping", hidden=True, sibling="suffix_positions_only",
-             hint=L("Look every position up in the table, wherever its block is in the pool (a random table, a "
-                    "long suffix).", "每个位置都要去块表里查，不管它的块在 KV 池的哪里（随机块表、较长的后缀）。"))
+@STAGE.check("s06.slot_mapping", hidden=True, sibling="suffix_positions_only")
 def random_table_suffix(impl):
     import torch
 
@@ -100,27 +92,21 @@ def random_table_suffix(impl):
     return values(impl.slot_mapping(table, torch.arange(40, 90), 16))
 
 
-@STAGE.check("s06.slot_mapping", hidden=True, sibling="table_given_as_a_tensor",
-             hint=L("A block table given as a tensor works like one given as a list.",
-                    "以张量形式给出的块表，要和列表形式的一样处理。"))
+@STAGE.check("s06.slot_mapping", hidden=True, sibling="table_given_as_a_tensor")
 def tensor_table(impl):
     import torch
 
     return values(impl.slot_mapping(torch.tensor([9, 1, 4, 6]), torch.tensor([3, 4, 11, 12, 15]), 4))
 
 
-@STAGE.check("s06.slot_mapping", hidden=True, sibling="whole_table", atol=ATOL,
-             hint=L("Your slots must let a prefill with a shuffled block table match a full prefill.",
-                    "用你的槽位，块表打乱时的 prefill 也必须和完整 prefill 一致。"))
+@STAGE.check("s06.slot_mapping", hidden=True, sibling="whole_table", atol=ATOL)
 def shuffled_prefill_matches(impl):
     blocks = impl.BlockPool(40, 4, free_queue=ShuffledFreeQueue(3))
     return own_cached_run(impl, "slot_mapping", tiny_model(seed=4), rand_tokens(22, 20), rand_tokens(23, 7), blocks=blocks)
 
 
 # -- TODO 3 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.write_kv", hidden=True, sibling="overwrite_replaces_the_row",
-             hint=L("Writing a slot again replaces its row; the other rows stay as they were.",
-                    "再次写同一个槽位会覆盖那一行；其他行保持原样。"))
+@STAGE.check("s06.write_kv", hidden=True, sibling="overwrite_replaces_the_row")
 def overwrite_keeps_neighbours(impl):
     import torch
 
@@ -132,9 +118,7 @@ def overwrite_keeps_neighbours(impl):
     return record(k=pool.flat_k(0)[:, 0, 0].tolist(), v=pool.flat_v(0)[:, 0, 0].tolist())
 
 
-@STAGE.check("s06.write_kv", hidden=True, sibling="rows_land_in_their_slots",
-             hint=L("Write into the pool's own tensors (flat_k is a view of them), and never replace them.",
-                    "写进 KV 池自己的张量（flat_k 是它们的视图），不要把它们换成新张量。"))
+@STAGE.check("s06.write_kv", hidden=True, sibling="rows_land_in_their_slots")
 def writes_the_pool_itself(impl):
     import torch
 
@@ -150,45 +134,33 @@ def writes_the_pool_itself(impl):
                   rows_written=int((pool.k[0] != 0).any(dim=(2, 3)).sum()))
 
 
-@STAGE.check("s06.write_kv", hidden=True, sibling="rows_land_in_their_slots", atol=ATOL,
-             hint=L("Prefill must find each token's K/V at the slot slot_mapping gave it.",
-                    "prefill 要能在 slot_mapping 给出的槽位上找到每个 token 的 K/V。"))
+@STAGE.check("s06.write_kv", hidden=True, sibling="rows_land_in_their_slots", atol=ATOL)
 def cached_prefill_reads_what_was_written(impl):
     return own_cached_run(impl, "write_kv", tiny_model(seed=5), rand_tokens(24, 8), rand_tokens(25, 9))
 
 
 # -- TODO 4 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.paged_attention", hidden=True, sibling="reads_through_the_table", atol=ATTN_ATOL,
-             hint=L("One new token after 15 cached ones sees all 16 keys, read through a shuffled table.",
-                    "15 个缓存 token 之后的 1 个新 token 能看到全部 16 个 key，要通过打乱的块表读取。"))
+@STAGE.check("s06.paged_attention", hidden=True, sibling="reads_through_the_table", atol=ATTN_ATOL)
 def single_query_long_cache(impl):
     return attend(impl, 16, [6, 2, 7, 0], 15, group=2)
 
 
-@STAGE.check("s06.paged_attention", hidden=True, sibling="offset_shifts_the_mask", atol=ATTN_ATOL,
-             hint=L("Read only positions 0 to offset + T - 1: the rest of the last block holds stale content.",
-                    "只读位置 0 到 offset + T - 1：最后一个块剩下的行里是旧内容。"))
+@STAGE.check("s06.paged_attention", hidden=True, sibling="offset_shifts_the_mask", atol=ATTN_ATOL)
 def stale_rows_are_masked(impl):
     return attend(impl, 10, [4, 1, 6], 7, seed=3)
 
 
-@STAGE.check("s06.paged_attention", hidden=True, sibling="offset_shifts_the_mask", atol=ATTN_ATOL,
-             hint=L("Many new queries after a cache, with grouped heads: key j is visible to query i iff j <= offset + i.",
-                    "缓存之后有很多新 query、并且分组共享 kv 头：第 j 个 key 对第 i 个 query 可见，当且仅当 j <= offset + i。"))
+@STAGE.check("s06.paged_attention", hidden=True, sibling="offset_shifts_the_mask", atol=ATTN_ATOL)
 def many_queries_after_cache(impl):
     return attend(impl, 24, [5, 3, 1, 7, 0, 2], 8, group=2, seed=4)
 
 
-@STAGE.check("s06.paged_attention", hidden=True, sibling="offset_shifts_the_mask", atol=ATOL,
-             hint=L("Inside a real prefill, your attention must give a full prefill's logits.",
-                    "放进真实的 prefill 里，你的 attention 必须得到和完整 prefill 一样的 logits。"))
+@STAGE.check("s06.paged_attention", hidden=True, sibling="offset_shifts_the_mask", atol=ATOL)
 def prefill_with_this_attention_matches(impl):
     return own_cached_run(impl, "paged_attention", tiny_model(seed=10), rand_tokens(34, 16), rand_tokens(35, 5))
 
 
-@STAGE.check("s06.paged_attention", hidden=True, sibling="helpers_on_q_device",
-             hint=L("A block table that is a tensor on q's device works too, and the output stays on that device.",
-                    "块表是 q 所在设备上的张量时也要能用，输出也留在这个设备上。"))
+@STAGE.check("s06.paged_attention", hidden=True, sibling="helpers_on_q_device")
 def meta_tensor_table(impl):
     import torch
 
@@ -197,9 +169,7 @@ def meta_tensor_table(impl):
 
 
 # -- TODO 5 ----------------------------------------------------------------------------------------
-@STAGE.check("s06.prefill", hidden=True, sibling="whole_prompt_again",
-             hint=L("Greedy decoding with the cache must give the same tokens as decoding without it.",
-                    "带缓存的贪心解码，得到的 token 必须和不带缓存时完全相同。"))
+@STAGE.check("s06.prefill", hidden=True, sibling="whole_prompt_again")
 def greedy_generation_unchanged(impl):
     from kernels.prefill import generate_full
 
@@ -217,9 +187,7 @@ def greedy_generation_unchanged(impl):
     return record(same_tokens=cached == generate_full(model, prompt, 6), ledgers=ledgers)
 
 
-@STAGE.check("s06.prefill", hidden=True, sibling="hit_at_block_boundary", atol=ATOL,
-             hint=L("Several live requests share the cached system blocks; each must match a full prefill.",
-                    "多个同时存活的请求共享缓存的 system prompt 块；每一个都必须和完整 prefill 一致。"))
+@STAGE.check("s06.prefill", hidden=True, sibling="hit_at_block_boundary", atol=ATOL)
 def requests_sharing_blocks(impl):
     model = tiny_model(seed=7)
     system = rand_tokens(27, 12)
@@ -232,9 +200,7 @@ def requests_sharing_blocks(impl):
     return record(requests=out, ref_counts_of_r2=refs)
 
 
-@STAGE.check("s06.prefill", hidden=True, sibling="manager_reports_everything_cached", atol=ATOL,
-             hint=L("The partial tail block is never a hit: compute the tokens after the last full cached block.",
-                    "未满的尾块永远不算命中：从最后一个缓存满块之后开始计算。"))
+@STAGE.check("s06.prefill", hidden=True, sibling="manager_reports_everything_cached", atol=ATOL)
 def partial_tail_is_computed(impl):
     model = tiny_model(seed=8)
     prompt = rand_tokens(31, 14)
@@ -244,9 +210,7 @@ def partial_tail_is_computed(impl):
     return prefill_report(logits, ledger)
 
 
-@STAGE.check("s06.prefill", hidden=True, sibling="whole_prompt_again", atol=ATOL,
-             hint=L("Commit after the K/V is written: a follow-up turn hits the whole first turn.",
-                    "K/V 写完之后再提交（`commit`）：下一轮对话会命中整个第一轮。"))
+@STAGE.check("s06.prefill", hidden=True, sibling="whole_prompt_again", atol=ATOL)
 def multi_turn_hits_previous_turn(impl):
     model = tiny_model(seed=9)
     turn1 = rand_tokens(32, 13)
