@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,26 @@ if str(ROOT) not in sys.path:
 # Subprocesses use the tools of the interpreter running the tests (nbgrader shells out to `alembic`;
 # CI runs `.venv/bin/python -m pytest` without an activated venv).
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+
+# The store of trusted material (autograder.grading.trusted_store): one per test session, shared by
+# its xdist workers and every grading subprocess they start, so the suite computes each stage's expected
+# outcomes and leak guard once, yet never reads a developer's store (an entry made from other files or
+# packages could hide a failure) and every run tries the cold path as well as the warm one. The
+# controller (or a run without workers) makes it; workers inherit the variable when they start, and the
+# controller removes the folder when the session ends (this file is imported twice, as `conftest` and
+# as `tests.conftest`: the owner's pid keeps it to one folder). PCW_CACHE_DIR=off in the environment
+# runs the suite with no store at all.
+_OWNER = "PCW_TEST_STORE_OWNER"
+if "PYTEST_XDIST_WORKER" not in os.environ and os.environ.get("PCW_CACHE_DIR", "").lower() != "off" \
+        and os.environ.get(_OWNER) != str(os.getpid()):
+    os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
+    os.environ[_OWNER] = str(os.getpid())
+
+
+def pytest_unconfigure(config) -> None:
+    if os.environ.get(_OWNER) == str(os.getpid()) and not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ["PCW_CACHE_DIR"], ignore_errors=True)
+
 
 from autograder.core import layout  # noqa: E402
 from autograder.core.layout import built_stages  # noqa: E402,F401 (the generic tests import it from here)
