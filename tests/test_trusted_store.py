@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -75,8 +76,10 @@ def test_the_key_covers_every_file_a_stage_is_graded_from():
         needed = [f.spec, f.text, f.reference, f.hidden, f.expected, *layout.visible_modules(sid).values(),
                   *(p for lang in f.languages for p in (f.instructor(lang), f.learner(lang)))]
         assert not [layout.rel(p) for p in needed if p.exists() and p not in covered]
-    runtime = [layout.AUTOGRADER / "child" / "probe.py", layout.AUTOGRADER / "core" / "data.py",
-               layout.AUTOGRADER / "checks" / "common.py", layout.COURSE_TOML]
+    from autograder.checks import common
+    from autograder.child import probe
+    from autograder.core import data
+    runtime = [Path(m.__file__) for m in (probe, data, common)] + [layout.COURSE_TOML]
     assert all(p in covered for p in runtime)
     assert all(p in covered for p in layout.KERNELS.rglob("*.py") if "__pycache__" not in p.parts)
     assert all(p in covered for p in layout.DATA.iterdir() if p.is_file())
@@ -175,7 +178,7 @@ def test_stored_expected_outcomes_and_leak_guard_equal_computed_ones(store_dir):
 def test_a_report_is_the_same_byte_for_byte_with_a_cold_a_warm_and_no_store(tmp_path):
     """A wrong answer (its report shows expected values) graded three times by the command line."""
     _, edits = MUTANTS["s01.match_prefix/off_by_one"]
-    nb = tmp_path / "01_prefix_match.ipynb"
+    nb = tmp_path / layout.stage_files("s01").learner().name
     nbformat.write(variant_notebook("s01", edits), str(nb))
     store = tmp_path / "store"
 
