@@ -44,7 +44,11 @@ site-packages); ``PCW_CACHE_DIR=off`` is the switch for those.
 else ``~/.cache/pcw-grader``. The folder is created ``0700``; an entry is read only when the folder and
 the entry belong to this user and no one else may write them. A grading child never reaches it: its
 path is one of the paths no child may see (:func:`autograder.grading.staging.always_hidden`), so a
-launch that would expose it is refused, and a child only writes its own scratch directory.
+launch that would expose it is refused, and a child only writes its own scratch directory. With a root
+grader each child is another, unprivileged user, which cannot open a ``0700`` folder of root's. The one
+case where a child could write it is the ``in-process`` level, which is no boundary at all: there a
+learner's code runs as the grader's user with every file of the course and of the grader writable, so
+the store adds nothing it could not already change for later runs.
 
 **Invariants**: an entry is written atomically (a temporary file in the same folder, then a rename)
 and only when its value reads back exactly (:func:`same`: the same types, floats bit for bit); an entry
