@@ -20,20 +20,22 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 # its xdist workers and every grading subprocess they start, so the suite computes each stage's expected
 # outcomes and leak guard once, yet never reads a developer's store (an entry made from other files or
 # packages could hide a failure) and every run tries the cold path as well as the warm one. The
-# controller (or a run without workers) makes it; workers inherit the variable when they start, and the
-# controller removes the folder when the session ends (this file is imported twice, as `conftest` and
-# as `tests.conftest`: the owner's pid keeps it to one folder). PCW_CACHE_DIR=off in the environment
-# runs the suite with no store at all.
-_OWNER = "PCW_TEST_STORE_OWNER"
-if "PYTEST_XDIST_WORKER" not in os.environ and os.environ.get("PCW_CACHE_DIR", "").lower() != "off" \
-        and os.environ.get(_OWNER) != str(os.getpid()):
-    os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
-    os.environ[_OWNER] = str(os.getpid())
+# controller (or a run without workers) makes it when pytest configures, before any worker starts;
+# workers inherit the variable, and the controller removes the folder when the session ends. (A hook,
+# not import-time code: scripts the tests run import this file too.) PCW_CACHE_DIR=off in the
+# environment runs the suite with no store at all.
+_STORE = pytest.StashKey[str]()
+
+
+def pytest_configure(config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get("PCW_CACHE_DIR", "").lower() == "off":
+        return
+    config.stash[_STORE] = os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
 
 
 def pytest_unconfigure(config) -> None:
-    if os.environ.get(_OWNER) == str(os.getpid()) and not hasattr(config, "workerinput"):
-        shutil.rmtree(os.environ["PCW_CACHE_DIR"], ignore_errors=True)
+    if _STORE in config.stash:
+        shutil.rmtree(config.stash[_STORE], ignore_errors=True)
 
 
 from autograder.core import layout  # noqa: E402
