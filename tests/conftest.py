@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,28 @@ if str(ROOT) not in sys.path:
 # Subprocesses use the tools of the interpreter running the tests (nbgrader shells out to `alembic`;
 # CI runs `.venv/bin/python -m pytest` without an activated venv).
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+
+# The store of trusted material (autograder.grading.trusted_store): one per test session, shared by
+# its xdist workers and every grading subprocess they start, so the suite computes each stage's expected
+# outcomes and leak guard once, yet never reads a developer's store (an entry made from other files or
+# packages could hide a failure) and every run tries the cold path as well as the warm one. The
+# controller (or a run without workers) makes it when pytest configures, before any worker starts;
+# workers inherit the variable, and the controller removes the folder when the session ends. (A hook,
+# not import-time code: scripts the tests run import this file too.) PCW_CACHE_DIR=off in the
+# environment runs the suite with no store at all.
+_STORE = pytest.StashKey[str]()
+
+
+def pytest_configure(config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get("PCW_CACHE_DIR", "").lower() == "off":
+        return
+    config.stash[_STORE] = os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
+
+
+def pytest_unconfigure(config) -> None:
+    if _STORE in config.stash:
+        shutil.rmtree(config.stash[_STORE], ignore_errors=True)
+
 
 from autograder.core import layout  # noqa: E402
 from autograder.core.layout import built_stages  # noqa: E402,F401 (the generic tests import it from here)

@@ -91,6 +91,18 @@ class LeakGuard:
         # reading of every piece of learner text 25 times.
         self.shifted: set[str] = {s for w in self.secret for s in all_shifts(w)}
 
+    # -- as data (what :mod:`autograder.grading.trusted_store` keeps between processes) --------------
+    def state(self) -> dict[str, list[str]]:
+        """Everything the guard learned, as plain data: :meth:`from_state` rebuilds an equal guard."""
+        return {"secret": sorted(self.secret), "public_words": sorted(self.public_words), "shifted": sorted(self.shifted)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, list[str]]) -> LeakGuard:
+        """The guard whose :meth:`state` is ``state`` (learning nothing again)."""
+        guard = cls.__new__(cls)
+        guard.secret, guard.public_words, guard.shifted = (set(state[k]) for k in ("secret", "public_words", "shifted"))
+        return guard
+
     # -- detection -----------------------------------------------------------------------------
     def leaks(self, text: str) -> bool:
         """Whether any reading of ``text`` (its first :data:`SCAN_LIMIT` characters) contains a secret window."""

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from autograder.child import twins
 from autograder.core import layout
+from autograder.grading import trusted_store
 from autograder.isolation.childfs import child_user, compile_tree, make_scratch, stage_tree
 from autograder.isolation.levels import Isolation
 from autograder.core.spec import Todo
@@ -56,8 +57,10 @@ def private_library_caches() -> None:
 
 
 def always_hidden() -> list[str]:
-    """What a child must never see, whatever is graded: answers, hidden checks, tests, history."""
-    return [str(layout.SOLUTIONS), str(layout.TESTS), str(layout.ROOT / ".git")]
+    """What a child must never see, whatever is graded: answers, hidden checks, tests, history, and
+    the store of trusted material (expected outcomes of hidden checks; :mod:`autograder.grading.trusted_store`)."""
+    store = trusted_store.cache_dir()
+    return [str(layout.SOLUTIONS), str(layout.TESTS), str(layout.ROOT / ".git"), *([str(store)] if store else [])]
 
 
 @dataclass

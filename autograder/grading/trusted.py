@@ -13,6 +13,7 @@ import threading
 
 from autograder.core import layout
 from autograder.core.i18n import L
+from autograder.grading import trusted_store
 from autograder.grading.leaks import LeakGuard
 from autograder.child.probe import reference_outcome
 from autograder.core.pysource import checks_only_of, names_defined, stub_region
@@ -29,10 +30,18 @@ _members: dict[tuple[str, str], frozenset[str]] = {}
 
 
 def expected_outcomes(stage: Stage) -> dict[str, dict]:
-    """The reference's outcome for every check of the stage, computed here, once."""
+    """The reference's outcome for every check of the stage, computed here (or read from the
+    persistent store, which holds what this computation returned), once per process."""
     with _lock:
         if stage.id not in _expected:
-            _expected[stage.id] = {c.key: reference_outcome(c, stage.reference) for c in stage.checks}
+            keys = [c.key for c in stage.checks]
+
+            def whole(value: object) -> bool:  # a stored entry names every check, each with an outcome
+                return isinstance(value, dict) and list(value) == keys and \
+                    all(isinstance(o, dict) and isinstance(o.get("kind"), str) for o in value.values())
+
+            _expected[stage.id] = trusted_store.cached(
+                "expected", stage, lambda: {c.key: reference_outcome(c, stage.reference) for c in stage.checks}, check=whole)
         return _expected[stage.id]
 
 
@@ -86,19 +95,31 @@ def _both(value: L | str) -> str:
 
 def leak_guard(stage: Stage) -> LeakGuard:
     """What learners must never read back (this stage's reference and hidden checks), minus what
-    they already have (their notebook, the public checks and modules, every name and hint shown)."""
+    they already have (their notebook, the public checks and modules, every name and hint shown).
+    Learned once per process, or read from the persistent store (its state as plain data)."""
     with _lock:
         if stage.id not in _guards:
-            files = layout.stage_files(stage.id)
-            secrets = [p.read_text(encoding="utf-8") for p in (files.reference, files.hidden) if p.exists()]
-            public = [p.read_text(encoding="utf-8") for p in (files.spec, files.expected, *layout.visible_modules(stage.id).values(),
-                                                               *layout.child_files()) if p.exists()]
-            for lang in layout.LANGUAGES:
-                if files.learner(lang).exists():
-                    nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
-                    public += [cell_source(c) for c in nb["cells"]]
-            public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {_both(c.call)}" for c in stage.checks]
-            public += [" ".join([t.id, t.target, *map(_both, (t.title, t.contract, *t.hints))]) for t in stage.todos]
-            public += [_both(stage.title), _both(stage.summary), stage.subtitle]
-            _guards[stage.id] = LeakGuard(secrets, public)
+            state = trusted_store.cached("leak-guard", stage, lambda: _learn_guard(stage).state(), check=_guard_state)
+            _guards[stage.id] = LeakGuard.from_state(state)
         return _guards[stage.id]
+
+
+def _learn_guard(stage: Stage) -> LeakGuard:
+    files = layout.stage_files(stage.id)
+    secrets = [p.read_text(encoding="utf-8") for p in (files.reference, files.hidden) if p.exists()]
+    public = [p.read_text(encoding="utf-8") for p in (files.spec, files.expected, *layout.visible_modules(stage.id).values(),
+                                                       *layout.child_files()) if p.exists()]
+    for lang in layout.LANGUAGES:
+        if files.learner(lang).exists():
+            nb = json.loads(files.learner(lang).read_text(encoding="utf-8"))
+            public += [cell_source(c) for c in nb["cells"]]
+    public += [f"{c.name} {_both(c.hint)} {_both(c.title)} {_both(c.call)}" for c in stage.checks]
+    public += [" ".join([t.id, t.target, *map(_both, (t.title, t.contract, *t.hints))]) for t in stage.todos]
+    public += [_both(stage.title), _both(stage.summary), stage.subtitle]
+    return LeakGuard(secrets, public)
+
+
+def _guard_state(value: object) -> bool:
+    """A stored leak guard's state: three lists of strings."""
+    return isinstance(value, dict) and sorted(value) == ["public_words", "secret", "shifted"] and \
+        all(isinstance(v, list) and all(type(s) is str for s in v) for v in value.values())
