@@ -53,9 +53,10 @@ def child_preload(sub: Submission, todo: Todo) -> list[str]:
     loaded only before learner code runs, when the audit hook is not yet in place).
 
     Another TODO's preload is left out only when the learner's cells provably never reach that
-    TODO's function nor import anything outside it (:func:`reaches_only_through`): then nothing
-    that runs here can need it, so no verdict changes, and the child is spared its import (SciPy:
-    most of a stage-8 child's CPU)."""
+    TODO's function nor import anything outside it (:func:`reaches_only_through`; the trusted setup
+    and given cells never call a TODO's function): then nothing that runs here can need it, so no
+    verdict changes, and the child is spared its import (SciPy: most of a stage-8 child's CPU).
+    Every child that might need it imports it exactly as before, at the same point."""
     preload = list(sub.stage.preload)
     for other in sub.stage.todos:
         needed = other.id == todo.id or not all(
