@@ -21,8 +21,6 @@ import bisect
 import math
 from collections.abc import Callable, Iterable, Sequence
 
-from scipy import stats
-
 from autograder.i18n import tr
 from solutions.contract import ResultError
 
@@ -146,6 +144,10 @@ def detect_sharing(hit: Sequence[float], miss: Sequence[float], alpha: float = 1
         raise ValueError(tr("need at least one hit and one miss sample", "命中和未命中样本至少各要一个"))
     if not 0.0 < alpha < 1.0:
         raise ValueError(tr("alpha must lie in (0, 1)", "alpha 必须在 (0, 1) 之间"))
+    # Imported here, not at the top: SciPy takes seconds to import, and only this function needs it.
+    # zh: 在这里导入而不是放在文件开头：导入 SciPy 要好几秒，而只有这个函数用得到它。
+    from scipy import stats
+
     # TODO 3 (s08.detect_sharing)
     ### BEGIN SOLUTION
     result = stats.ks_2samp(hit, miss, alternative="greater")

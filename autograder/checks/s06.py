@@ -83,10 +83,13 @@ def int_values(x) -> object:
 def meta_device() -> str:
     """The ``meta`` device (shapes and devices, no values), ready for the probes.
 
-    The first elementwise op on it imports ``torch._dynamo`` (about 1.5 s of CPU, paid only by the
-    probes that need it). That import asks :mod:`tempfile` for a directory, which tries to create and
-    delete a file; a grading child may not delete files, so torch then gets the child's own working
-    directory for its cache (never used by these probes)."""
+    Every op on it runs PyTorch's Python meta kernels: the first one (even ``arange``) imports SymPy
+    through ``torch._check`` (about 0.8 s of CPU), the first elementwise one imports ``torch._dynamo``
+    through ``torch._compile._disable_dynamo`` (about 2 s more); only the children of TODOs with a
+    device probe pay it, whatever the code under test. The ``torch._dynamo`` import asks
+    :mod:`tempfile` for a directory, which tries to create and delete a file; a grading child may
+    not delete files, so torch then gets the child's own working directory for its cache (never
+    used by these probes)."""
     import os
     import sys
     import tempfile

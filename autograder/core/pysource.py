@@ -52,6 +52,50 @@ def imported_modules(source: str) -> set[str]:
     return found
 
 
+#: Builtins through which code can reach a name it never spells out.
+_INDIRECT = ("eval", "exec", "compile", "globals", "locals", "vars", "getattr", "__import__", "__builtins__")
+
+
+def reaches_only_through(source: str, function: str, name: str) -> bool:
+    """Whether running the cell ``source`` and then calling any function it defines, other than
+    ``function``, provably neither runs ``function`` nor imports anything.
+
+    True only when every top-level statement merely defines (a docstring, ``pass``, a ``def``
+    without decorators whose defaults are literals: nothing runs at cell time), no import appears
+    outside the body of the top-level ``def function``, and the word ``name`` (the function's, or
+    anything that could reach it) appears nowhere outside that body, not even in a string (so
+    ``globals()["..."]`` is caught too). Conservative: a cell that does not parse is not provably
+    anything, and any doubt answers False."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+
+    def literal(node: ast.expr | None) -> bool:
+        return node is None or all(isinstance(n, (ast.Constant, ast.Tuple, ast.UnaryOp, ast.USub, ast.UAdd,
+                                                  ast.Load)) for n in ast.walk(node))
+
+    outside: list[ast.AST] = []
+    for node in tree.body:
+        if isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+            return False
+        if not all(literal(d) for d in [*node.args.defaults, *node.args.kw_defaults]):
+            return False
+        if node.name != function:
+            outside.append(node)
+    for node in (n for top in outside for n in ast.walk(top)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return False
+        if isinstance(node, ast.Name) and node.id in (name, *_INDIRECT) or \
+                isinstance(node, ast.Attribute) and node.attr == name:
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and name in node.value:
+            return False
+    return True
+
+
 def defined_names(source: str, *, imports: bool = True) -> set[str]:
     """:func:`names_defined` of a cell's source. A cell that does not parse (a learner's unfinished
     one) is read line by line instead: its ``def``/``class`` heads and ``name =`` lines."""

@@ -51,6 +51,10 @@ class Todo:
     top-level object (or a method of one) in the stage's reference module; ``points > 0``; ``hints``
     is empty or has exactly three tiers; ``twins`` name given functions (``"module:qualname"``) that
     already do what this TODO asks, which are blocked while it is judged (see :mod:`autograder.child.twins`).
+    ``preload`` names modules this TODO's own code needs that the rest of the stage does not (SciPy):
+    the child grading it imports them before learner code, as the stage's preload, and so does any
+    other child whose learner code might reach this TODO's function (see
+    :func:`autograder.grading.grade.child_preload`).
     """
 
     id: str
@@ -61,6 +65,7 @@ class Todo:
     contract: L | str = ""
     hints: tuple[L | str, ...] = ()
     twins: tuple[str, ...] = ()
+    preload: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _TODO_ID.match(self.id):

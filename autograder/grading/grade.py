@@ -28,7 +28,7 @@ from autograder.grading.disclosure import Disclosure, unlimited
 from autograder.core.i18n import L, text
 from autograder.grading.leaks import LeakGuard
 from autograder.child.protocol import CellError, CellsDone, Event
-from autograder.core.pysource import imported_modules
+from autograder.core.pysource import imported_modules, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
@@ -46,12 +46,22 @@ VERBOSE_ENV = "PCW_GRADE_VERBOSE"  # "1": every grading run logs each child to s
 TORCH_MEMORY_MB = 4096
 
 
-def child_preload(sub: Submission) -> list[str]:
-    """What a child imports before any learner code runs: the stage's preload, and torch when the
-    learner's own cells import it although the stage needs none (a correct answer may use torch;
-    its native libraries can be loaded only before learner code runs, when the audit hook is not yet
-    in place)."""
+def child_preload(sub: Submission, todo: Todo) -> list[str]:
+    """What the child grading ``todo`` imports before any learner code runs: the stage's preload,
+    each TODO's own preload where this child might need it, and torch when the learner's own cells
+    import it although the stage needs none (a correct answer may use torch; native libraries can be
+    loaded only before learner code runs, when the audit hook is not yet in place).
+
+    Another TODO's preload is left out only when the learner's cells provably never reach that
+    TODO's function nor import anything outside it (:func:`reaches_only_through`; the trusted setup
+    and given cells never call a TODO's function): then nothing that runs here can need it, so no
+    verdict changes, and the child is spared its import (SciPy: most of a stage-8 child's CPU).
+    Every child that might need it imports it exactly as before, at the same point."""
     preload = list(sub.stage.preload)
+    for other in sub.stage.todos:
+        needed = other.id == todo.id or not all(
+            reaches_only_through(c, other.owner, other.target.split(".")[-1]) for c in sub.cells)
+        preload += [m for m in other.preload if needed and m not in preload]
     if "torch" not in preload and any("torch" in imported_modules(c) for c in sub.cells):
         preload.append("torch")
     return preload
@@ -107,7 +117,7 @@ def child_payload_for(sub: Submission, todo: Todo) -> dict:
     stage = sub.stage
     cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
-            "modules": child_modules(stage, todo), "preload": child_preload(sub)}
+            "modules": child_modules(stage, todo), "preload": child_preload(sub, todo)}
 
 
 def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
