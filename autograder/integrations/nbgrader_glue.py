@@ -364,6 +364,9 @@ c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetada
 import sys as _sys
 if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde", "generate_feedback"):
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *{helpers!r}]
+    # Each notebook is validated once, after the last preprocessor, not after each of the seven:
+    # the same notebook is written (an invalid one still fails), at a sixth of the validations.
+    c.Exporter.optimistic_validation = True
 # Feedback never shows hidden test code.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
