@@ -2,9 +2,11 @@
 configuration (its ``IsolatedGrade`` preprocessor), and plain nbgrader (its own in-kernel execution of
 every cell: the baseline, which cannot run hidden checks), on the same generated submissions.
 
-Per stage it prints seconds and CPU-seconds per submission and the cores kept busy (CPU-seconds are
-the machine's busy time over the run, read from ``/proc/stat``: run it on a quiet machine), the ratios
-to plain nbgrader and of the nbgrader path to the CLI, whether the CLI's and the gradebook's per-TODO
+Per stage it prints seconds and CPU-seconds per submission and the cores kept busy, twice: the
+machine's busy time over the run (from ``/proc/stat``: every process, so run it on a quiet machine)
+and the contender's own, i.e. its whole process tree's (each contender runs under
+``benchmarks/reap.py``, which reaps every grading child: right on a shared machine too); the ratios
+to plain nbgrader and of the nbgrader path to the CLI (time and own CPU), whether the CLI's and the gradebook's per-TODO
 points agree, then where one grading child's CPU goes (interpreter start, the sandbox's set-up, the
 harness's and the stage's imports, the learner's cells, the checks), and the projected time for
 1,000 and 10,000 submissions on 2, 16 and 64 cores (CPU-seconds per submission × submissions ÷ cores,
@@ -79,10 +81,12 @@ def busy_seconds() -> float:
 
 @dataclass
 class Timed:
-    """One contender's run over the class: wall seconds and the machine's busy core-seconds."""
+    """One contender's run over the class: wall seconds, the machine's busy core-seconds, and the
+    contender's own CPU-seconds (its process tree's, reaped by ``reap.py``)."""
 
     wall: float
     busy: float
+    own: float = 0.0
 
     def per_submission(self, n: int) -> tuple[float, float]:
         return self.wall / n, self.busy / n
@@ -92,10 +96,18 @@ class Timed:
         return self.busy / self.wall if self.wall else 0.0
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(fn) -> tuple[Timed, object]:
-    b0, t0 = busy_seconds(), time.perf_counter()
+    b0, c0, t0 = busy_seconds(), _children_cpu(), time.perf_counter()
     out = fn()
-    return Timed(time.perf_counter() - t0, busy_seconds() - b0), out
+    return Timed(time.perf_counter() - t0, busy_seconds() - b0, _children_cpu() - c0), out
+
+
+REAP = [sys.executable, str(ROOT / "benchmarks" / "reap.py")]  # a contender's whole tree in RUSAGE_CHILDREN
 
 
 # -- the class -------------------------------------------------------------------------------------
@@ -261,12 +273,13 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
                    cwd=base, env=env, check=True, capture_output=True)  # --force: its own gradebook, same release
 
     def cli():
-        p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format", "json",
+        p = subprocess.run([*REAP, sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--format", "json",
                             "--no-progress"], cwd=ROOT, capture_output=True, text=True)
         return json.loads(p.stdout)
 
     def autograde(where: Path) -> str:
-        p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"], cwd=where, env=env,
+        p = subprocess.run([*REAP, sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"], cwd=where,
+                           env=env,
                            capture_output=True, text=True)
         # nbgrader exits 1 when some submission could not be autograded (e.g. a plain kernel died)
         return "" if p.returncode == 0 else p.stderr[-2000:]
@@ -300,10 +313,12 @@ def report(sid: str, r: dict) -> None:
         rows.append(("nbgrader autograde, plain (baseline)", r["plain"]))
     for name, t in rows:
         s, c = t.per_submission(n)
-        print(f"  {name:38s} {s:7.3f} s  {c:7.3f} CPU-s per submission   {t.cores:4.2f} cores busy")
+        print(f"  {name:38s} {s:7.3f} s  {c:7.3f} CPU-s per submission   {t.cores:4.2f} cores busy"
+              f"   (own: {t.own / n:7.3f} CPU-s, {t.own / t.wall if t.wall else 0.0:4.2f} cores)")
     if "plain" in r:
         print(f"  CLI vs plain nbgrader: {r['plain'].wall / r['cli'].wall:5.2f}x faster per submission")
-    print(f"  nbgrader path / CLI: {r['nbgrader'].wall / r['cli'].wall:5.2f}x the CLI's time")
+    own = r["nbgrader"].own / r["cli"].own if r["cli"].own else 0.0
+    print(f"  nbgrader path / CLI: {r['nbgrader'].wall / r['cli'].wall:5.2f}x the CLI's time, {own:5.2f}x its own CPU")
     print(f"  CLI and gradebook per-TODO points agree: {r['agree']}")
     for name, err in r["errors"].items():
         if err:
@@ -340,7 +355,8 @@ def main() -> int:
             r = bench_stage(sid, n, Path(tmp), env, plain=not args.no_plain)
             report(sid, r)
             ok = ok and r["agree"]
-    print(f"\nper-TODO scores equal: {ok}")
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    print(f"per-TODO scores equal: {ok}")
     return 0 if ok else 1
 
 

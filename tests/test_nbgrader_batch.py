@@ -118,3 +118,39 @@ def test_available_cores_obey_the_tightest_cpu_quota_of_v1_and_v2_cgroups(tmp_pa
     assert available_cores(str(tmp_path / "v1"), str(proc)) == 1
     (v1 / "cpu.cfs_quota_us").write_text("-1\n")  # no quota
     assert available_cores(str(tmp_path / "v1"), str(proc)) == own
+
+
+def test_an_early_start_starts_the_batch_once_and_never_a_second_after_it_drains(tmp_path):
+    from types import SimpleNamespace
+
+    config, paths = _course(tmp_path, {"ann": STUB, "bob": STUB})
+    calls: list[list[Path]] = []
+
+    def grade_many(ps, on_done=None):  # answers without grading: only who asked for what matters here
+        calls.append(list(ps))
+        results = [SimpleNamespace(path=str(p), alone=len(ps) == 1) for p in ps]
+        for r in results:
+            if on_done is not None:
+                on_done(r)
+        return results
+
+    def key(pattern: str) -> BatchKey:
+        return BatchKey(pattern, "early-start-test", None, None)
+
+    # nbgrader's pre-convert hook for the first student: the whole selection, before any request
+    batch = nbgrader_batch.start(key, config, ASSIGNMENT, grade_many, early=True)
+    assert batch is not None and calls == [[paths["ann"], paths["bob"]]]
+    assert nbgrader_batch.start(key, config, ASSIGNMENT, grade_many, early=True) is None  # the next student's
+    batch.thread.join()
+    # each request is answered from that batch, without another selection or grading
+    assert not result_for(paths["ann"], key, config, ASSIGNMENT, grade_many).alone
+    assert not result_for(paths["bob"], key, config, ASSIGNMENT, grade_many).alone
+    assert len(calls) == 1 and key(nbgrader_batch._submitted_pattern(config, ASSIGNMENT)[1]) not in nbgrader_batch._BATCHES
+    # drained: a hook called later in this process does not grade the class a second time
+    assert nbgrader_batch.start(key, config, ASSIGNMENT, grade_many, early=True) is None and len(calls) == 1
+
+
+def test_selection_leaves_out_the_students_nbgrader_excludes(tmp_path):
+    config, paths = _course(tmp_path, {"ann": STUB, "bob": STUB, "cy": STUB})
+    config.CourseDirectory.student_id_exclude = "bob,cy"
+    assert selected_submissions(config, ASSIGNMENT)[1] == [paths["ann"]]

@@ -12,6 +12,13 @@ Invariants: a request is answered from the batch only for the very file that was
 and only while its bytes are those read before grading (its digest): a file added, changed or
 removed since is graded again, alone, exactly as it would have been without the batch. One batch per
 process and (course, assignment, options); a batch that failed to start grades each notebook alone.
+
+When it starts: :func:`start` may be called before nbgrader's first request (the course's
+``pre_convert_hook`` does, for the first student, so that grading runs while nbgrader sets up that
+student's gradebook rows and sanitizes the notebook); :func:`result_for` starts it otherwise. Either
+way the selection is read once per batch: later requests for a file of a live batch are answered
+without globbing ``submitted/`` again (a class of n would otherwise cost n globs and n² timestamp
+reads).
 """
 from __future__ import annotations
 
@@ -93,22 +100,32 @@ class Batch:
 
 
 _BATCHES: dict[BatchKey, Batch] = {}
+_STARTED: set[BatchKey] = set()  # every key a batch was started for in this process
 _LOCK = threading.Lock()
 
 
-def selected_submissions(config, assignment: str) -> tuple[str, list[Path]]:
-    """The glob nbgrader's ``CourseDirectory`` selects for ``assignment`` in ``submitted/``, and the
-    notebooks it matches that nbgrader will convert (as its ``init_destination`` decides: no
-    autograded copy yet, ``--force``, or a newer submission), in nbgrader's order (student, notebook)."""
+def _submitted_pattern(config, assignment: str):
+    """nbgrader's ``CourseDirectory`` for ``config``, and the glob it selects for ``assignment`` in
+    ``submitted/`` (cheap: no file system access)."""
     from nbgrader.coursedir import CourseDirectory
 
     cd = CourseDirectory(config=config)
     folder = cd.format_path(cd.submitted_directory, cd.student_id or "*", assignment)
-    pattern = os.path.join(os.path.abspath(folder), f"{cd.notebook_id or '*'}.ipynb")
+    return cd, os.path.join(os.path.abspath(folder), f"{cd.notebook_id or '*'}.ipynb")
+
+
+def selected_submissions(config, assignment: str) -> tuple[str, list[Path]]:
+    """The glob nbgrader's ``CourseDirectory`` selects for ``assignment`` in ``submitted/``, and the
+    notebooks it matches that nbgrader will convert (as its ``init_destination`` decides: not an
+    excluded student, no autograded copy yet, ``--force``, or a newer submission), in nbgrader's
+    order (student, notebook)."""
+    cd, pattern = _submitted_pattern(config, assignment)
     force = any(bool(config[section].get("force", False)) for section in ("BaseConverter", "Autograde")
                 if section in config)
+    excluded = set(filter(None, (cd.student_id_exclude or "").split(",")))
     found = sorted((Path(p) for p in glob.glob(pattern)), key=lambda p: (p.parent.parent.name, p.name))
-    return pattern, [p for p in found if p.is_file() and (force or _outdated(cd, p, assignment))]
+    return pattern, [p for p in found if p.is_file() and p.parent.parent.name not in excluded
+                     and (force or _outdated(cd, p, assignment))]
 
 
 def _outdated(cd, path: Path, assignment: str) -> bool:
@@ -120,21 +137,51 @@ def _outdated(cd, path: Path, assignment: str) -> bool:
     return new is not None and old is not None and new > old
 
 
+def start(key_of: Callable[[str], BatchKey], config, assignment: str,
+          grade_many: Callable[..., list[SubmissionResult]], *, early: bool = False) -> Batch | None:
+    """Start the batch of every notebook of ``assignment`` this run will convert; the running one if
+    it is already started; None when nothing is selected.
+
+    ``early`` (before nbgrader's first request, from its per-student hook): only if no batch was
+    ever started for this key in this process, so that a hook never starts a second batch after the
+    first has drained (with ``--force`` that would grade the whole class again)."""
+    if early:
+        _, pattern = _submitted_pattern(config, assignment)
+        with _LOCK:
+            if key_of(pattern) in _STARTED:
+                return None
+    pattern, paths = selected_submissions(config, assignment)
+    if not paths:
+        return None
+    key = key_of(pattern)
+    with _LOCK:
+        batch = _BATCHES.get(key)
+        if batch is None:
+            batch = _BATCHES[key] = Batch.start(paths, grade_many)
+            _STARTED.add(key)
+    return batch
+
+
 def result_for(path: Path, key_of: Callable[[str], BatchKey], config, assignment: str | None,
                grade_many: Callable[..., list[SubmissionResult]]) -> SubmissionResult:
-    """``path``'s result, from the batch of its assignment (started on the first request)."""
+    """``path``'s result, from the batch of its assignment (started on the first request, if
+    :func:`start` has not started it already)."""
     path = Path(os.path.abspath(path))
     if assignment:
+        batch = key = None
         try:
-            pattern, paths = selected_submissions(config, assignment)
-        except Exception:  # noqa: BLE001 - an unusual configuration: grade this notebook alone
-            pattern, paths = "", []
-        if path in paths:
+            _, pattern = _submitted_pattern(config, assignment)
             key = key_of(pattern)
             with _LOCK:
                 batch = _BATCHES.get(key)
-                if batch is None:
-                    batch = _BATCHES[key] = Batch.start(paths, grade_many)
+            if batch is None or path not in batch.ready:  # not (or no longer) the live batch's: select anew
+                batch = None
+                pattern, paths = selected_submissions(config, assignment)
+                if path in paths:
+                    batch = start(key_of, config, assignment, grade_many)
+        except Exception:  # noqa: BLE001 - an unusual configuration: grade this notebook alone
+            batch = None
+        if batch is not None and path in batch.ready:
             result = batch.take(path)
             with _LOCK:
                 if not batch.ready and _BATCHES.get(key) is batch:

@@ -66,25 +66,32 @@ class IsolatedGrade(NbGraderPreprocessor):
     require_isolation = Bool(True, help="refuse to grade unless the kernel confines learner code").tag(config=True)
     isolation = Unicode("best", help="best, no-namespaces or in-process").tag(config=True)
 
-    def preprocess(self, nb, resources):
+    def plan(self):
+        """How this configuration grades: the isolation, the batch key of a glob, and ``grade_many``.
+
+        Raises, with ``require_isolation``, unless the kernel confines the children."""
         from autograder.isolation import levels as isolation
         from autograder.grading.grade import grade_paths
 
         iso = isolation.select(self.isolation)
         if self.require_isolation:
             isolation.require_kernel_isolation(iso)  # raises: nbgrader logs it and scores nothing
-        info = resources.get("nbgrader", {})
-        name = resources.get("unique_key") or info.get("notebook") or "submission"
-        handed_in = _submitted_file(self.config, info)
         hidden = _course_paths(Path.cwd())
 
         def grade_many(paths, on_done=None):
             return grade_paths(paths, iso=iso, hidden=hidden, grading=self.grading, feedback=self.feedback,
                                on_done=on_done)
 
+        return iso, partial(BatchKey, isolation=iso.level, grading=self.grading, feedback=self.feedback), grade_many
+
+    def preprocess(self, nb, resources):
+        iso, key, grade_many = self.plan()
+        info = resources.get("nbgrader", {})
+        name = resources.get("unique_key") or info.get("notebook") or "submission"
+        handed_in = _submitted_file(self.config, info)
+
         if handed_in is not None:  # what the CLI grades: the student's own file, outputs and all
             # graded with the rest of nbgrader's batch, all at once on every core (see nbgrader_batch)
-            key = partial(BatchKey, isolation=iso.level, grading=self.grading, feedback=self.feedback)
             result = nbgrader_batch.result_for(handed_in, key, self.config, info.get("assignment"), grade_many)
         else:
             with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
@@ -135,8 +142,22 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
 
     _released: str | None = None
 
+    def preprocess(self, nb, resources):
+        self._sources = {}
+        return super().preprocess(nb, resources)
+
+    def _source_cell(self, grade_id, notebook_id, assignment_id):
+        """The gradebook's source cell, read once per cell: nbgrader's own check asks for it again."""
+        key = (grade_id, notebook_id, assignment_id)
+        if key not in self._sources:
+            self._sources[key] = self._find_source_cell(grade_id, notebook_id, assignment_id)
+        return self._sources[key]
+
     def preprocess_cell(self, cell, resources, cell_index):
         self._released = None
+        if self.gradebook.find_source_cell != self._source_cell:  # this notebook's gradebook: share its reads
+            self._find_source_cell = self.gradebook.find_source_cell
+            self.gradebook.find_source_cell = self._source_cell
         try:
             grade_id = cell.metadata.nbgrader["grade_id"]
             if utils.is_locked(cell):
@@ -164,12 +185,21 @@ def find_renamed_notebooks(assignment=None, student=None, notebooks=None, **_) -
     that belongs to the same stage (by its cells, as the CLI reads it) is copied to the released name
     in the submission folder, and ``notebooks`` (nbgrader's own list) is updated; when there is no
     such notebook, or more than one, the log says so for that student.
-    """
-    from autograder.grading.submission import SubmissionError, read_submission
 
+    Then, for the run's first student, it starts grading every notebook this run will convert
+    (:func:`start_batch`), so that the batch runs while nbgrader sets up that student's gradebook
+    rows and sanitizes the first notebook instead of after.
+    """
     if not notebooks:
         return
     folder = Path(notebooks[0]).parent
+    _find_renamed(folder, notebooks)
+    start_batch(folder.name)
+
+
+def _find_renamed(folder: Path, notebooks: list[str]) -> None:
+    from autograder.grading.submission import SubmissionError, read_submission
+
     source = folder.parent.parent.parent / "source" / folder.name
     released = sorted(p.stem for p in source.glob("*.ipynb"))
     if not released:
@@ -198,6 +228,28 @@ def find_renamed_notebooks(assignment=None, student=None, notebooks=None, **_) -
             _say(f"{who}: no {name}.ipynb to grade; other notebooks there: {found}"
                  + (" (more than one of this stage: rename the one to grade)" if fits else
                     " (none of this stage)") + f"; it scores 0 until one is named {name}.ipynb")
+
+
+def start_batch(assignment: str) -> None:
+    """Start the batch of ``assignment`` under the running nbgrader application's configuration, as
+    :class:`IsolatedGrade` would on the first notebook it is asked for (same key, same selection).
+
+    Nothing happens outside an nbgrader application, when the autograde preprocessors do not
+    include :class:`IsolatedGrade`, or when isolation is required and missing (each notebook then
+    fails as before, in :class:`IsolatedGrade`, with nbgrader's log saying why)."""
+    from traitlets.config import Application
+
+    if not Application.initialized():
+        return
+    config = Application.instance().config
+    try:
+        pps = config.Autograde.get("autograde_preprocessors") if "Autograde" in config else None
+        if not pps or IsolatedGrade not in pps:
+            return
+        _, key, grade_many = IsolatedGrade(config=config).plan()
+        nbgrader_batch.start(key, config, assignment, grade_many, early=True)
+    except Exception:  # noqa: BLE001 - the batch then starts on the first request, or each notebook alone
+        return
 
 
 def _say(line: str) -> None:
@@ -312,6 +364,9 @@ c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetada
 import sys as _sys
 if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde", "generate_feedback"):
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *{helpers!r}]
+    # Each notebook is validated once, after the last preprocessor, not after each of the seven:
+    # the same notebook is written (an invalid one still fails), at a sixth of the validations.
+    c.Exporter.optimistic_validation = True
 # Feedback never shows hidden test code.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
