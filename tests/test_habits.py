@@ -66,6 +66,8 @@ OWNED = {
     "the list of languages": ("autograder/core/i18n.py", re.compile(r"""(?<!tr\()["']en["'],\s*["']zh["']""")),  # tr("en", "zh"): a pair of texts
     "signal names": ("autograder/isolation/launch.py", re.compile(r"signal\.Signals\(")),
     "which names a cell defines": ("autograder/core/pysource.py", re.compile(r"ast\.AnnAssign|ast\.AugAssign")),
+    # grading parses on worker threads, and CPython 3.11's ast.parse is not thread-safe: one locked parse
+    "parsing Python source": ("autograder/core/pysource.py", re.compile(r"\bast\.parse\(")),
 }
 PRODUCT = ("autograder/", "kernels/", "solutions/", "benchmarks/", "scripts/", "binder/")
 

@@ -3,12 +3,12 @@ only the children that might need it, and a submission whose code might reach it
 every child, so that leaving it out never changes a verdict."""
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from autograder.core import layout
 from autograder.core.pysource import reaches_only_through
 from autograder.grading.grade import child_preload, grade_paths
 from autograder.grading.submission import read_submission
@@ -45,34 +45,34 @@ def test_anything_else_might(source):
     assert not reaches_only_through(source, "detect_sharing", "detect_sharing")
 
 
-def _cells_with(extra: str) -> Path:
+def _cells_with(extra: str, folder: Path) -> Path:
     nb = variant_notebook("s08", [])
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "s08-code-detect_sharing")
     cell.source += extra
-    path = Path(tempfile.mkdtemp(prefix="pcw-preload-")) / "demo.ipynb"
+    path = folder / "demo.ipynb"
     nbformat.write(nb, path)
     return path
 
 
-def test_another_todos_function_calling_it_gets_scipy_in_that_child():
+def test_another_todos_function_calling_it_gets_scipy_in_that_child(tmp_path):
     nb = variant_notebook("s08", [])
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "s08-code-fit_threshold")
     cell.source = cell.source.replace("    ### END SOLUTION", "    detect_sharing([1.0], [2.0])\n    ### END SOLUTION")
-    path = Path(tempfile.mkdtemp(prefix="pcw-preload-")) / "calls.ipynb"
+    path = tmp_path / "calls.ipynb"
     nbformat.write(nb, path)
     sub = read_submission(path)
     assert child_preload(sub, sub.stage.todo("s08.fit_threshold")) == ["scipy.stats"]
 
 
 def test_only_detect_sharing_child_imports_scipy_for_the_reference():
-    sub = read_submission(Path("solutions/08_cache_attacks.ipynb"))
+    sub = read_submission(layout.stage_files("s08").instructor())
     assert {t.id: child_preload(sub, t) for t in sub.stage.todos} == {
         "s08.birthday_search": [], "s08.fit_threshold": [], "s08.detect_sharing": ["scipy.stats"],
         "s08.tenant_extra_keys": [], "s08.quiz": []}
 
 
-def test_a_demo_call_in_a_cell_gets_scipy_in_every_child_and_full_marks():
-    path = _cells_with("\n\nprint(detect_sharing([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]))\n")
+def test_a_demo_call_in_a_cell_gets_scipy_in_every_child_and_full_marks(tmp_path):
+    path = _cells_with("\n\nprint(detect_sharing([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]))\n", tmp_path)
     sub = read_submission(path)
     assert all(child_preload(sub, t) == ["scipy.stats"] for t in sub.stage.todos)
     [result] = grade_paths([str(path)])

@@ -87,6 +87,11 @@ def test_the_key_covers_every_file_a_stage_is_graded_from():
 
 
 def test_the_key_covers_the_environment_language_and_the_stages_checks(monkeypatch):
+    from autograder.core import i18n
+
+    # language() prefers a language set in this process over PCW_LANG: start from none set (restored after)
+    monkeypatch.setattr(i18n, "_current", None)
+    monkeypatch.delenv("PCW_LANG", raising=False)
     stage = load_stage("s01")
     base = trusted_store.key("expected", stage, base="b")
     assert trusted_store.key("expected", stage, base="c") != base          # course files, interpreter, packages

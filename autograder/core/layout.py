@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from autograder.core import pysource
 from autograder.core.i18n import DEFAULT, LANGUAGES  # the one list of languages: i18n owns it
 
 ROOT = Path(__file__).resolve().parents[2]  # autograder/core/layout.py
@@ -264,7 +265,7 @@ def stage_of_notebook(stem: str) -> str | None:
 def _solutions_imports(path: Path) -> set[str]:
     """The ``solutions.*`` modules a file imports (by name, at any depth of its code)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(pysource.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("solutions."):
             names.add(node.module)
         elif isinstance(node, ast.Import):

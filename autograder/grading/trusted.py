@@ -16,12 +16,12 @@ from autograder.core.i18n import L
 from autograder.grading import trusted_store
 from autograder.grading.leaks import LeakGuard
 from autograder.child.probe import reference_outcome
-from autograder.core.pysource import checks_only_of, names_defined, stub_region
+from autograder.core.pysource import checks_only_of, names_defined, parse, stub_region
 from autograder.core.spec import Stage, Todo
 from autograder.grading.submission import cell_source
 
-# CPython 3.11's ``ast.parse`` is not safe to run from several threads at once ("AST constructor
-# recursion depth mismatch"), and each item is computed once: one lock for all of them.
+# Each item is computed once per process, whichever worker thread asks first: one lock for all of them
+# (parsing has its own, :func:`autograder.core.pysource.parse`).
 _lock = threading.Lock()
 _expected: dict[str, dict[str, dict]] = {}
 _setup: dict[str, list[str]] = {}
@@ -77,7 +77,7 @@ def given_members(stage: Stage, owner: str) -> frozenset[str]:
     with _lock:
         key = (stage.id, owner)
         if key not in _members:
-            tree = ast.parse(layout.stage_files(stage.id).reference.read_text(encoding="utf-8"))
+            tree = parse(layout.stage_files(stage.id).reference.read_text(encoding="utf-8"))
             cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
             names = names_defined(cls.body if cls is not None else [], imports=False)
             todos = {t.function_name for t in stage.todos if t.owner == owner and "." in t.target}

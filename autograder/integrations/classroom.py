@@ -29,7 +29,7 @@ from urllib.parse import urlparse
 
 import nbformat
 
-from autograder.core import layout
+from autograder.core import layout, pysource
 from autograder.core.course import Course, load_course
 from autograder.core.i18n import L, text
 from autograder.core.spec import Stage, load_stage
@@ -69,7 +69,7 @@ def needs_torch(stage_id: str) -> bool:
         if path in seen or not path.is_file():
             continue
         seen.add(path)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(pysource.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
             for name in names:
