@@ -36,6 +36,7 @@ from autograder.grading.staging import SCRATCH_MB, GradingRun, always_hidden
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.child.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024
+DRAIN_LIMIT = 1 << 20  # what is read of the output pipe after the child is done, at most
 AFTER_DONE_S = 1.0  # how long the child may take to exit once it reported "done"
 
 
@@ -222,15 +223,39 @@ def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, chann
     os.set_blocking(stdin, False)
     sel.register(stdin, selectors.EVENT_WRITE, "stdin")
     output, dropped = bytearray(), 0
+    draining = [True]  # the output pipe is still open
+
+    def take(chunk: bytes) -> None:
+        nonlocal dropped
+        keep = max(0, OUTPUT_KEEP - len(output))
+        output.extend(chunk[:keep])
+        dropped += len(chunk) - min(keep, len(chunk))
+
+    def finish(timed_out: bool) -> tuple[bytes, int, bool]:
+        # The child may have printed just before it finished: what the pipe still holds is read without
+        # waiting (at most DRAIN_LIMIT bytes, so a descendant that keeps writing cannot hold the grader).
+        if draining[0] and not timed_out:
+            os.set_blocking(out_fd, False)
+            left = DRAIN_LIMIT
+            while left > 0:
+                try:
+                    chunk = os.read(out_fd, min(1 << 16, left))
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                take(chunk)
+                left -= len(chunk)
+        return bytes(output), dropped, timed_out
     deadline = time.monotonic() + limits.wall_s
     done_at = None
     try:
         while True:
             now = time.monotonic()
             if done_at is not None and (proc.poll() is not None or now - done_at > AFTER_DONE_S):
-                return bytes(output), dropped, False
+                return finish(False)
             if now >= deadline:
-                return bytes(output), dropped, True
+                return finish(True)
             for key, _ in sel.select(timeout=min(deadline - now, 0.25)):
                 if key.data == "stdin":
                     try:
@@ -246,18 +271,17 @@ def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, chann
                 if key.data == "output":
                     if not chunk:
                         sel.unregister(out_fd)
-                    keep = max(0, OUTPUT_KEEP - len(output))
-                    output += chunk[:keep]
-                    dropped += len(chunk) - min(keep, len(chunk))
+                        draining[0] = False
+                    take(chunk)
                     continue
                 if not chunk:
                     channel.close()
-                    return bytes(output), dropped, False
+                    return finish(False)
                 for event in channel.feed(chunk):
                     if on_event is not None:
                         on_event(event)
                 if channel.too_large:
-                    return bytes(output), dropped, False
+                    return finish(False)
                 if channel.done and done_at is None:
                     done_at = time.monotonic()
     finally:
