@@ -36,4 +36,10 @@ else
   cp "$REQUIREMENTS" "$reqs"
 fi
 "$VENV/bin/python" -m pip install -q -r "$reqs"
+# jsonschema loads its optional checker of the "iri" formats, rfc3987-syntax, whenever it is imported, and
+# that import builds some 35 Earley parsers: about 3.5 CPU-s in every process that reads a notebook with
+# nbformat (each nbgrader command, the build, JupyterLab, the test workers). No schema that nbformat,
+# nbgrader or Jupyter validates uses those formats (without the checker jsonschema leaves them unchecked),
+# so the environment goes without it; pip installs it again with jupyter-events, so this runs every time.
+"$VENV/bin/python" -m pip uninstall -q -y rfc3987-syntax 2>/dev/null || true
 "$VENV/bin/python" -c "import torch, autograder; print('ready: torch', torch.__version__, '| course', autograder.__file__)"
