@@ -19,14 +19,18 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import traceback
 import tempfile
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+import jsonschema
 import nbformat
 from nbgrader import utils
-from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from nbgrader.nbgraderformat.common import BaseMetadataValidator
+from nbgrader.preprocessors import CheckCellMetadata, ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
 from autograder.core import cell_ids, layout
@@ -302,6 +306,55 @@ def _course_paths(course: Path) -> list[str]:
     return [str(course / n) for n in names if (course / n).exists()]
 
 
+class _SchemaCompiledOnce(BaseMetadataValidator):
+    """The per-cell schema check of nbgrader's metadata validator, with the schema compiled once per
+    process: ``jsonschema.validate``, which nbgrader calls per cell, first checks the schema itself
+    against its meta-schema (about 6 ms a cell, on every nbgrader cell, twice per notebook in autograde).
+    Same validator class, same error (jsonschema's best match); a cell of another schema version goes
+    to nbgrader's own code, which says so."""
+
+    _compiled: dict = {}  # schema version -> a validator of that schema, checked once
+
+    def validate_cell(self, cell) -> None:
+        meta = cell.metadata.get("nbgrader")
+        if meta is None or meta.get("schema_version", 0) != self.schema_version:
+            BaseMetadataValidator.validate_cell(self, cell)
+            return
+        validator = self._compiled.get(self.schema_version)
+        if validator is None:
+            kind = jsonschema.validators.validator_for(self.schema)
+            kind.check_schema(self.schema)
+            validator = self._compiled[self.schema_version] = kind(self.schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(meta))
+        if error is not None:
+            raise error
+
+
+class _Validator(MetadataValidator, _SchemaCompiledOnce):
+    """nbgrader's current metadata validator; its checks call up to :class:`_SchemaCompiledOnce`
+    (the class order puts it between nbgrader's validator and their common base)."""
+
+
+class CheckCellMetadataOnce(CheckCellMetadata):
+    """nbgrader's ``CheckCellMetadata``: the same checks, log lines and error, with one validator per
+    process whose schema is compiled once (nbgrader builds a validator per notebook and checks its
+    schema per cell)."""
+
+    _validator: _Validator | None = None
+
+    def preprocess(self, nb, resources):
+        if CheckCellMetadataOnce._validator is None:
+            CheckCellMetadataOnce._validator = _Validator()
+        try:
+            CheckCellMetadataOnce._validator.validate_nb(nb)
+        except ValidationError:
+            self.log.error(traceback.format_exc())
+            msg = "Notebook failed to validate; the nbgrader metadata may be corrupted."
+            self.log.error(msg)
+            raise ValidationError(msg) from None
+        return nb, resources
+
+
 class HideHiddenTestCode(NbGraderPreprocessor):
     """For feedback: remove hidden-test lines from test cells, and any traceback line but our own.
 
@@ -340,23 +393,23 @@ import sys
 sys.path.insert(0, {root!r})  # the course repository: grader, reference and hidden checks
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern,
-                                    LimitOutput, OverwriteKernelspec, SaveAutoGrades)
-from autograder.integrations.nbgrader_glue import (HideHiddenTestCode, IsolatedGrade, ReleaseAwareOverwriteCells,
-                                     find_renamed_notebooks)
+from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
+                                    OverwriteKernelspec, SaveAutoGrades)
+from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHiddenTestCode, IsolatedGrade,
+                                     ReleaseAwareOverwriteCells, find_renamed_notebooks)
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
 c.ClearSolutions.code_stub = {{"python": {stub}}}
 # An untouched test cell differs from the source only by its stripped hidden tests: no warning for that.
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, ReleaseAwareOverwriteCells,
-                                      CheckCellMetadata]
+                                      CheckCellMetadataOnce]
 # Grade in confined processes instead of executing learner code in a kernel; refuse without kernel
 # isolation (c.IsolatedGrade.require_isolation = False grades anyway, with the in-process layer only).
 # A notebook saved under another name ("03_block_pool copy.ipynb") is graded under the released name.
 c.Autograde.pre_convert_hook = find_renamed_notebooks
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadataOnce]
 # autograded/ and feedback/ keep each student's own files: the release's helper files (the course
 # runtime, identical for everyone and not used by the isolated grader) are neither copied from source/
 # nor from the submission, so no per-file "Copying" line per student either. Only for these two steps:
