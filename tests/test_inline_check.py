@@ -71,7 +71,56 @@ def test_s01_normalize_endless_loop_is_stopped(capsys, monkeypatch):
 
     report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
     assert not report.passed
-    assert "TimeoutError" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "TimeoutError" in out and "1 s of CPU time" in out
+
+
+def test_time_spent_waiting_is_not_counted_as_running_away(capsys, monkeypatch):
+    """A correct answer on a busy machine waits for the CPU; sleeping stands in for that wait: 1.5 s
+    on the clock per call, over a 1 CPU-second limit, still passes."""
+    import time
+
+    monkeypatch.setattr("autograder.learner.inline.INLINE_TIME_LIMIT_S", 1)
+    calls = []
+
+    def _normalize(self, tokens):
+        if not calls:
+            time.sleep(1.5)
+        calls.append(1)
+        normalized = list(tokens)  # the reference's body (a check reads the learner's names, not this module's)
+        for token in normalized:
+            if not isinstance(token, int):
+                raise TypeError(f"tokens must be ints, got {type(token).__name__}: {token!r}")
+        return normalized
+
+    report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
+    assert report.passed, capsys.readouterr().out
+
+
+def test_code_that_waits_forever_is_stopped_by_the_clock_and_told_so(capsys, monkeypatch):
+    import time
+
+    monkeypatch.setattr("autograder.learner.inline.INLINE_TIME_LIMIT_S", 1)
+
+    def _normalize(self, tokens):
+        time.sleep(3600)
+
+    started = time.monotonic()
+    report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
+    out = capsys.readouterr().out
+    assert not report.passed and time.monotonic() - started < 60
+    assert "still running after 3 s while computing little" in out, out
+
+
+def test_the_limit_leaves_nothing_behind_after_a_check():
+    """No watcher thread outlives a check, and the kernel's own SIGALRM handler is back."""
+    import signal
+    import threading
+
+    before = signal.getsignal(signal.SIGALRM)
+    run_check("s01.normalize", impl=ref, quiet=True)
+    assert signal.getsignal(signal.SIGALRM) is before
+    assert not [t for t in threading.enumerate() if t.name == "check-time-limit"]
 
 
 def test_s01_normalize_numpy_ints_are_not_ints(capsys):

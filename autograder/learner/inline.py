@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -24,7 +25,8 @@ from autograder.child.probe import reference_outcome, run_probe
 from autograder.core.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
 from autograder.grading.verdict import CheckVerdict, judge, lead_first
 
-INLINE_TIME_LIMIT_S = 10
+INLINE_TIME_LIMIT_S = 10  # CPU-seconds one check may spend in the kernel's main thread
+INLINE_WALL_FACTOR = 3     # and this many times as many seconds on the clock, for code that waits
 
 
 class CheckTimeout(BaseException):
@@ -58,22 +60,51 @@ def load_expected(stage_id: str) -> dict:
 
 @contextlib.contextmanager
 def _time_limit(seconds: int) -> Iterator[None]:
-    """Interrupt an endless loop in learner code (main thread on Unix only; elsewhere no limit)."""
-    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
-    if not usable:
+    """Stop learner code that runs away: after ``seconds`` of the main thread's CPU time (an endless
+    loop), or after :data:`INLINE_WALL_FACTOR` times as many seconds on the clock (code that waits:
+    ``sleep``, ``input()``, a lock). CPU time, as the grader's children are limited: a busy or slow
+    machine stretches the clock, not the CPU time the same code needs, so a correct answer is not
+    stopped because other work shares the machine. The main thread's own clock, so that torch's worker
+    threads do not count twice. Main thread on Unix only; elsewhere the clock alone, or no limit."""
+    main = threading.main_thread()
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not main:
         yield
         return
+    try:
+        clock = time.pthread_getcpuclockid(main.ident)
+        start = time.clock_gettime(clock)
+    except (AttributeError, OSError):  # no per-thread CPU clock here (macOS): the clock alone
+        clock = None
+    wall = INLINE_WALL_FACTOR * seconds
+    which: list = []  # the limit that fired, as the message that says so
+    done = threading.Event()
 
     def on_alarm(signum, frame):
-        raise CheckTimeout(text(messages.TIMEOUT).format(s=seconds))
+        if done.is_set():  # the check ended as the limit fired: nothing left to stop
+            return
+        raise CheckTimeout(which[0] if which else text(messages.TIMEOUT_WALL).format(s=wall))
+
+    def watch(done: threading.Event) -> None:
+        began = time.monotonic()
+        while not done.wait(0.05):
+            if clock is not None and time.clock_gettime(clock) - start > seconds:
+                which.append(text(messages.TIMEOUT).format(s=seconds))
+            elif time.monotonic() - began > wall:
+                which.append(text(messages.TIMEOUT_WALL).format(s=wall))
+            else:
+                continue
+            signal.pthread_kill(main.ident, signal.SIGALRM)
+            return
 
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(seconds)
+    watcher = threading.Thread(target=watch, args=(done,), name="check-time-limit", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+        done.set()  # first: an alarm the watcher sends from now on is ignored
+        watcher.join()
+        signal.signal(signal.SIGALRM, old)  # runs a pending alarm's handler first (a no-op now)
 
 
 def _caller_globals() -> dict:
