@@ -132,3 +132,22 @@ def test_s01_normalize_numpy_ints_are_not_ints(capsys):
     report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
     out = capsys.readouterr().out
     assert not report.passed and "numpy.int64" in out
+
+
+def test_without_a_thread_cpu_clock_the_clock_alone_stops_a_loop_and_claims_no_cause(capsys, monkeypatch):
+    """Where the kernel has no per-thread CPU clock (macOS), the limit is the clock's, as long as the CPU
+    limit, and the message does not say CPU time."""
+    import time
+
+    monkeypatch.setattr("autograder.learner.inline.INLINE_TIME_LIMIT_S", 1)
+    monkeypatch.delattr(time, "pthread_getcpuclockid")
+
+    def _normalize(self, tokens):
+        while True:
+            pass
+
+    started = time.monotonic()
+    report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
+    out = capsys.readouterr().out
+    assert not report.passed and time.monotonic() - started < 30
+    assert "took longer than 1 s" in out and "CPU" not in out, out

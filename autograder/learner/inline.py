@@ -65,7 +65,8 @@ def _time_limit(seconds: int) -> Iterator[None]:
     ``sleep``, ``input()``, a lock). CPU time, as the grader's children are limited: a busy or slow
     machine stretches the clock, not the CPU time the same code needs, so a correct answer is not
     stopped because other work shares the machine. The main thread's own clock, so that torch's worker
-    threads do not count twice. Main thread on Unix only; elsewhere the clock alone, or no limit."""
+    threads do not count twice. Main thread on Unix only; without a per-thread CPU clock, the clock alone
+    (``seconds`` of it); off Unix, no limit."""
     main = threading.main_thread()
     if not hasattr(signal, "SIGALRM") or threading.current_thread() is not main:
         yield
@@ -73,16 +74,17 @@ def _time_limit(seconds: int) -> Iterator[None]:
     try:
         clock = time.pthread_getcpuclockid(main.ident)
         start = time.clock_gettime(clock)
-    except (AttributeError, OSError):  # no per-thread CPU clock here (macOS): the clock alone
-        clock = None
-    wall = INLINE_WALL_FACTOR * seconds
+    except (AttributeError, OSError):  # no per-thread CPU clock here (macOS): the clock alone, as long as
+        clock = None                   # the CPU limit, and a message that does not claim to know which
+    wall = INLINE_WALL_FACTOR * seconds if clock is not None else seconds
+    waited = messages.TIMEOUT_WALL if clock is not None else messages.TIMEOUT_CLOCK
     which: list = []  # the limit that fired, as the message that says so
     done = threading.Event()
 
     def on_alarm(signum, frame):
         if done.is_set():  # the check ended as the limit fired: nothing left to stop
             return
-        raise CheckTimeout(which[0] if which else text(messages.TIMEOUT_WALL).format(s=wall))
+        raise CheckTimeout(which[0] if which else text(waited).format(s=wall))
 
     def watch(done: threading.Event) -> None:
         began = time.monotonic()
@@ -90,7 +92,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
             if clock is not None and time.clock_gettime(clock) - start > seconds:
                 which.append(text(messages.TIMEOUT).format(s=seconds))
             elif time.monotonic() - began > wall:
-                which.append(text(messages.TIMEOUT_WALL).format(s=wall))
+                which.append(text(waited).format(s=wall))
             else:
                 continue
             signal.pthread_kill(main.ident, signal.SIGALRM)
