@@ -6,8 +6,9 @@ the call's own, on CPU and GPU.
 
 :func:`steady_timing` is for a number a notebook states: on a CPU it times this process's CPU seconds
 on one torch thread (other programs on the machine then neither add waiting time nor make torch's
-threads spin on each other), and it keeps the median of alternating runs, so that identical runs
-agree; on a GPU it times the wall clock, with the device synchronized.
+threads spin on each other), and callers keep the fastest of alternating runs (interference only
+ever adds time), so that identical runs agree; on a GPU it times the wall clock, with the device
+synchronized.
 """
 from __future__ import annotations
 
