@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -62,9 +63,10 @@ def pool_attention(kernel: Callable[..., Tensor]) -> PagedAttention:
 class TTFTRow:
     """One cached-prefix length of :func:`measure_ttft`.
 
-    Invariants: ``speedup == full_s / cached_s``; ``full_s`` and ``cached_s`` are each path's fastest round over the
-    same prompts; ``max_diff`` is the largest |logit difference| between the two paths over those prompts, and
-    ``hit_tokens`` the fewest prefix tokens the cached path reported as hits (``prefix`` when it reused all).
+    Invariants: ``speedup == full_s / cached_s``; ``full_s`` and ``cached_s`` are each path's mean time
+    over the measurement's rounds; ``max_diff`` is the largest |logit difference| between the two paths on
+    the prompts both ran, and ``hit_tokens`` the fewest prefix tokens the cached path reported as hits
+    (``prefix`` when it reused all).
     """
 
     prefix: int
@@ -77,15 +79,20 @@ class TTFTRow:
 
 
 def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixes: Sequence[int],
-                 question_len: int = 64, reps: int = 5, seed: int = 1) -> list[TTFTRow]:
+                 question_len: int = 64, reps: int = 7, seed: int = 1, cached_per_round: int = 3) -> list[TTFTRow]:
     """TTFT of a full prefill and of a prefill after a cached system prompt, for each prefix length.
 
     ``make_engine(prefix)`` returns a fresh engine whose ``prefill(prompt)`` returns ``(logits, ledger)``
     (the notebook's ``PagedPrefiller``). Each prefix gets a system prompt that one first request caches;
-    then every round asks a fresh question both ways, one after the other, on the clock of
-    :func:`kernels.timing.steady_timing`, and each path's fastest round is kept (interference from other
-    work only ever adds time to a round, so the fastest is the steadiest estimate of the path's own cost).
+    then each of ``reps`` rounds times one full prefill between ``cached_per_round`` cached ones (one
+    before it, the rest after), every prompt with a fresh question, on the clock of
+    :func:`kernels.timing.steady_timing`. A round's cached prefills bracket its full one, so a change in
+    what else the machine is doing slows both paths alike; the row keeps each path's mean time.
+    Every cached answer is checked (shape, ledger); the one for the full prefill's own prompt is also
+    compared with it, value by value.
     """
+    if reps < 1 or cached_per_round < 1:
+        raise ValueError("reps and cached_per_round must be at least 1")
     device = next(model.parameters()).device
     vocab = model.config.vocab_size
     rng = random.Random(seed)
@@ -97,16 +104,24 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
             engine = make_engine(prefix)
             engine.prefill(system + [rng.randrange(vocab) for _ in range(question_len)])
             full_t, cached_t, diff, hits = [], [], 0.0, prefix
+            pair = min(1, cached_per_round - 1)  # the full prefill runs just before this cached one
             for _ in range(reps):
-                prompt = system + [rng.randrange(vocab) for _ in range(question_len)]
-                t_full, full_logits = timed(lambda: full_prefill(model, prompt), device, clock)
-                t_cached, answer = timed(lambda: engine.prefill(prompt), device, clock)
-                cached_logits, ledger = _checked_prefill(answer, full_logits, prompt, prefix)
-                full_t.append(t_full)
-                cached_t.append(t_cached)
-                diff = max(diff, float((cached_logits.float() - full_logits.float()).abs().max()))
-                hits = min(hits, int(ledger["hit_tokens"]))
-            full_s, cached_s = min(full_t), min(cached_t)
+                prompts = [system + [rng.randrange(vocab) for _ in range(question_len)]
+                           for _ in range(cached_per_round)]
+                answers = []
+                for i, prompt in enumerate(prompts):
+                    if i == pair:
+                        t_full, full_logits = timed(lambda: full_prefill(model, prompts[pair]), device, clock)
+                        full_t.append(t_full)
+                    t_cached, answer = timed(lambda: engine.prefill(prompt), device, clock)
+                    cached_t.append(t_cached)
+                    answers.append(answer)
+                for i, (prompt, answer) in enumerate(zip(prompts, answers)):
+                    cached_logits, ledger = _checked_prefill(answer, full_logits, prompt, prefix)
+                    hits = min(hits, int(ledger["hit_tokens"]))
+                    if i == pair:
+                        diff = max(diff, float((cached_logits.float() - full_logits.float()).abs().max()))
+            full_s, cached_s = statistics.fmean(full_t), statistics.fmean(cached_t)
             rows.append(TTFTRow(prefix, full_s, cached_s, full_s / cached_s,
                                 predicted_speedup(model.config, prefix, question_len), diff, hits))
     return rows

@@ -6,8 +6,8 @@ the call's own, on CPU and GPU.
 
 :func:`steady_timing` is for a number a notebook states: on a CPU it times this process's CPU seconds
 on one torch thread (other programs on the machine then neither add waiting time nor make torch's
-threads spin on each other), and callers keep the fastest of alternating runs (interference only
-ever adds time), so that identical runs agree; on a GPU it times the wall clock, with the device
+threads spin on each other), and callers alternate the runs they compare, so that a change in
+what else the machine does slows both alike and identical measurements agree; on a GPU it times the wall clock, with the device
 synchronized.
 """
 from __future__ import annotations

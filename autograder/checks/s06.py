@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 
 from autograder.checks.common import record, tensor
+from autograder.checks.meta import meta_device, meta_probe, on_meta
 from autograder.core.quiz import Question, Quiz
 from autograder.core.spec import Stage, Todo
 
@@ -78,40 +79,6 @@ def values(x, decimals: int = 6) -> object:
 def int_values(x) -> object:
     """A tensor's values as int64 (its dtype is another check's business)."""
     return not_a_tensor(x) or tensor(x.long())
-
-
-def meta_device() -> str:
-    """The ``meta`` device (shapes and devices, no values), ready for the probes.
-
-    Every op on it runs PyTorch's Python meta kernels: the first one (even ``arange``) imports SymPy
-    through ``torch._check`` (about 0.8 s of CPU), the first elementwise one imports ``torch._dynamo``
-    through ``torch._compile._disable_dynamo`` (about 2 s more); only the children of TODOs with a
-    device probe pay it, whatever the code under test. The ``torch._dynamo`` import asks
-    :mod:`tempfile` for a directory, which tries to create and delete a file; a grading child may
-    not delete files, so torch then gets the child's own working directory for its cache (never
-    used by these probes)."""
-    import os
-    import sys
-    import tempfile
-
-    if "torch._dynamo" not in sys.modules and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-        try:
-            tempfile.gettempdir()
-        except OSError:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.getcwd()
-    return "meta"
-
-
-def on_meta(action):
-    """``action()``, which runs learner code on meta tensors. Copying a meta tensor to the host (tolist,
-    cpu, numpy) makes torch raise ``NotImplementedError("Cannot copy out of meta tensor")``, which the
-    grader would read as an unfinished TODO: it becomes a ``RuntimeError`` saying what happened."""
-    try:
-        return action()
-    except NotImplementedError as exc:
-        if "meta tensor" not in str(exc):
-            raise
-        raise RuntimeError(f"a tensor was copied to the host (tolist, cpu, numpy ...): {exc}") from None
 
 
 def device_of(x) -> object:
@@ -211,6 +178,7 @@ def positions_are_int64(impl):
 
 
 @STAGE.check("s06.suffix_positions", call='suffix_positions(3, 7, device="meta")')
+@meta_probe
 def created_on_the_device(impl):
     return device_of(on_meta(lambda: impl.suffix_positions(3, 7, device=meta_device())))
 
@@ -238,6 +206,7 @@ def block_size_one(impl):
 
 
 @STAGE.check("s06.slot_mapping", call='slot_mapping([5, 2, 9], torch.arange(4, 9, device="meta"), 4)')
+@meta_probe
 def stays_on_the_device(impl):
     import torch
 
@@ -329,6 +298,7 @@ def grouped_query_heads(impl):
 
 
 @STAGE.check("s06.paged_attention", call='paged_attention(q, pool, 0, [3, 0, 5], 6)  # q, pool: device="meta"; T=3, Hq=4, Hkv=2')
+@meta_probe
 def helpers_on_q_device(impl):
     pool, q = attention_inputs(9, [3, 0, 5], 6, group=2, device="meta")
     return device_of(on_meta(lambda: impl.paged_attention(q, pool, 0, [3, 0, 5], 6)))
@@ -390,6 +360,7 @@ def manager_reports_everything_cached(impl):
 
 
 @STAGE.check("s06.prefill", call='engine = PagedPrefiller(model_on_meta, 32, 4); engine.prefill(system16 + [1]); engine.prefill(system16 + q3)')
+@meta_probe
 def tensors_on_the_engine_device(impl):
     model = meta_model()
     system = rand_tokens(8, 16)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from autograder.checks.common import record
+from autograder.checks.meta import meta_probe
 from autograder.checks.s06 import (ATOL, ATTN_ATOL, STAGE, attend, attention_inputs, device_of, int_values,
                                    on_meta, prefill_report, rand_tokens, tiny_model, values, whole_prompt_pool)
 
@@ -161,6 +162,7 @@ def prefill_with_this_attention_matches(impl):
 
 
 @STAGE.check("s06.paged_attention", hidden=True, sibling="helpers_on_q_device")
+@meta_probe
 def meta_tensor_table(impl):
     import torch
 
