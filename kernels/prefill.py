@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from autograder.i18n import tr
 from kernels.flops import predicted_speedup
 from kernels.kv_pool import KVPool
 from kernels.model import DecoderLM, ModelConfig
@@ -92,7 +93,7 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
     compared with it, value by value.
     """
     if reps < 1 or cached_per_round < 1:
-        raise ValueError("reps and cached_per_round must be at least 1")
+        raise ValueError(tr("reps and cached_per_round must be at least 1", "reps 和 cached_per_round 都至少为 1"))
     device = next(model.parameters()).device
     vocab = model.config.vocab_size
     rng = random.Random(seed)
