@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 
 from autograder.core import cell_ids, layout  # noqa: E402
-from autograder.isolation import levels as isolation  # noqa: E402
+from autograder.isolation import forkclient, levels as isolation  # noqa: E402
 from autograder.grading.batch import available_cores  # noqa: E402
 from autograder.grading.grade import child_payload_for, limits_for  # noqa: E402
 from autograder.child.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
@@ -148,11 +148,14 @@ def make_class(sid: str, course: Path, n: int) -> list[str]:
 
 # -- one child's CPU, by phase ---------------------------------------------------------------------
 class TreeCPU:
-    """Samples the CPU time of a process and its descendants every few ms, keeping each process's
-    highest reading, so that what a process spent is still counted after it has exited."""
+    """Samples the CPU time of a child's processes and their descendants every few ms, keeping each
+    process's highest reading, so that what a process spent is still counted after it has exited.
 
-    def __init__(self, root: int) -> None:
-        self.root, self.seen, self.stop = root, {}, threading.Event()
+    ``roots`` lists the child's top processes: a launched child's bubblewrap, or every process in a
+    forked child's cgroup (what the fork server spends forking it is in the contenders' totals, not here)."""
+
+    def __init__(self, roots) -> None:
+        self.roots, self.seen, self.stop = roots, {}, threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
@@ -167,11 +170,12 @@ class TreeCPU:
             except OSError:
                 continue
             parent[int(d)], cpu[int(d)] = int(rest[1]), (int(rest[11]) + int(rest[12])) / TICK
+        roots = set(self.roots())
         for pid in cpu:
             p = pid
-            while p in parent and p != self.root and p > 1:
+            while p in parent and p not in roots and p > 1:
                 p = parent[p]
-            if p == self.root:
+            if p in roots:
                 self.seen[pid] = max(self.seen.get(pid, 0.0), cpu[pid])
 
     def _loop(self) -> None:
@@ -191,7 +195,8 @@ class TreeCPU:
 
 @dataclass
 class Phases:
-    """CPU-seconds of one grading child by phase, summed over a submission's TODOs."""
+    """CPU-seconds of one grading child by phase, summed over a submission's TODOs, for children launched
+    one by one (``forked`` False) or forked from a fork server (True)."""
 
     setup: float = 0.0   # interpreter start, sandbox, harness and stage imports (to the child's Ready)
     cells: float = 0.0   # the setup cells and the learner's cells
@@ -199,39 +204,59 @@ class Phases:
     children: int = 0
     start: float = 0.0   # of setup: a bare interpreter's start
     imports: float = 0.0  # of setup: the harness's and the stage's imports, unconfined
+    forked: bool = False
+    server: float = 0.0  # forked: the servers' own CPU (start with the preload, forks, namespaces), whole run
     extra: dict = field(default_factory=dict)
 
 
-def child_phases(notebook: Path) -> Phases:
+def child_phases(notebook: Path, forked: bool) -> Phases:
+    """The honest submission's children, one by one: launched (``PCW_FORK_SERVER=0``) or forked."""
     sub = read_submission(notebook)
-    out = Phases()
-    with GradingRun.open(isolation.select("best")) as run:
-        for todo in sub.stage.todos:
-            marks: dict[str, float] = {}
-            sampler: list[TreeCPU] = []
+    out = Phases(forked=forked)
+    before = os.environ.get("PCW_FORK_SERVER")
+    os.environ["PCW_FORK_SERVER"] = "1" if forked else "0"
+    try:
+        with GradingRun.open(isolation.select("best")) as run:
+            servers: list[TreeCPU] = []
+            for todo in sub.stage.todos:
+                marks: dict[str, float] = {}
+                sampler: list[TreeCPU] = []
 
-            def on_event(event, marks=marks, sampler=sampler):
-                name = {Ready: "ready", CellsDone: "cells", CheckStarted: "check", Done: "done"}.get(type(event))
-                if name and name not in marks and sampler:
-                    marks[name] = sampler[0].now()
+                def on_event(event, marks=marks, sampler=sampler):
+                    name = {Ready: "ready", CellsDone: "cells", CheckStarted: "check", Done: "done"}.get(type(event))
+                    if name and name not in marks and sampler:
+                        marks[name] = sampler[0].now()
 
-            payload = child_payload_for(sub, todo)
-            run_child(payload, limits_for(sub.stage, payload["preload"]), run,
-                      [c.key for c in sub.stage.checks_for(todo.id)], on_event, staging=run.staging_for(todo),
-                      on_start=lambda pid, sampler=sampler: sampler.append(TreeCPU(pid)))
-            total = sampler[0].finish()
-            ready, cells = marks.get("ready", total), marks.get("cells", total)
-            out.setup += ready
-            out.cells += cells - ready
-            out.checks += total - cells
-            out.children += 1
-        out.start = out.children * _rusage_of([sys.executable, "-I", "-c", "pass"])
-        imports = ("import sys; sys.path[0:0] = [sys.argv[1]]; import ctypes; "
-                   "from autograder.child import protocol, hybrid, probe, twins, sandbox; from autograder.isolation import confine; "
-                   "from autograder.core.spec import load_stage; "
-                   + "".join(f"import {m}; " for m in sub.stage.preload)
-                   + f"load_stage({sub.stage.id!r}, hidden=True, reference=None)")
-        out.imports = out.children * _rusage_of([sys.executable, "-I", "-c", imports, str(run.staging)]) - out.start
+                def on_start(roots, sampler=sampler):
+                    sampler.append(TreeCPU(roots))
+                    if run.fork_server_pids() and not servers:  # from the first forked child on, every server's tree
+                        servers.append(TreeCPU(run.fork_server_pids))
+
+                payload = child_payload_for(sub, todo)
+                run_child(payload, limits_for(sub.stage, payload["preload"]), run,
+                          [c.key for c in sub.stage.checks_for(todo.id)], on_event, staging=run.staging_for(todo),
+                          on_start=on_start)
+                total = sampler[0].finish()
+                ready, cells = marks.get("ready", total), marks.get("cells", total)
+                out.setup += ready
+                out.cells += cells - ready
+                out.checks += total - cells
+                out.children += 1
+            out.forked = bool(servers)
+            if servers:  # a server's tree holds its children too: what is left is the server's own
+                out.server = max(servers[0].finish() - out.setup - out.cells - out.checks, 0.0)
+            out.start = out.children * _rusage_of([sys.executable, "-I", "-c", "pass"])
+            imports = ("import sys; sys.path[0:0] = [sys.argv[1]]; import ctypes; "
+                       "from autograder.child import protocol, hybrid, probe, twins, sandbox; "
+                       "from autograder.isolation import confine; from autograder.core.spec import load_stage; "
+                       + "".join(f"import {m}; " for m in sub.stage.preload)
+                       + f"load_stage({sub.stage.id!r}, hidden=True, reference=None)")
+            out.imports = out.children * _rusage_of([sys.executable, "-I", "-c", imports, str(run.staging)]) - out.start
+    finally:
+        if before is None:
+            os.environ.pop("PCW_FORK_SERVER", None)
+        else:
+            os.environ["PCW_FORK_SERVER"] = before
     return out
 
 
@@ -301,7 +326,9 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
     out["agree"] = all(ours[s] == book[s] for s in students)
     out["isolation"] = graded["isolation"]["description"]
     honest = course / "submitted" / students[0] / assignment / f"{assignment}.ipynb"
-    out["phases"] = child_phases(honest)
+    why = forkclient.usable(isolation.select("best"))
+    out["phases"] = [child_phases(honest, forked=False), *([child_phases(honest, forked=True)] if why is None else [])]
+    out["not_forked"] = why
     return out
 
 
@@ -323,12 +350,19 @@ def report(sid: str, r: dict) -> None:
     for name, err in r["errors"].items():
         if err:
             print(f"  {name}: nbgrader reported failures: ...{err[-600:]}")
-    p: Phases = r["phases"]
-    k = max(p.children, 1)
-    sandbox = max(p.setup - p.start - p.imports, 0.0)
-    print(f"  one child, CPU-s (mean of the honest submission's {p.children} children): set-up {p.setup / k:.3f} "
-          f"[interpreter {p.start / k:.3f} · imports {p.imports / k:.3f} · sandbox and the rest {sandbox / k:.3f}] · "
-          f"cells {p.cells / k:.3f} · checks {p.checks / k:.3f}")
+    for p in r["phases"]:
+        k = max(p.children, 1)
+        if not p.forked:
+            sandbox = max(p.setup - p.start - p.imports, 0.0)
+            print(f"  one child launched, CPU-s (mean of the honest submission's {p.children} children): set-up "
+                  f"{p.setup / k:.3f} [interpreter {p.start / k:.3f} · imports {p.imports / k:.3f} · sandbox and the "
+                  f"rest {sandbox / k:.3f}] · cells {p.cells / k:.3f} · checks {p.checks / k:.3f}")
+        else:
+            print(f"  one child forked from a fork server, CPU-s (same children): set-up {p.setup / k:.3f} · "
+                  f"cells {p.cells / k:.3f} · checks {p.checks / k:.3f} · the server's own {p.server / k:.3f} "
+                  f"(its start with the imports, forks and namespaces: {p.server:.2f} for the {p.children})")
+    if r["not_forked"]:
+        print(f"  children are launched one by one here, none forked: {r['not_forked']}")
     c = r["cli"].busy / n
     cells = "  ".join(f"{subs:>6,} on {cores:>2}: {subs * c / cores / 60:7.1f} min" for subs in (1_000, 10_000)
                       for cores in (2, 16, 64))

@@ -366,3 +366,8 @@ def deep_tree() -> None:
         os._exit(0)
     _report(t, {"depth": made, "error": None})
     os._exit(0)
+
+
+def run_stdin() -> None:
+    """Run the Python source read from stdin (a test's probe of a forked child's surroundings)."""
+    exec(compile(sys.stdin.read(), "<probe>", "exec"), {"__name__": "__main__"})

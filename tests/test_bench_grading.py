@@ -12,8 +12,9 @@ def test_bench_grading_quick_agrees_with_nbgrader():
                        text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "per-TODO scores equal: True" in p.stdout
-    for line in ("CLI vs plain nbgrader:", "nbgrader path / CLI:", "one child, CPU-s", "10,000 on 64:"):
+    for line in ("CLI vs plain nbgrader:", "nbgrader path / CLI:", "one child launched, CPU-s", "10,000 on 64:"):
         assert line in p.stdout, p.stdout
+    assert ("one child forked from a fork server" in p.stdout) != ("none forked:" in p.stdout), p.stdout
 
 
 def test_bench_grading_isolation_quick_reports_each_level_with_the_same_scores():

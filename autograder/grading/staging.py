@@ -21,6 +21,7 @@ import ctypes
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -30,11 +31,14 @@ from pathlib import Path
 from autograder.child import twins
 from autograder.core import layout
 from autograder.grading import trusted_store
-from autograder.isolation.childfs import child_user, compile_tree, make_scratch, stage_tree
+from autograder.isolation import forkclient
+from autograder.isolation.childfs import IsolationError, child_user, compile_tree, make_scratch, stage_tree
+from autograder.isolation.forkclient import ForkServer
 from autograder.isolation.levels import Isolation
 from autograder.core.spec import Todo
 
 
+CHILDREN = "children"  # the folder below a run's base that holds every child's scratch dir
 SCRATCH_MB = 64  # what a child may write (grading writes almost nothing); a tmpfs of this size
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -75,6 +79,8 @@ class GradingRun:
     _variants: dict[tuple[str, ...], Path] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _children: int = field(default=0, repr=False)
+    _servers: dict[tuple[str, tuple[str, ...]], ForkServer | None] = field(default_factory=dict, repr=False)
+    _server_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # far above any real account, and different for each run on the machine (two runs at once stay apart)
     _uid_base: int = field(default_factory=lambda: 0x40000000 + secrets.randbelow(1 << 14) * (1 << 16), repr=False)
 
@@ -84,6 +90,7 @@ class GradingRun:
         base = tempfile.mkdtemp(prefix="pcw-grading-")
         try:
             os.chmod(base, 0o755)
+            os.mkdir(os.path.join(base, CHILDREN), 0o755)
             files = {layout.rel(p): p for p in layout.child_files()}
             staging = stage_tree(Path(base) / "staging", files)
         except BaseException:
@@ -125,7 +132,7 @@ class GradingRun:
             self._children += 1
             uid = self._uid_base + self._children
         uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
-        path = make_scratch(self.isolation, self.base, prefix="child-", uid=uid)
+        path = make_scratch(self.isolation, os.path.join(self.base, CHILDREN), prefix="child-", uid=uid)
         if "namespaces" not in self.isolation.layers:
             # under namespaces the launcher gives the child a tmpfs of this size in its own mount view
             _mount_tmpfs(path, SCRATCH_MB, uid)
@@ -137,9 +144,37 @@ class GradingRun:
         _unmount(scratch)
         remove_tree(scratch)
 
+    def fork_server(self, staging: Path, preload: Iterable[str], env: dict[str, str]) -> ForkServer | None:
+        """The fork server whose children import from ``staging`` with ``preload`` already imported
+        (started on first use, with ``env`` as its environment), or None where children are launched one
+        by one (:func:`autograder.isolation.forkclient.usable`, or this server would not start)."""
+        if forkclient.usable(self.isolation) is not None:
+            return None
+        key = (str(staging), tuple(preload))
+        with self._server_lock:  # one server per key, started once even when threads ask at once
+            if key not in self._servers and not self._closed:
+                try:
+                    self._servers[key] = forkclient.ForkServer(
+                        self.isolation, staging, key[1], os.path.join(self.base, CHILDREN), env, self.hidden,
+                        sys.executable)
+                except (IsolationError, OSError):
+                    self._servers[key] = None  # children of this kind are launched one by one
+            server = self._servers.get(key)
+            return server if server is not None and server.running else None
+
+    def fork_server_pids(self) -> list[int]:
+        """The process of each running fork server (its bubblewrap), as this process sees them."""
+        with self._server_lock:
+            return [s.pid for s in self._servers.values() if s is not None and s.running]
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            with self._server_lock:
+                servers, self._servers = list(self._servers.values()), {}
+            for server in servers:
+                if server is not None:
+                    server.close()
             remove_tree(self.base)
 
     def __enter__(self) -> GradingRun:

@@ -13,6 +13,7 @@ each child ran (its isolation, exit status and kept output).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,7 +31,9 @@ from autograder.core import messages
 from autograder.isolation import cgroup
 from autograder.core.i18n import L, text
 from autograder.isolation.confine import EXIT_NOT_CONFINED
-from autograder.isolation.launch import ChildSpec, LaunchPlan, plan_child, signal_name
+from autograder.isolation.childfs import IsolationError
+from autograder.isolation.forkclient import ForkedChild
+from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement, plan_child, signal_name
 from autograder.child.protocol import Channel, ChildSummary, Event, summarize
 from autograder.grading.staging import SCRATCH_MB, GradingRun, always_hidden
 
@@ -115,6 +118,11 @@ def child_env(workdir: str) -> dict[str, str]:
     return env
 
 
+def scratch_root(scratch: str) -> str:
+    """The folder holding every child's scratch dir (a fork server's children each see only their own)."""
+    return os.path.dirname(os.path.realpath(scratch))
+
+
 def child_payload(payload: dict, limits: ChildLimits, hidden: Iterable[str], staging: Path, scratch: str,
                   result_fd: int) -> dict:
     """What the child reads on stdin: ``payload`` plus its limits, places and result pipe.
@@ -138,11 +146,11 @@ def path_digest(salt: str, path: str) -> str:
 
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
               on_event: Callable[[Event], None] | None = None, staging: Path | None = None,
-              on_start: Callable[[int], None] | None = None) -> ChildReport:
+              on_start: Callable[[Callable[[], list[int]]], None] | None = None) -> ChildReport:
     """Run one child with ``payload`` (plus its limits, scratch dir and result pipe) under ``run``'s
     isolation, importing from ``staging`` (default: the run's); ``on_event`` sees each accepted event
-    as it arrives (in this thread); ``on_start`` gets the launched process's pid (the benchmark's
-    per-phase CPU reading)."""
+    as it arrives (in this thread); ``on_start`` gets a function that lists the child's processes as the grader sees
+    them, from the top (the benchmark's per-phase CPU reading; a forked child's show up once it joined its cgroup)."""
     scratch, uid = run.scratch()
     try:
         channel = Channel(check_keys, cells=len(payload["cells"]))
@@ -153,10 +161,9 @@ def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: I
 
 def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scratch: str, uid: int | None,
          channel: Channel, on_event: Callable[[Event], None] | None,
-         on_start: Callable[[int], None] | None = None) -> ChildReport:
+         on_start: Callable[[Callable[[], list[int]]], None] | None = None) -> ChildReport:
     read_fd, write_fd = os.pipe()
     out_r, out_w = os.pipe()
-    payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
     plan: LaunchPlan | None = None
     group = None
     applied = f"{run.isolation.level} (audit hook only)" if not run.isolation.layers else run.isolation.level
@@ -164,20 +171,39 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         applied += f", as uid {uid}"
     try:
         env = child_env(scratch)
+        server = run.fork_server(staging, payload.get("preload", ()), child_env(scratch_root(scratch)))
         if run.isolation.layers:
             hierarchy = cgroup.available()[0]
             group = cgroup.ChildCgroup.create(hierarchy, limits.memory_limit_mb * 2**20) if hierarchy else None
-            plan = plan_child(ChildSpec(sys.executable, "autograder.child.sandbox:main", str(staging), scratch,
-                                        pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
-                                        memory_mb=limits.memory_limit_mb, cgroup_fd=group.procs_fd if group else None,
-                                        scratch_mb=SCRATCH_MB), run.isolation)
-            kwargs = plan.popen_kwargs()
-            applied += f", reading only {', '.join(plan.readable)} (and the system's libraries)"
+            cgroup_fd = group.procs_fd if group else None
+            if server is not None and group is not None:
+                # a forked child's descriptors get small fixed numbers (see autograder.isolation.forkserver)
+                result_num, cgroup_fd = 3, 4
+            spec = ChildSpec(sys.executable, "autograder.child.sandbox:main", str(staging), scratch,
+                             pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
+                             memory_mb=limits.memory_limit_mb, cgroup_fd=cgroup_fd, scratch_mb=SCRATCH_MB)
+            proc = None
+            if server is not None and group is not None:
+                conf = confinement(spec, run.isolation)
+                try:
+                    proc = server.spawn(conf.policy, conf.readable, scratch, SCRATCH_MB, uid, env,
+                                        [(out_w, 1), (out_w, 2), (write_fd, result_num), (group.procs_fd, cgroup_fd)])
+                except IsolationError:  # the server is gone: this child is launched on its own
+                    spec = dataclasses.replace(spec, cgroup_fd=group.procs_fd)
+                else:
+                    payload = child_payload(payload, limits, run.hidden, staging, scratch, result_num)
+                    plan = LaunchPlan([], (), env, scratch, run.isolation, conf.readable)
+                    applied += f", reading only {', '.join(conf.readable)} (and the system's libraries), forked"
+            if proc is None:
+                payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
+                plan = plan_child(spec, run.isolation)
+                applied += f", reading only {', '.join(plan.readable)} (and the system's libraries)"
+                proc = subprocess.Popen(**plan.popen_kwargs(), stdin=subprocess.PIPE, stdout=out_w, stderr=out_w)
         else:
-            kwargs = {"args": [sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(staging))],
-                      "pass_fds": (write_fd,), "env": env, "cwd": scratch, "close_fds": True,
-                      "start_new_session": True}
-        proc = subprocess.Popen(**kwargs, stdin=subprocess.PIPE, stdout=out_w, stderr=out_w)
+            payload = child_payload(payload, limits, run.hidden, staging, scratch, write_fd)
+            proc = subprocess.Popen(args=[sys.executable, "-I", "-c", _PLAIN_BOOT.format(root=str(staging))],
+                                    pass_fds=(write_fd,), env=env, cwd=scratch, close_fds=True,
+                                    start_new_session=True, stdin=subprocess.PIPE, stdout=out_w, stderr=out_w)
     except Exception as exc:  # noqa: BLE001 - cannot launch: the grader's fault, reported as such
         for fd in (read_fd, out_r):
             os.close(fd)
@@ -191,7 +217,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         if group is not None:
             group.close_fd()
     if on_start is not None:
-        on_start(proc.pid)
+        on_start(group.pids if isinstance(proc, ForkedChild) else (lambda pid=proc.pid: [pid]))
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
                                               on_event)

@@ -101,10 +101,14 @@ class LaunchPlan:
         Under namespaces the group is bubblewrap's, whose death takes the whole pid namespace with it;
         without, seccomp keeps every descendant in the group (no setsid/setpgid).
         """
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_tree = getattr(proc, "kill_tree", None)  # a fork server's child: its server ends it
+        if kill_tree is not None:
+            kill_tree()
+        else:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -123,6 +127,33 @@ class LaunchPlan:
 
 def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
     """How to launch ``spec`` under ``iso``; raises ``IsolationError`` if it would expose a hidden path."""
+    conf = confinement(spec, iso)
+    command = [conf.python, "-I", "-c", BOOT.format(root=os.path.realpath(spec.import_root)), json.dumps(conf.policy)]
+    argv = _bwrap_argv(iso, conf.user, conf.readable, conf.scratch, conf.masked, spec.scratch_mb) + command \
+        if "namespaces" in iso.layers else command
+    fds = (*spec.pass_fds, *([spec.cgroup_fd] if spec.cgroup_fd is not None else []))
+    return LaunchPlan(argv, fds, dict(spec.env), conf.scratch, iso, conf.readable)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What one child may see and the policy it applies to itself (:mod:`autograder.isolation.confine`).
+
+    Invariant: ``readable`` holds none of the spec's hidden paths (those inside it are in ``masked``,
+    each covered in the child's view); ``policy`` is JSON-serialisable.
+    """
+
+    python: str
+    scratch: str
+    readable: tuple[str, ...]
+    masked: tuple[str, ...]
+    user: tuple[int, int] | str | None
+    policy: dict
+
+
+def confinement(spec: ChildSpec, iso: Isolation) -> Confinement:
+    """The checked view and policy of ``spec`` under ``iso``: what :func:`plan_child` launches, and what a
+    fork server (:mod:`autograder.isolation.forkserver`) applies to a process it forks."""
     if not iso.layers:
         raise IsolationError("in-process isolation launches no confined child; run the child directly")
     python = canonical_python(spec.python)
@@ -174,16 +205,14 @@ def plan_child(spec: ChildSpec, iso: Isolation) -> LaunchPlan:
         if prog is None:
             raise IsolationError("seccomp was selected but its filter cannot be compiled here")
         policy["seccomp"] = prog.hex()
-    command = [python, "-I", "-c", BOOT.format(root=os.path.realpath(spec.import_root)), json.dumps(policy)]
-    argv = _bwrap_argv(iso, user, readable, scratch, masked, spec.scratch_mb) + command \
-        if "namespaces" in iso.layers else command
-    fds = (*spec.pass_fds, *([spec.cgroup_fd] if spec.cgroup_fd is not None else []))
-    return LaunchPlan(argv, fds, dict(spec.env), scratch, iso, readable)
+    return Confinement(python, scratch, tuple(readable), tuple(masked), user, policy)
 
 
-
-def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, masked: Sequence[str] = (),
-                scratch_mb: int | None = None) -> list[str]:
+def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str | None, masked: Sequence[str] = (),
+                scratch_mb: int | None = None, caps: Sequence[str] = ()) -> list[str]:
+    """bubblewrap's arguments for one child (``scratch``: its writable dir), or for a fork server
+    (``scratch`` None: the server makes each child's scratch dir in that child's own mount namespace;
+    ``caps``: what the server keeps to do so, see :mod:`autograder.isolation.forkserver`)."""
     bwrap = iso.offer.bwrap
     if bwrap is None:
         raise IsolationError("namespaces were selected but no bwrap binary is known")
@@ -195,12 +224,15 @@ def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, mas
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP"]  # to empty the bounding set
         if isinstance(user, tuple):
             argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        for cap in caps:
+            argv += ["--cap-add", cap]
     else:
         argv += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     mounted = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     # bwrap creates missing parents of a mount point 0700, which an unprivileged child cannot
     # cross: create them first, world-traversable (they hold nothing but the mount points).
-    parents = {str(a) for p in [*mounted, *ETC_FILES, *readable, scratch] for a in Path(p).parents}
+    parents = {str(a) for p in [*mounted, *ETC_FILES, *readable, *([scratch] if scratch else [])]
+               for a in Path(p).parents}
     for d in sorted(parents - {"/"}, key=lambda a: a.count("/")):
         if not any(_within(d, m) for m in [*mounted, *readable]):
             argv += ["--perms", "0755", "--dir", d]
@@ -215,7 +247,9 @@ def _bwrap_argv(iso: Isolation, user, readable: Sequence[str], scratch: str, mas
         argv += ["--ro-bind", p, p]
     for p in masked:  # after the binds that hold them
         argv += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
-    if scratch_mb and _version(iso.offer.bwrap_version) >= (0, 9):  # --size came with bubblewrap 0.9
+    if scratch is None:
+        pass
+    elif scratch_mb and _version(iso.offer.bwrap_version) >= (0, 9):  # --size came with bubblewrap 0.9
         # the child's own tmpfs, size-bounded by the kernel and gone with its mount namespace: nothing it
         # writes there reaches the grader's disk or needs cleaning up (only the child's tree lives here)
         argv += ["--size", str(scratch_mb * 2**20), "--perms", "0777", "--tmpfs", scratch]

@@ -1,0 +1,290 @@
+"""Children forked from a fork server are as confined as launched ones (autograder/isolation/forkserver.py).
+
+The attacks of tests/isolation_attacks.py run in a child the grading run's fork server forks, next to a
+sibling forked from the same server: what a bubblewrap-launched child may not do (read outside its
+view, a sibling's scratch dir included; write outside its scratch dir; see, signal, trace or limit the
+grader or the sibling; reach the network; meet the sibling in named IPC; hold a capability; leave a
+process behind), a forked child may not do either. Plus what only the fork path has to prove: each
+child has namespaces of its own (not the server's, not a sibling's), its exit status and a signal
+that ends it arrive as a launched child's would, and a kill ends everything it started.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.core import layout
+from autograder.grading.staging import SCRATCH_MB, GradingRun
+from autograder.grading.supervise import child_env, scratch_root
+from autograder.isolation import cgroup, forkclient, levels as isolation
+from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement
+from tests.conftest import ROOT
+
+HIDDEN = [str(layout.SOLUTIONS), str(layout.TESTS), str(ROOT / ".git")]
+
+
+@pytest.fixture(scope="module")
+def run():
+    iso = isolation.select("best")
+    why = forkclient.usable(iso)
+    if why is not None:
+        pytest.skip(f"no fork server here: {why}")
+    with GradingRun.open(iso, HIDDEN) as r:
+        shutil.copy(ROOT / "tests" / "isolation_attacks.py", r.staging / "isolation_attacks.py")
+        os.chmod(r.staging / "isolation_attacks.py", 0o644)
+        yield r
+
+
+def _server(run: GradingRun) -> forkclient.ForkServer:
+    scratch, _ = run.scratch()
+    server = run.fork_server(run.staging, (), child_env(scratch_root(scratch)))
+    run.discard(scratch)
+    assert server is not None, "the fork server did not start"
+    return server
+
+
+class Forked:
+    """One forked child with its pipes and cgroup, as the supervisor would make it."""
+
+    def __init__(self, run: GradingRun, entry: str, memory_mb: int = 512) -> None:
+        self.scratch, uid = run.scratch()
+        self.group = cgroup.ChildCgroup.create(cgroup.available()[0], memory_mb * 2**20)
+        self.result_r, result_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        conf = confinement(ChildSpec(sys.executable, entry, str(run.staging), self.scratch, hidden=run.hidden, uid=uid,
+                                     memory_mb=memory_mb, cgroup_fd=4, scratch_mb=SCRATCH_MB), run.isolation)
+        self.uid = uid
+        try:
+            self.proc = _server(run).spawn(conf.policy, conf.readable, self.scratch, SCRATCH_MB, uid,
+                                           child_env(self.scratch), [(out_w, 1), (out_w, 2), (result_w, 3),
+                                                                     (self.group.procs_fd, 4)])
+        finally:
+            os.close(result_w)
+            os.close(out_w)
+            self.group.close_fd()
+        self.plan = LaunchPlan([], (), {}, self.scratch, run.isolation, conf.readable)
+
+    def host_pids(self, wait_s: float = 10.0) -> list[int]:
+        deadline = time.monotonic() + wait_s
+        while not (pids := self.group.pids()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return pids
+
+    def end(self, run: GradingRun) -> None:
+        LaunchPlan.kill(self.proc)
+        self.group.remove()
+        for fd in (self.result_r, self.out_r):
+            os.close(fd)
+        run.discard(self.scratch)
+
+
+def _read_all(fd: int, seconds: float) -> bytes:
+    data, deadline = b"", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not select.select([fd], [], [], 0.1)[0]:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+@pytest.fixture(scope="module")
+def attacked(run):
+    world = tempfile.mkdtemp(prefix="pcw-fork-test-")
+    os.chmod(world, 0o755)
+    Path(world, "answer.py").write_text("ANSWER = 42\n")
+    other = os.path.join(world, "other")
+    os.mkdir(other)
+    os.chmod(other, 0o777)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    sibling = Forked(run, "isolation_attacks:sleep")
+    child = Forked(run, "isolation_attacks:main")
+    try:
+        targets = {
+            "secrets": {"secret_file": f"{world}/answer.py", "solutions": str(layout.stage_files("s01").reference),
+                        "tests": str(ROOT / "tests" / "conftest.py"), "git": str(ROOT / ".git"),
+                        "course_source": f"{world}/answer.py", "sibling_scratch": sibling.scratch},
+            "writes": {"world_writable_dir": f"{other}/planted.py", "staging": f"{run.staging}/planted.py",
+                       "repo": str(ROOT / "planted_by_child.py")},
+            "scratch": child.scratch, "grader_pid": os.getpid(), "sibling_pid": sibling.host_pids()[0],
+            "port": listener.getsockname()[1], "nofile": [1024, 1024], "result_fd": 3, "control": False,
+        }
+        child.proc.stdin.write(json.dumps(targets).encode())
+        child.proc.stdin.close()
+        raw = _read_all(child.result_r, 60)
+        rc = child.plan.returncode(child.proc.wait(timeout=30))
+        left = child.group.pids()
+        facts = {"rc": rc, "left_in_cgroup": left, "output": _read_all(child.out_r, 1).decode(errors="replace")}
+        try:
+            listener.accept()[0].close()
+            facts["listener_accepted"] = True
+        except TimeoutError:
+            facts["listener_accepted"] = False
+        facts["planted"] = [p for p in targets["writes"].values() if os.path.exists(p)]
+        assert raw, f"the child wrote no outcomes (exit {rc}): {facts['output']}"
+        yield json.loads(raw), facts, child.uid
+    finally:
+        listener.close()
+        sibling.end(run)
+        child.end(run)
+        (ROOT / "planted_by_child.py").unlink(missing_ok=True)
+        shutil.rmtree(world, ignore_errors=True)
+
+
+def test_forked_child_cannot_read_outside_its_view(attacked):
+    out, _, _ = attacked
+    reads = {k: v for k, v in out.items() if k.startswith("read:")}
+    assert len(reads) == 9 and all(v != "ok" for v in reads.values()), reads
+
+
+def test_forked_child_cannot_write_outside_its_scratch(attacked):
+    out, facts, _ = attacked
+    writes = {k: v for k, v in out.items() if k.startswith("write:")}
+    assert writes.pop("write:scratch") == "ok"
+    assert writes and all(v != "ok" for v in writes.values()), writes
+    assert facts["planted"] == []
+
+
+def test_forked_child_sees_neither_grader_nor_sibling_nor_server(attacked):
+    out, _, _ = attacked
+    procs = {k: v for k, v in out.items() if k.startswith(("proc:", "kill:", "pidfd_signal:", "prlimit:", "ptrace:"))}
+    assert len(procs) == 15 and all(v != "ok" for v in procs.values()), procs
+    assert out["visible_pids"] == [1, 2] or max(out["visible_pids"]) < 10, out["visible_pids"]
+
+
+def test_forked_child_has_no_network_and_no_shared_ipc(attacked):
+    out, facts, _ = attacked
+    assert out["connect:loopback"] != "ok" and out["udp:loopback"] != "ok" and not facts["listener_accepted"]
+    assert out["ipc:sysv_shm"] != "ok" and out["ipc:posix_mqueue"] != "ok"
+
+
+def test_forked_child_runs_as_its_own_user_without_capabilities(attacked):
+    out, _, uid = attacked
+    me = out["identity"]
+    assert (me["uid"], me["gid"]) == (uid, uid) and me["groups"] in ([], [uid])
+    assert me["caps"] == [0, 0, 0] and me["bounding"] == [] and me["no_new_privs"] == 1 and me["seccomp_mode"] == 2
+    assert me["isolated"] == 1 and out["import:numpy"] == "ok"
+
+
+def test_forked_child_leaves_nothing_behind(attacked):
+    """Its double-forked grandchild (setsid refused) is gone with it: its pid namespace ended with its init."""
+    out, facts, _ = attacked
+    assert out["grandchild:setsid"] == "EPERM"
+    assert facts["rc"] == 0 and facts["left_in_cgroup"] == []
+
+
+def _namespaces_and_status(run: GradingRun, code: str) -> tuple[dict, int | None]:
+    """Run ``code`` in a forked child (entry: exec of the payload read from stdin) and return what it wrote
+    to the result pipe (JSON) and its exit status as the supervisor reads it."""
+    child = Forked(run, "isolation_attacks:run_stdin")
+    try:
+        child.proc.stdin.write(code.encode())
+        child.proc.stdin.close()
+        raw = _read_all(child.result_r, 60)
+        rc = child.plan.returncode(child.proc.wait(timeout=30))
+        return (json.loads(raw) if raw else {"output": _read_all(child.out_r, 1).decode(errors="replace")}), rc
+    finally:
+        child.end(run)
+
+
+NAMESPACES = """
+import json, os, socket
+ns = {k: os.readlink(f"/proc/self/ns/{k}") for k in ("mnt", "pid", "net", "ipc", "uts")}
+try:
+    root = sorted(os.listdir(os.path.dirname(os.getcwd())))
+except PermissionError:
+    root = "unreadable"
+out = {"ns": ns, "hostname": socket.gethostname(), "scratch_root": root, "pid": os.getpid(), "ppid": os.getppid()}
+os.write(3, json.dumps(out).encode())
+"""
+
+
+def test_each_forked_child_has_namespaces_of_its_own(run):
+    """Two children alive at once (a namespace's number is reused once it is gone) share none of theirs."""
+    children = [Forked(run, "isolation_attacks:run_stdin") for _ in range(2)]
+    try:
+        seen = []
+        for child in children:
+            child.proc.stdin.write((NAMESPACES + "import time\ntime.sleep(60)\n").encode())
+            child.proc.stdin.close()
+            raw = b""
+            while not raw.endswith(b"}"):
+                chunk = _read_all_once(child.result_r, 30)
+                assert chunk, _read_all(child.out_r, 1)
+                raw += chunk
+            seen.append(json.loads(raw))
+        first, second = seen
+        mine = {k: os.readlink(f"/proc/self/ns/{k}") for k in first["ns"]}
+        for k in first["ns"]:
+            assert first["ns"][k] != second["ns"][k] and first["ns"][k] != mine[k], k
+        assert first["hostname"] == "grading" and (first["pid"], first["ppid"]) == (2, 1)
+        assert first["scratch_root"] == "unreadable"  # Landlock; and the mount holds only its own dir
+    finally:
+        for child in children:
+            child.end(run)
+
+
+def _read_all_once(fd: int, seconds: float) -> bytes:
+    if not select.select([fd], [], [], seconds)[0]:
+        return b""
+    return os.read(fd, 65536)
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("raise SystemExit(3)", 3),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", -signal.SIGTERM),
+    ("import resource, signal, os\nresource.setrlimit(resource.RLIMIT_CPU, (1, 2))\nwhile True: pass", -signal.SIGXCPU),
+    ("raise ValueError('x')", 1),
+])
+def test_a_forked_childs_end_reads_as_a_launched_childs(run, code, expected):
+    """An exit code, or the signal that ended it (SIGXCPU of the CPU limit included: the child is not
+    its namespace's pid 1, for which the kernel would drop it)."""
+    assert _namespaces_and_status(run, code)[1] == expected
+
+
+def test_killing_a_forked_child_ends_everything_it_started(run):
+    code = """
+import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        while True: time.sleep(0.01)
+    os._exit(0)
+os.write(3, b"forked")
+time.sleep(60)
+"""
+    child = Forked(run, "isolation_attacks:run_stdin")
+    try:
+        child.proc.stdin.write(code.encode())
+        child.proc.stdin.close()
+        assert os.read(child.result_r, 16) == b"forked"
+        assert len(child.host_pids()) >= 2
+        LaunchPlan.kill(child.proc)
+        assert child.proc.returncode == -signal.SIGKILL
+        deadline = time.monotonic() + 5
+        while child.group.pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert child.group.pids() == [], "a process the child started outlived the kill"
+    finally:
+        child.end(run)
+
+
+def test_closing_the_run_ends_its_server_and_only_its_server(run):
+    server = _server(run)
+    with GradingRun.open(run.isolation, HIDDEN) as other:
+        theirs = _server(other)._proc
+        assert theirs.poll() is None
+    assert theirs.poll() is not None, "the server outlived its run"
+    assert server._proc.poll() is None
