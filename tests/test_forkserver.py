@@ -25,7 +25,7 @@ import pytest
 
 from autograder.core import layout
 from autograder.grading.staging import SCRATCH_MB, GradingRun
-from autograder.grading.supervise import child_env, scratch_root
+from autograder.grading.supervise import child_env
 from autograder.isolation import cgroup, forkclient, levels as isolation
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement
 from tests.conftest import ROOT
@@ -46,9 +46,7 @@ def run():
 
 
 def _server(run: GradingRun) -> forkclient.ForkServer:
-    scratch, _ = run.scratch()
-    server = run.fork_server(run.staging, (), child_env(scratch_root(scratch)))
-    run.discard(scratch)
+    server = run.fork_server((), child_env(os.path.realpath(run.scratch_root)))
     assert server is not None, "the fork server did not start"
     return server
 
@@ -56,16 +54,17 @@ def _server(run: GradingRun) -> forkclient.ForkServer:
 class Forked:
     """One forked child with its pipes and cgroup, as the supervisor would make it."""
 
-    def __init__(self, run: GradingRun, entry: str, memory_mb: int = 512) -> None:
+    def __init__(self, run: GradingRun, entry: str, memory_mb: int = 512, staging: Path | None = None) -> None:
+        staging = staging or run.staging
         self.scratch, uid = run.scratch()
         self.group = cgroup.ChildCgroup.create(cgroup.available()[0], memory_mb * 2**20)
         self.result_r, result_w = os.pipe()
         self.out_r, out_w = os.pipe()
-        conf = confinement(ChildSpec(sys.executable, entry, str(run.staging), self.scratch, hidden=run.hidden, uid=uid,
+        conf = confinement(ChildSpec(sys.executable, entry, str(staging), self.scratch, hidden=run.hidden, uid=uid,
                                      memory_mb=memory_mb, cgroup_fd=4, scratch_mb=SCRATCH_MB), run.isolation)
         self.uid = uid
         try:
-            self.proc = _server(run).spawn(conf.policy, conf.readable, self.scratch, SCRATCH_MB, uid,
+            self.proc = _server(run).spawn(conf.policy, conf.readable, str(staging), self.scratch, SCRATCH_MB, uid,
                                            child_env(self.scratch), [(out_w, 1), (out_w, 2), (result_w, 3),
                                                                      (self.group.procs_fd, 4)])
         finally:
@@ -288,3 +287,31 @@ def test_closing_the_run_ends_its_server_and_only_its_server(run):
         assert theirs.poll() is None
     assert theirs.poll() is not None, "the server outlived its run"
     assert server._proc.poll() is None
+
+
+def test_a_child_of_another_staging_dir_holds_none_of_the_servers_modules_from_its_own(run):
+    """A TODO whose twins are blocked imports from a copy of the staging dir: a module the server loaded
+    from its own (the harness's protocol) comes from the copy in that child, and so does every other."""
+    variant = Path(run.base) / "staging-fork-test"
+    shutil.copytree(run.staging, variant)
+    protocol = variant / "autograder" / "child" / "protocol.py"
+    protocol.write_text(protocol.read_text() + "\nVARIANT_MARK = True\n")
+    code = """
+import json, os, sys
+import autograder.child.protocol as p
+import autograder.child.sandbox as s
+os.write(3, json.dumps({"mark": getattr(p, "VARIANT_MARK", False), "files": [p.__file__, s.__file__],
+                        "others": sorted(m for m, mod in sys.modules.items()
+                                         if (getattr(mod, "__file__", None) or "").startswith(%r))}).encode())
+""" % (str(run.staging) + os.sep)
+    child = Forked(run, "isolation_attacks:run_stdin", staging=variant)
+    try:
+        child.proc.stdin.write(code.encode())
+        child.proc.stdin.close()
+        raw = _read_all(child.result_r, 60)
+        assert raw, _read_all(child.out_r, 1)
+        out = json.loads(raw)
+    finally:
+        child.end(run)
+    assert out["mark"] is True and all(f.startswith(str(variant) + os.sep) for f in out["files"]), out
+    assert out["others"] == [], out

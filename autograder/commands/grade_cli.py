@@ -120,7 +120,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--gradescope", metavar="RESULTS_JSON", help="also write Gradescope's results.json (one submission)")
     g.add_argument("--csv", metavar="FILE", help="write a per-student, per-TODO CSV")
     g.add_argument("--summary-json", metavar="FILE", help="write a per-TODO summary as JSON")
-    g.add_argument("--workers", type=int, default=None, help="parallel child processes (default: every core this process may use, within any CPU quota)")
+    g.add_argument("--workers", type=int, default=None,
+                   help="parallel child processes (default: one more than the cores this process may use, within any CPU quota)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--verbose", action="store_true",
                    help=f"log each grading process to stderr: the isolation applied, its exit status and its "

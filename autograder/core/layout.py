@@ -290,13 +290,20 @@ def stage_of_notebook(stem: str) -> str | None:
 # -- which modules a stage may see --------------------------------------------------------------
 def _solutions_imports(path: Path) -> set[str]:
     """The ``solutions.*`` modules a file imports (by name, at any depth of its code)."""
+    st = path.stat()
+    return set(_imports_of_version(str(path), st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=512)
+def _imports_of_version(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """:func:`_solutions_imports` of one version of a file (a changed file is a new key: read again)."""
     names: set[str] = set()
-    for node in ast.walk(pysource.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(pysource.parse(Path(path).read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("solutions."):
             names.add(node.module)
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names if a.name.startswith("solutions.")}
-    return names
+    return frozenset(names)
 
 
 def solutions_modules() -> dict[str, Path]:

@@ -6,6 +6,7 @@ cells) and by the grader (to stub a TODO region), so both always cut the same li
 from __future__ import annotations
 
 import ast
+import functools
 import threading
 import re
 from collections.abc import Iterable
@@ -53,6 +54,17 @@ def names_defined(body: Iterable[ast.stmt], *, imports: bool = True) -> set[str]
 def imported_modules(source: str) -> set[str]:
     """Top-level packages a cell imports anywhere in it (``import torch.nn`` and ``from torch import
     nn`` give ``torch``); a cell that does not parse is read line by line."""
+    return set(_imported_modules(source))
+
+
+# Grading asks these of every learner cell once per TODO, from several threads: each answer depends on
+# the source text alone, so it is worked out once per text (a bounded cache: a class's cells, many times over).
+@functools.lru_cache(maxsize=8192)
+def _imported_modules(source: str) -> frozenset[str]:
+    return frozenset(_find_imports(source))
+
+
+def _find_imports(source: str) -> set[str]:
     try:
         tree = parse(source)
     except (SyntaxError, ValueError):
@@ -70,6 +82,7 @@ def imported_modules(source: str) -> set[str]:
 _INDIRECT = ("eval", "exec", "compile", "globals", "locals", "vars", "getattr", "__import__", "__builtins__")
 
 
+@functools.lru_cache(maxsize=8192)
 def reaches_only_through(source: str, function: str, name: str) -> bool:
     """Whether running the cell ``source`` and then calling any function it defines, other than
     ``function``, provably neither runs ``function`` nor imports anything.

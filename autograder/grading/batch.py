@@ -105,6 +105,16 @@ def available_cores(cgroup_root: str = "/sys/fs/cgroup", proc_self: str = "/proc
     return max(1, n)
 
 
+def default_workers() -> int:
+    """How many children a grader runs at once by default: one more than :func:`available_cores`.
+
+    A child spends part of its life waiting rather than computing (its launch or fork, the pipes to the
+    grader, its exit being reported), and so does the grader thread that supervises it: one child more
+    than there are cores keeps every core busy through those waits. No verdict depends on it: a child's
+    time limit is CPU time, and its wall-clock bound (three times that) holds with a core shared by two."""
+    return available_cores() + 1
+
+
 def _cpu_quota(root: str, proc_self: str) -> float | None:
     """The tightest CPU quota (in cores) on this process's cgroup path, cgroup v2 or v1; None if none."""
     try:

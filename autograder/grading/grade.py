@@ -33,7 +33,7 @@ from autograder.core.results import CheckResult, SubmissionResult, TodoResult, T
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
 from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
-from autograder.grading.supervise import ChildLimits, ChildReport, describe, run_child
+from autograder.grading.supervise import ChildLimits, ChildReport, child_env, describe, run_child
 from autograder.grading.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
 from autograder.grading.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 
@@ -58,7 +58,7 @@ def child_preload(sub: Submission, todo: Todo) -> list[str]:
     verdict changes, and the child is spared its import (SciPy: most of a stage-8 child's CPU).
     Every child that might need it imports it exactly as before, at the same point."""
     preload = list(sub.stage.preload)
-    for other in sub.stage.todos:
+    for other in (t for t in sub.stage.todos if t.preload):
         needed = other.id == todo.id or not all(
             reaches_only_through(c, other.owner, other.target.split(".")[-1]) for c in sub.cells)
         preload += [m for m in other.preload if needed and m not in preload]
@@ -388,10 +388,6 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level
-    for stage in {s.stage.id: s.stage for _, s in subs}.values():
-        expected_outcomes(stage)  # once per stage, before the pool starts
-        setup_cells(stage)
-        leak_guard(stage)
     def todos_of(sub: Submission) -> list[Todo]:
         wanted = (only or {}).get(str(sub.path))
         return [t for t in sub.stage.todos if wanted is None or t.id in wanted]
@@ -438,11 +434,18 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                                  f"grader error: {type(exc).__name__}: {exc}"))
 
     with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
+        # the fork servers (where children are forked) import while the expected outcomes load
+        run.start_fork_servers([child_preload(s, t) for _, s in subs for t in todos_of(s)],
+                               child_env(os.path.realpath(run.scratch_root)))
+        for stage in {s.stage.id: s.stage for _, s in subs}.values():
+            expected_outcomes(stage)  # once per stage, before the pool starts
+            setup_cells(stage)
+            leak_guard(stage)
         batch.run_batch([[(s, t) for t in todos_of(s)] for _, s in subs],
                         work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
                         shared_failure=lambda g: g.stopped_in_cells,
                         shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
-                        failed=failed, on_result=on_result, workers=workers or batch.available_cores())
+                        failed=failed, on_result=on_result, workers=workers or batch.default_workers())
     if on_done:
         for r in results:
             if not r.graded:

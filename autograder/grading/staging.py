@@ -79,7 +79,8 @@ class GradingRun:
     _variants: dict[tuple[str, ...], Path] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _children: int = field(default=0, repr=False)
-    _servers: dict[tuple[str, tuple[str, ...]], ForkServer | None] = field(default_factory=dict, repr=False)
+    _servers: dict[tuple[str, ...], ForkServer | None] = field(default_factory=dict, repr=False)
+    _server_locks: dict[tuple[str, ...], threading.Lock] = field(default_factory=dict, repr=False)
     _server_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # far above any real account, and different for each run on the machine (two runs at once stay apart)
     _uid_base: int = field(default_factory=lambda: 0x40000000 + secrets.randbelow(1 << 14) * (1 << 16), repr=False)
@@ -132,7 +133,7 @@ class GradingRun:
             self._children += 1
             uid = self._uid_base + self._children
         uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
-        path = make_scratch(self.isolation, os.path.join(self.base, CHILDREN), prefix="child-", uid=uid)
+        path = make_scratch(self.isolation, self.scratch_root, prefix="child-", uid=uid)
         if "namespaces" not in self.isolation.layers:
             # under namespaces the launcher gives the child a tmpfs of this size in its own mount view
             _mount_tmpfs(path, SCRATCH_MB, uid)
@@ -144,23 +145,46 @@ class GradingRun:
         _unmount(scratch)
         remove_tree(scratch)
 
-    def fork_server(self, staging: Path, preload: Iterable[str], env: dict[str, str]) -> ForkServer | None:
-        """The fork server whose children import from ``staging`` with ``preload`` already imported
-        (started on first use, with ``env`` as its environment), or None where children are launched one
-        by one (:func:`autograder.isolation.forkclient.usable`, or this server would not start)."""
+    @property
+    def scratch_root(self) -> str:
+        """The folder holding every child's scratch dir."""
+        return os.path.join(self.base, CHILDREN)
+
+    def fork_server(self, preload: Iterable[str], env: dict[str, str]) -> ForkServer | None:
+        """The fork server whose children have ``preload`` imported already, and import from any staging
+        dir of this run (started on first use, with ``env`` as its environment), or None where children
+        are launched one by one (:func:`autograder.isolation.forkclient.usable`, or it would not start)."""
         if forkclient.usable(self.isolation) is not None:
             return None
-        key = (str(staging), tuple(preload))
-        with self._server_lock:  # one server per key, started once even when threads ask at once
-            if key not in self._servers and not self._closed:
+        key = tuple(preload)
+        with self._server_lock:
+            lock = self._server_locks.setdefault(key, threading.Lock())
+        with lock:  # one server per preload, started once even when threads ask at once; other kinds go on
+            with self._server_lock:
+                known, closed = key in self._servers, self._closed
+            if not known and not closed:
                 try:
-                    self._servers[key] = forkclient.ForkServer(
-                        self.isolation, staging, key[1], os.path.join(self.base, CHILDREN), env, self.hidden,
-                        sys.executable)
+                    server = forkclient.ForkServer(self.isolation, self.staging, key, self.scratch_root, env,
+                                                   self.hidden, sys.executable, view=self.base)
                 except (IsolationError, OSError):
-                    self._servers[key] = None  # children of this kind are launched one by one
-            server = self._servers.get(key)
-            return server if server is not None and server.running else None
+                    server = None  # children of this kind are launched one by one
+                with self._server_lock:
+                    if self._closed:  # closed while it started
+                        if server is not None:
+                            server.close()
+                        return None
+                    self._servers[key] = server
+            with self._server_lock:
+                server = self._servers.get(key)
+        return server if server is not None and server.running else None
+
+    def start_fork_servers(self, preloads: Iterable[Iterable[str]], env: dict[str, str]) -> None:
+        """Start, in the background, the fork server of each preload that this run's children will use, so
+        that they import while the grader prepares (a child that needs one before it is up waits for it)."""
+        if forkclient.usable(self.isolation) is not None:
+            return
+        for key in dict.fromkeys(tuple(p) for p in preloads):
+            threading.Thread(target=self.fork_server, args=(key, env), daemon=True, name="fork-server-start").start()
 
     def fork_server_pids(self) -> list[int]:
         """The process of each running fork server (its bubblewrap), as this process sees them."""

@@ -171,7 +171,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         applied += f", as uid {uid}"
     try:
         env = child_env(scratch)
-        server = run.fork_server(staging, payload.get("preload", ()), child_env(scratch_root(scratch)))
+        server = run.fork_server(payload.get("preload", ()), child_env(scratch_root(scratch)))
         if run.isolation.layers:
             hierarchy = cgroup.available()[0]
             group = cgroup.ChildCgroup.create(hierarchy, limits.memory_limit_mb * 2**20) if hierarchy else None
@@ -186,7 +186,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
             if server is not None and group is not None:
                 conf = confinement(spec, run.isolation)
                 try:
-                    proc = server.spawn(conf.policy, conf.readable, scratch, SCRATCH_MB, uid, env,
+                    proc = server.spawn(conf.policy, conf.readable, str(staging), scratch, SCRATCH_MB, uid, env,
                                         [(out_w, 1), (out_w, 2), (write_fd, result_num), (group.procs_fd, cgroup_fd)])
                 except IsolationError:  # the server is gone: this child is launched on its own
                     spec = dataclasses.replace(spec, cgroup_fd=group.procs_fd)

@@ -7,7 +7,7 @@ does), a memory cgroup per child (whose removal ends whatever a child started) a
 Elsewhere the grader launches each child with bubblewrap, as before; ``PCW_FORK_SERVER=0`` asks for that
 everywhere.
 
-Invariants: a :class:`ForkServer` serves one staging dir and one preload list; :meth:`ForkServer.spawn`
+Invariants: a :class:`ForkServer` serves one preload list and the import roots below its view; :meth:`ForkServer.spawn`
 may be called from any thread; each :class:`ForkedChild` learns its exit status once; after
 :meth:`ForkServer.close` none of its processes is left.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.isolation import cgroup, forkserver
-from autograder.isolation.childfs import IsolationError
+from autograder.isolation.childfs import IsolationError, _within
 from autograder.isolation.launch import ChildSpec, _bwrap_argv, confinement
 
 if TYPE_CHECKING:
@@ -90,18 +90,24 @@ class ForkServer:
     """A running fork server (see the module docstring for its invariants)."""
 
     def __init__(self, iso: Isolation, staging: Path, preload: Sequence[str], scratch_root: str,
-                 env: Mapping[str, str], hidden: Sequence[str], python: str) -> None:
+                 env: Mapping[str, str], hidden: Sequence[str], python: str, view: str | None = None) -> None:
+        """``staging``: the server's own import root; ``view``: a folder holding it and every other import
+        root its children may have (a TODO's copy of the staging dir with its twins blocked), all of it
+        visible to the server, read-only (each child's Landlock still lets it read its own only)."""
         self.iso, self.staging, self.preload = iso, str(staging), tuple(preload)
         self.scratch_root = os.path.realpath(scratch_root)
         conf = confinement(ChildSpec(python, "autograder.isolation.forkserver:serve", self.staging,
-                                     os.path.join(self.scratch_root, "server"), hidden=hidden), iso)
+                                     os.path.join(self.scratch_root, "server"), readable=[view] if view else (),
+                                     hidden=hidden), iso)
         self.readable = conf.readable
         argv = _bwrap_argv(iso, None, conf.readable, None, conf.masked, None, caps=SERVER_CAPS)
-        argv[-1:] = ["--perms", "0755", "--dir", self.scratch_root, "--"]
+        if not any(_within(self.scratch_root, r) for r in conf.readable):
+            argv[-1:] = ["--perms", "0755", "--dir", self.scratch_root, "--"]
         self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         warm = [*self.preload, *(m for p in self.preload for m in WARM_WITH.get(p, ()))]
-        config = {"socket_fd": theirs.fileno(), "scratch_root": self.scratch_root, "preload": warm}
-        self._argv = [*argv, conf.python, "-I", "-c", BOOT.format(root=self.staging),
+        config = {"socket_fd": theirs.fileno(), "scratch_root": self.scratch_root, "preload": warm,
+                  "staging": os.path.realpath(self.staging)}
+        self._argv = [*argv, conf.python, "-I", "-c", BOOT.format(root=os.path.realpath(self.staging)),
                       forkserver.json.dumps(config)]
         self._env, self._theirs = dict(env), theirs
         self._lock = threading.Lock()
@@ -174,13 +180,15 @@ class ForkServer:
         """Whether it still takes requests (a server that ended is not restarted: its run launches instead)."""
         return not self._failed and self._proc is not None and self._proc.poll() is None
 
-    def spawn(self, policy: dict, readable: Sequence[str], scratch: str, scratch_mb: int, owner: int | None,
-              env: Mapping[str, str], fds: Sequence[tuple[int, int]]) -> ForkedChild:
+    def spawn(self, policy: dict, readable: Sequence[str], import_root: str, scratch: str, scratch_mb: int,
+              owner: int | None, env: Mapping[str, str], fds: Sequence[tuple[int, int]]) -> ForkedChild:
         """A child confined by ``policy`` (of :func:`autograder.isolation.launch.confinement`, whose view,
-        ``readable``, must be this server's), descriptor ``src`` of the grader numbered ``num`` in it for
-        each ``(src, num)`` in ``fds``; its stdin is a new pipe the returned child's ``stdin`` writes to."""
-        if tuple(readable) != self.readable:
-            raise IsolationError("a child's view differs from its fork server's")
+        ``readable``, must lie in this server's), importing from ``import_root``, descriptor ``src`` of the
+        grader numbered ``num`` in it for each ``(src, num)`` in ``fds``; its stdin is a new pipe the
+        returned child's ``stdin`` writes to."""
+        root = os.path.realpath(import_root)
+        if not all(any(_within(p, r) for r in self.readable) for p in [*readable, root]):
+            raise IsolationError("a child's view is not within its fork server's")
         if os.path.dirname(os.path.realpath(scratch)) != self.scratch_root:
             raise IsolationError(f"{scratch} is not directly below the fork server's scratch root")
         stdin_r, stdin_w = os.pipe()
@@ -192,7 +200,7 @@ class ForkServer:
                 self._next += 1
                 child = ForkedChild(self, self._next, stdin)
                 request = forkserver.Spawn(child.id, [0, *(num for _, num in fds)], os.path.realpath(scratch),
-                                           scratch_mb, owner, dict(env), policy)
+                                           scratch_mb, owner, dict(env), policy, root)
                 forkserver.send(self._ours, request, [stdin_r, *(src for src, _ in fds)])
                 self._children[child.id] = child  # before the lock goes: its Exited waits for the lock
         except OSError as exc:

@@ -42,6 +42,7 @@ import array
 import ctypes
 import fcntl
 import gc
+import importlib
 import json
 import os
 import selectors
@@ -65,7 +66,8 @@ class Spawn:
     in the child (``0`` stdin, ``1`` and ``2`` output, the result pipe's and the cgroup's numbers as the
     policy and payload name them); ``scratch`` is the child's scratch dir, directly below the server's
     scratch root; ``scratch_mb`` its size; ``owner`` the uid owning it; ``env`` the child's whole
-    environment; ``policy`` what :func:`autograder.isolation.confine.apply` enforces."""
+    environment; ``policy`` what :func:`autograder.isolation.confine.apply` enforces; ``import_root`` the
+    staging dir it imports from (another than the server's: its modules from there are dropped first)."""
 
     id: int
     fds: list[int]
@@ -74,6 +76,7 @@ class Spawn:
     owner: int | None
     env: dict[str, str]
     policy: dict
+    import_root: str = ""
     op: str = "spawn"
 
 
@@ -213,7 +216,7 @@ def serve() -> None:
                     send(sock, Exited(record.id, EXIT_NOT_STARTED, f"could not fork: {exc}"))
                     continue
                 if pid == 0:
-                    _keeper(sock, sel, record, fds, root)  # never returns
+                    _keeper(sock, sel, record, fds, root, config["staging"])  # never returns
                 for fd in fds:
                     os.close(fd)
                 pidfd = os.pidfd_open(pid)
@@ -238,7 +241,8 @@ def _fail(fd: int, what: str, exc: BaseException) -> None:
         os._exit(EXIT_NOT_STARTED)
 
 
-def _keeper(sock: socket.socket, sel: selectors.BaseSelector, req: Spawn, fds: list[int], root: str) -> None:
+def _keeper(sock: socket.socket, sel: selectors.BaseSelector, req: Spawn, fds: list[int], root: str,
+            staging: str) -> None:
     out = fds[req.fds.index(1)] if 1 in req.fds else 2
     try:
         sel.close()
@@ -258,7 +262,7 @@ def _keeper(sock: socket.socket, sel: selectors.BaseSelector, req: Spawn, fds: l
     except BaseException as exc:  # noqa: BLE001 - nothing of the child ran: a grader error
         _fail(out, "make the grading process's namespaces", exc)
     if pid == 0:
-        _init(req, fds, out)  # never returns
+        _init(req, fds, out, staging)  # never returns
     for fd in fds:
         os.close(fd)
     _, status = os.waitpid(pid, 0)
@@ -271,7 +275,7 @@ def _as_exit_status(status: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
-def _init(req: Spawn, fds: list[int], out: int) -> None:
+def _init(req: Spawn, fds: list[int], out: int, staging: str) -> None:
     try:
         _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "PR_SET_PDEATHSIG")
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
@@ -279,7 +283,7 @@ def _init(req: Spawn, fds: list[int], out: int) -> None:
     except BaseException as exc:  # noqa: BLE001
         _fail(out, "start the grading process's pid namespace", exc)
     if pid == 0:
-        _child(req, fds)  # never returns
+        _child(req, fds, staging)  # never returns
     for fd in fds:
         os.close(fd)
     while True:  # pid 1 reaps every orphan; the child's end is the namespace's end
@@ -291,7 +295,7 @@ def _init(req: Spawn, fds: list[int], out: int) -> None:
             os._exit(_as_exit_status(status))
 
 
-def _child(req: Spawn, fds: list[int]) -> None:
+def _child(req: Spawn, fds: list[int], staging: str) -> None:
     try:
         # each descriptor to its number (through copies far above them, so no dup2 overwrites a source),
         # then every other descriptor closed: the server's socket, anything a sibling's request left
@@ -307,6 +311,8 @@ def _child(req: Spawn, fds: list[int]) -> None:
         os.environ.update(req.env)
         if "numpy.random" in sys.modules:  # a fresh interpreter seeds it from the OS: so does a forked one
             sys.modules["numpy.random"].seed()
+        if req.import_root and req.import_root != staging:
+            _switch_import_root(staging, req.import_root)
         from autograder.isolation import confine
 
         confine.apply(req.policy)
@@ -330,3 +336,16 @@ def _child(req: Spawn, fds: list[int]) -> None:
         except Exception:  # noqa: BLE001
             pass
     os._exit(code & 0xFF)
+
+
+def _switch_import_root(old: str, new: str) -> None:
+    """Make a child that imports from ``new`` (a TODO's copy of the staging dir, its twins blocked) hold
+    none of the modules the server loaded from ``old``: the same names load again, from ``new``."""
+    prefix = old.rstrip(os.sep) + os.sep
+    for name, module in list(sys.modules.items()):
+        places = [getattr(module, "__file__", None) or "", *(getattr(module, "__path__", None) or [])]
+        if any(isinstance(p, str) and p.startswith(prefix) for p in places):
+            del sys.modules[name]
+    sys.path[:] = [new if p == old else p for p in sys.path]
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
