@@ -38,6 +38,7 @@ from autograder.isolation.levels import Isolation
 from autograder.core.spec import Todo
 
 
+CHILD_ENTRY = "autograder.child.sandbox:main"  # what every grading child runs, once confined
 CHILDREN = "children"  # the folder below a run's base that holds every child's scratch dir
 SCRATCH_MB = 64  # what a child may write (grading writes almost nothing); a tmpfs of this size
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
@@ -165,7 +166,8 @@ class GradingRun:
             if not known and not closed:
                 try:
                     server = forkclient.ForkServer(self.isolation, self.staging, key, self.scratch_root, env,
-                                                   self.hidden, sys.executable, view=self.base)
+                                                   self.hidden, sys.executable, view=self.base,
+                                                   entries=[CHILD_ENTRY.split(":")[0]])
                 except (IsolationError, OSError):
                     server = None  # children of this kind are launched one by one
                 with self._server_lock:

@@ -35,7 +35,7 @@ from autograder.isolation.childfs import IsolationError
 from autograder.isolation.forkclient import ForkedChild
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement, plan_child, signal_name
 from autograder.child.protocol import Channel, ChildSummary, Event, summarize
-from autograder.grading.staging import SCRATCH_MB, GradingRun, always_hidden
+from autograder.grading.staging import CHILD_ENTRY, SCRATCH_MB, GradingRun, always_hidden
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.child.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024
@@ -179,7 +179,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
             if server is not None and group is not None:
                 # a forked child's descriptors get small fixed numbers (see autograder.isolation.forkserver)
                 result_num, cgroup_fd = 3, 4
-            spec = ChildSpec(sys.executable, "autograder.child.sandbox:main", str(staging), scratch,
+            spec = ChildSpec(sys.executable, CHILD_ENTRY, str(staging), scratch,
                              pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
                              memory_mb=limits.memory_limit_mb, cgroup_fd=cgroup_fd, scratch_mb=SCRATCH_MB)
             proc = None

@@ -90,10 +90,12 @@ class ForkServer:
     """A running fork server (see the module docstring for its invariants)."""
 
     def __init__(self, iso: Isolation, staging: Path, preload: Sequence[str], scratch_root: str,
-                 env: Mapping[str, str], hidden: Sequence[str], python: str, view: str | None = None) -> None:
+                 env: Mapping[str, str], hidden: Sequence[str], python: str, view: str | None = None,
+                 entries: Sequence[str] = ()) -> None:
         """``staging``: the server's own import root; ``view``: a folder holding it and every other import
         root its children may have (a TODO's copy of the staging dir with its twins blocked), all of it
-        visible to the server, read-only (each child's Landlock still lets it read its own only)."""
+        visible to the server, read-only (each child's Landlock still lets it read its own only);
+        ``entries``: the modules of its children's entries (imported once, in the server)."""
         self.iso, self.staging, self.preload = iso, str(staging), tuple(preload)
         self.scratch_root = os.path.realpath(scratch_root)
         conf = confinement(ChildSpec(python, "autograder.isolation.forkserver:serve", self.staging,
@@ -106,7 +108,7 @@ class ForkServer:
         self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         warm = [*self.preload, *(m for p in self.preload for m in WARM_WITH.get(p, ()))]
         config = {"socket_fd": theirs.fileno(), "scratch_root": self.scratch_root, "preload": warm,
-                  "staging": os.path.realpath(self.staging)}
+                  "staging": os.path.realpath(self.staging), "entries": list(entries)}
         self._argv = [*argv, conf.python, "-I", "-c", BOOT.format(root=os.path.realpath(self.staging)),
                       forkserver.json.dumps(config)]
         self._env, self._theirs = dict(env), theirs

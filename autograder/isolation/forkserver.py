@@ -168,14 +168,15 @@ def _threads() -> int:
 
 
 def serve() -> None:
-    """The server's entry: ``python -I -c BOOT CONFIG_JSON`` (``socket_fd``, ``scratch_root``, ``preload``)."""
+    """The server's entry: ``python -I -c BOOT CONFIG_JSON`` (``socket_fd``; ``scratch_root``, the folder of every
+    child's scratch dir; ``staging``, its own import root; ``entries``, the modules its children's entries are in;
+    ``preload``, what they import first)."""
     config = json.loads(sys.argv.pop(1))
     sock = socket.socket(fileno=config["socket_fd"])
     _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "PR_SET_PDEATHSIG")
-    from autograder.child import sandbox  # noqa: F401 - the harness every child runs, warm
-    from autograder.isolation import confine, landlock  # noqa: F401
+    from autograder.isolation import confine, landlock  # noqa: F401 - what every child runs first, warm
 
-    for name in ["ctypes", *config["preload"]]:
+    for name in ["ctypes", *config["entries"], *config["preload"]]:  # the entry module(s) every child runs
         __import__(name)
     gc.collect()
     gc.freeze()  # what is here now is never collected: a child's collections touch (copy) none of it
