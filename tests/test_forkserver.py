@@ -45,8 +45,8 @@ def run():
         yield r
 
 
-def _server(run: GradingRun) -> forkclient.ForkServer:
-    server = run.fork_server((), child_env(os.path.realpath(run.scratch_root)))
+def _server(run: GradingRun, preload: tuple[str, ...] = ()) -> forkclient.ForkServer:
+    server = run.fork_server(preload, child_env(os.path.realpath(run.scratch_root)))
     assert server is not None, "the fork server did not start"
     return server
 
@@ -54,7 +54,8 @@ def _server(run: GradingRun) -> forkclient.ForkServer:
 class Forked:
     """One forked child with its pipes and cgroup, as the supervisor would make it."""
 
-    def __init__(self, run: GradingRun, entry: str, memory_mb: int = 512, staging: Path | None = None) -> None:
+    def __init__(self, run: GradingRun, entry: str, memory_mb: int = 512, staging: Path | None = None,
+                 preload: tuple[str, ...] = ()) -> None:
         staging = staging or run.staging
         self.scratch, uid = run.scratch()
         self.group = cgroup.ChildCgroup.create(cgroup.available()[0], memory_mb * 2**20)
@@ -64,7 +65,7 @@ class Forked:
                                      memory_mb=memory_mb, cgroup_fd=4, scratch_mb=SCRATCH_MB), run.isolation)
         self.uid = uid
         try:
-            self.proc = _server(run).spawn(conf.policy, conf.readable, str(staging), self.scratch, SCRATCH_MB, uid,
+            self.proc = _server(run, preload).spawn(conf.policy, conf.readable, str(staging), self.scratch, SCRATCH_MB, uid,
                                            child_env(self.scratch), [(out_w, 1), (out_w, 2), (result_w, 3),
                                                                      (self.group.procs_fd, 4)])
         finally:
@@ -289,10 +290,11 @@ def test_closing_the_run_ends_its_server_and_only_its_server(run):
     assert server._proc.poll() is None
 
 
-def test_a_child_of_another_staging_dir_holds_none_of_the_servers_modules_from_its_own(run):
+@pytest.mark.parametrize("preload", [(), ("torch",)])
+def test_a_child_of_another_staging_dir_holds_none_of_the_servers_modules_from_its_own(run, preload):
     """A TODO whose twins are blocked imports from a copy of the staging dir: a module the server loaded
     from its own (the harness's protocol) comes from the copy in that child, and so does every other."""
-    variant = Path(run.base) / "staging-fork-test"
+    variant = Path(run.base) / f"staging-fork-test-{len(preload)}"
     shutil.copytree(run.staging, variant)
     protocol = variant / "autograder" / "child" / "protocol.py"
     protocol.write_text(protocol.read_text() + "\nVARIANT_MARK = True\n")
@@ -304,7 +306,8 @@ os.write(3, json.dumps({"mark": getattr(p, "VARIANT_MARK", False), "files": [p._
                         "others": sorted(m for m, mod in sys.modules.items()
                                          if (getattr(mod, "__file__", None) or "").startswith(%r))}).encode())
 """ % (str(run.staging) + os.sep)
-    child = Forked(run, "isolation_attacks:run_stdin", staging=variant)
+    child = Forked(run, "isolation_attacks:run_stdin", staging=variant, preload=preload,
+                   memory_mb=4096 if preload else 512)
     try:
         child.proc.stdin.write(code.encode())
         child.proc.stdin.close()

@@ -30,7 +30,8 @@ def test_each_child_gets_its_own_scratch_dir_and_user():
     iso = isolation.select("best")
     with GradingRun.open(iso) as run:
         (a, uid_a), (b, uid_b) = run.scratch(), run.scratch()
-        assert a != b and os.path.dirname(a) == os.path.dirname(b) == run.base
+        assert a != b and os.path.dirname(a) == os.path.dirname(b) == run.scratch_root
+        assert os.path.dirname(run.scratch_root) == run.base
         assert stat.S_IMODE(os.stat(a).st_mode) == 0o700
         if isinstance(isolation.child_user(iso), tuple):  # a root grader: one unprivileged uid per child
             assert uid_a != uid_b and os.stat(a).st_uid == uid_a and os.stat(b).st_uid == uid_b

@@ -344,7 +344,11 @@ def _switch_import_root(old: str, new: str) -> None:
     none of the modules the server loaded from ``old``: the same names load again, from ``new``."""
     prefix = old.rstrip(os.sep) + os.sep
     for name, module in list(sys.modules.items()):
-        places = [getattr(module, "__file__", None) or "", *(getattr(module, "__path__", None) or [])]
+        # the module's own attributes only: some modules answer any attribute asked (torch._classes)
+        attrs = getattr(module, "__dict__", None)
+        attrs = attrs if isinstance(attrs, dict) else {}
+        path = attrs.get("__path__")
+        places = [attrs.get("__file__"), *(path if isinstance(path, list) else [])]
         if any(isinstance(p, str) and p.startswith(prefix) for p in places):
             del sys.modules[name]
     sys.path[:] = [new if p == old else p for p in sys.path]
