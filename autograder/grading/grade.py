@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -121,7 +122,10 @@ def child_payload_for(sub: Submission, todo: Todo) -> dict:
 
 
 def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
-                how: Reporting) -> Graded:
+                how: Reporting, compose_now: bool = True) -> Graded:
+    """The verdict on ``todo`` from a child of its own; with ``compose_now`` False, the child's report
+    with a placeholder verdict that :func:`_disclosed` replaces (so the thread never waits for the
+    stage's trusted material: a verdict needs it, a child does not)."""
     stage = sub.stage
     payload = child_payload_for(sub, todo)
 
@@ -133,7 +137,14 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
                        staging=run.staging_for(todo))
     if how.log is not None:
         how.log(describe(report, f"{sub.path} · {todo.id}"))
+    if not compose_now:
+        return Graded(_grader_error(todo, "its verdict was not composed"), report)
     return compose(sub, todo, report, leak_guard(stage), how=how)
+
+
+def _grader_error(todo: Todo, error: str) -> TodoResult:
+    return TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), TodoStatus.GRADER_ERROR,
+                      f"grader error: {error}")
 
 
 def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, withhold: bool = False,
@@ -335,7 +346,10 @@ def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: L
     for todo, g in zip(todos, items):
         before = len(budget.shown)
         if g.report is not None:
-            g = compose(sub, todo, g.report, guard, how=how, disclosure=budget)
+            try:
+                g = compose(sub, todo, g.report, guard, how=how, disclosure=budget)
+            except Exception as exc:  # noqa: BLE001 - a grader bug (or a stage whose reference fails) sinks this TODO only
+                g = Graded(_grader_error(todo, f"{type(exc).__name__}: {exc}"))
             g.shown = budget.shown[before:]
         elif g.same_as_first and out:
             g = _same_as_first(out[0], sub, todo, how)  # the first TODO's words again: nothing new is shown
@@ -344,6 +358,17 @@ def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: L
 
 
 # -- many submissions ------------------------------------------------------------------------------
+def _prepare_trusted(stages: list[Stage]) -> None:
+    """Compute each stage's trusted material ahead of the verdicts that need it. A failure is left to
+    the verdict: it asks again and reports the error on its TODOs."""
+    for stage in stages:
+        try:
+            expected_outcomes(stage)
+            leak_guard(stage)
+        except Exception:  # noqa: BLE001, S110 - raised again, and reported, where a verdict needs it
+            pass
+
+
 def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 on_done: Callable[[SubmissionResult], None] | None = None,
                 on_todo: Callable[[], None] | None = None,
@@ -403,10 +428,13 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     def finish(gi: int) -> None:
         i, sub = subs[gi]
         items = graded[i]
-        guard = leak_guard(sub.stage)
-        items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)
-        if guard.leaks_together(t for g in items for t in g.shown):  # a secret split across checks or TODOs
-            items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=True)
+        try:
+            guard = leak_guard(sub.stage)
+            items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)
+            if guard.leaks_together(t for g in items for t in g.shown):  # a secret split across checks or TODOs
+                items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=True)
+        except Exception as exc:  # noqa: BLE001 - no leak guard: no child text is shown, every TODO says why
+            items = [Graded(_grader_error(t, f"{type(exc).__name__}: {exc}")) for t in todos_of(sub)]
         r = results[i]
         r.todos = [g.result for g in items]
         r.seconds = time.monotonic() - started
@@ -426,26 +454,31 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         if on_todo:
             on_todo()
         if last:
-            finish(gi)
+            verdicts.submit(finish, gi)
 
     def failed(job: tuple[Submission, Todo], exc: Exception) -> Graded:
-        todo = job[1]
-        return Graded(TodoResult(todo.id, todo.number, todo.title, 0.0, float(todo.points), TodoStatus.GRADER_ERROR,
-                                 f"grader error: {type(exc).__name__}: {exc}"))
+        return Graded(_grader_error(job[1], f"{type(exc).__name__}: {exc}"))
 
     with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
-        # the fork servers (where children are forked) import while the expected outcomes load
+        # the fork servers (where children are forked) start and import in the background
         run.start_fork_servers([child_preload(s, t) for _, s in subs for t in todos_of(s)],
                                child_env(os.path.realpath(run.scratch_root)))
-        for stage in {s.stage.id: s.stage for _, s in subs}.values():
-            expected_outcomes(stage)  # once per stage, before the pool starts
-            setup_cells(stage)
-            leak_guard(stage)
-        batch.run_batch([[(s, t) for t in todos_of(s)] for _, s in subs],
-                        work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how),
-                        shared_failure=lambda g: g.stopped_in_cells,
-                        shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
-                        failed=failed, on_result=on_result, workers=workers or batch.default_workers())
+        stages = list({s.stage.id: s.stage for _, s in subs}.values())
+        for stage in stages:
+            setup_cells(stage)  # every child's payload starts with them
+        # A verdict needs the stage's trusted material (the reference's outcomes, the leak guard), a child
+        # does not: the material is computed stage by stage, in the order the jobs come, while children
+        # run, and each submission's verdicts are composed on a thread of their own once its last child
+        # is done, so that no worker waits for the material while a core could run a child.
+        prepare = threading.Thread(target=_prepare_trusted, args=(stages,), name="pcw-trusted-material", daemon=True)
+        prepare.start()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pcw-verdicts") as verdicts:
+            batch.run_batch([[(s, t) for t in todos_of(s)] for _, s in subs],
+                            work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how, compose_now=False),
+                            shared_failure=lambda g: g.stopped_in_cells,
+                            shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
+                            failed=failed, on_result=on_result, workers=workers or batch.default_workers())
+        prepare.join()
     if on_done:
         for r in results:
             if not r.graded:

@@ -20,9 +20,15 @@ from autograder.core.pysource import checks_only_of, names_defined, parse, stub_
 from autograder.core.spec import Stage, Todo
 from autograder.grading.submission import cell_source
 
-# Each item is computed once per process, whichever worker thread asks first: one lock for all of them
-# (parsing has its own, :func:`autograder.core.pysource.parse`).
+# Each item is computed once per process, whichever thread asks first (parsing has its own lock,
+# :func:`autograder.core.pysource.parse`). What runs the reference (the expected outcomes) or learns
+# from the secrets (the leak guard) is computed under ``_probe_lock``, one at a time, as it would be
+# in a process of its own (probes seed and read process-wide state); what is read from the files (the
+# setup cells, a child's modules, the given members) under ``_lock``, so that a child about to start
+# never waits behind stage 6's probes. An item already computed is read without a lock (a dict read
+# is atomic; an entry is stored only once it is whole).
 _lock = threading.Lock()
+_probe_lock = threading.Lock()
 _expected: dict[str, dict[str, dict]] = {}
 _setup: dict[str, list[str]] = {}
 _modules: dict[tuple[str, str], dict[str, str]] = {}
@@ -32,7 +38,9 @@ _members: dict[tuple[str, str], frozenset[str]] = {}
 def expected_outcomes(stage: Stage) -> dict[str, dict]:
     """The reference's outcome for every check of the stage, computed here (or read from the
     persistent store, which holds what this computation returned), once per process."""
-    with _lock:
+    if (done := _expected.get(stage.id)) is not None:
+        return done
+    with _probe_lock:
         if stage.id not in _expected:
             keys = [c.key for c in stage.checks]
 
@@ -47,6 +55,8 @@ def expected_outcomes(stage: Stage) -> dict[str, dict]:
 
 def setup_cells(stage: Stage) -> list[str]:
     """Setup and given cells come from the instructor notebook, never from the submission."""
+    if (done := _setup.get(stage.id)) is not None:
+        return done
     with _lock:
         if stage.id not in _setup:
             nb = json.loads(layout.stage_files(stage.id).instructor().read_text(encoding="utf-8"))
@@ -56,8 +66,10 @@ def setup_cells(stage: Stage) -> list[str]:
 
 def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
     """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``."""
+    key = (stage.id, todo.id)
+    if (done := _modules.get(key)) is not None:
+        return done
     with _lock:
-        key = (stage.id, todo.id)
         if key not in _modules:
             files = layout.stage_files(stage.id)
             modules = {name: path.read_text(encoding="utf-8") for name, path in layout.visible_modules(stage.id).items()}
@@ -74,8 +86,10 @@ def given_members(stage: Stage, owner: str) -> frozenset[str]:
     :class:`~autograder.child.protocol.CourseVersions` event). The released notebook shows every one of
     them, so naming them in a report reveals nothing; a name the child sends outside this set is
     not shown (the child is untrusted)."""
+    key = (stage.id, owner)
+    if (done := _members.get(key)) is not None:
+        return done
     with _lock:
-        key = (stage.id, owner)
         if key not in _members:
             tree = parse(layout.stage_files(stage.id).reference.read_text(encoding="utf-8"))
             cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
@@ -97,7 +111,9 @@ def leak_guard(stage: Stage) -> LeakGuard:
     """What learners must never read back (this stage's reference and hidden checks), minus what
     they already have (their notebook, the public checks and modules, every name and hint shown).
     Learned once per process, or read from the persistent store (its state as plain data)."""
-    with _lock:
+    if (done := _guards.get(stage.id)) is not None:
+        return done
+    with _probe_lock:
         if stage.id not in _guards:
             state = trusted_store.cached("leak-guard", stage, lambda: _learn_guard(stage).state(), check=_guard_state)
             _guards[stage.id] = LeakGuard.from_state(state)
