@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -138,15 +139,21 @@ def _functions_of(obj: Any) -> list[types.FunctionType]:
     return []
 
 
-def _cell_names(fn: types.FunctionType) -> set[str]:
+def _cell_names(fn: types.FunctionType) -> frozenset[str]:
     """Top-level names defined by the notebook cell where ``fn`` was written."""
     source = "".join(linecache.getlines(fn.__code__.co_filename))
     if not source:
         try:
             source = inspect.getsource(inspect.getmodule(fn) or fn)
         except (OSError, TypeError):
-            return set()
-    return defined_names(source)
+            return frozenset()
+    return _names_in(source)
+
+
+@functools.lru_cache(maxsize=256)
+def _names_in(source: str) -> frozenset[str]:
+    """:func:`defined_names`, once per source text: every ``check()`` reads the same cells again."""
+    return frozenset(defined_names(source))
 
 
 def names_outside_graded_cells(stage: Stage, todo: Todo, namespace: dict, given_names: set[str]) -> list[str]:

@@ -175,9 +175,12 @@ def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str |
     report = CheckReport(todo_id, hidden=hidden)
     public = load_expected(stage.id)
     expected = public["checks"]
+    # which functions a check called matters only to a blame without the course's code (find_blame is
+    # asked only then); a profile hook sees every call the learner's code makes, so it runs only there
+    record = calls_recorded if graded is None and not hidden else _no_record
     for c in stage.checks_for(todo_id, hidden=hidden):
         exp = reference_outcome(c, stage.reference) if hidden else expected[c.key]
-        with calls_recorded() as called, twins.blocked(own.twins, own.label):
+        with record() as called, twins.blocked(own.twins, own.label):
             # given code that already does this TODO (its twins) cannot pass it: blocked while probed
             got = _run_limited(c, impl)
         verdict = judge(stage, c, exp, got, lang)
@@ -193,6 +196,12 @@ def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str |
             break  # one line is enough: the other checks would say the same
     report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
     return report
+
+
+@contextlib.contextmanager
+def _no_record() -> Iterator[set[str]]:
+    """:func:`autograder.learner.blame.calls_recorded`'s shape, recording nothing."""
+    yield set()
 
 
 def _print(quiet: bool, line: str) -> None:
