@@ -143,6 +143,52 @@ def test_the_folder_is_private_and_untrusted_or_corrupt_entries_are_recomputed(s
     assert not list(store_dir.glob(".*.tmp"))                        # no temporary file left behind
 
 
+def test_staged_byte_code_is_kept_for_the_next_process_and_used_only_when_it_fits(store_dir, tmp_path, monkeypatch):
+    """A second grading process stages the runtime from the stored byte code without compiling; an
+    entry that is damaged, of other source, or not private is never used: the module is compiled."""
+    import importlib.util
+    import py_compile
+
+    from autograder.isolation import childfs
+
+    sources = {"a.py": "X = 1\n", "pkg/b.py": "def f():\n    return 2\n"}
+    for rel, text in sources.items():
+        (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / rel).write_text(text)
+    files = {rel: tmp_path / "src" / rel for rel in sources}
+    cache = trusted_store.StoredBytecode()
+    monkeypatch.setattr(childfs, "_compiled", {})
+    first = childfs.stage_tree(tmp_path / "one", files, cache=cache)
+    entries = sorted(store_dir.glob("bytecode.*.pyc"))
+    assert len(entries) == 2 and all(stat.S_IMODE(e.stat().st_mode) == 0o600 for e in entries)
+
+    def pyc(tree, rel):
+        return Path(importlib.util.cache_from_source(str(tree / rel))).read_bytes()
+
+    compiled = []
+    real_compile = py_compile.compile
+    monkeypatch.setattr(py_compile, "compile", lambda *a, **k: compiled.append(a[0]) or real_compile(*a, **k))
+    monkeypatch.setattr(childfs, "_compiled", {})  # a new process: nothing compiled in memory
+    second = childfs.stage_tree(tmp_path / "two", files, cache=cache)
+    assert compiled == [] and all(pyc(first, rel) == pyc(second, rel) for rel in sources)
+
+    by_source = {e: e.read_bytes() for e in entries}
+    a_entry = next(e for e, code in by_source.items() if code == pyc(first, "a.py"))
+    b_code = pyc(first, "pkg/b.py")
+    for damage in (lambda: a_entry.write_bytes(b"garbage"),                 # not a pyc
+                   lambda: a_entry.write_bytes(b_code),                     # another module's code
+                   lambda: os.chmod(a_entry, 0o666)):                       # others could have written it
+        a_entry.write_bytes(by_source[a_entry])
+        os.chmod(a_entry, 0o600)
+        damage()
+        compiled.clear()
+        monkeypatch.setattr(childfs, "_compiled", {})
+        again = childfs.stage_tree(tmp_path / f"t{len(list(tmp_path.iterdir()))}", files, cache=cache)
+        assert [Path(c).name for c in compiled] == ["a.py"]
+        assert childfs._fits(pyc(again, "a.py"), sources["a.py"].encode())  # compiled anew, for its source
+    assert not list(store_dir.glob(".*.tmp"))
+
+
 def test_off_computes_every_time_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv(trusted_store.CACHE_ENV, "off")
     assert trusted_store.cache_dir() is None

@@ -28,6 +28,7 @@ withholds anything.
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -46,28 +47,34 @@ WITHHELD = "‹withheld: it contained the grader's code›"
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _WORD = re.compile(r"[A-Za-z0-9_.]+")
+
+
 # Letters of other scripts that look like a Latin letter or digit (the common ones of Cyrillic,
 # Greek, Armenian and Cherokee, and a few symbols): mapped to the letter they imitate.
-_LOOKALIKES = str.maketrans({
-    **dict.fromkeys("аαɑⲁ", "a"), **dict.fromkeys("вβʙ", "b"), **dict.fromkeys("сϲⅽ", "c"),
-    **dict.fromkeys("ԁⅾ", "d"), **dict.fromkeys("еєɛε", "e"), **dict.fromkeys("ғϝ", "f"),
-    **dict.fromkeys("ɡց", "g"), **dict.fromkeys("һн", "h"), **dict.fromkeys("іιɩӏ", "i"),
-    **dict.fromkeys("јϳ", "j"), **dict.fromkeys("кκ", "k"), **dict.fromkeys("ⅼǀ", "l"),
-    **dict.fromkeys("мⅿ", "m"), **dict.fromkeys("пոηռ", "n"), **dict.fromkeys("оοօσ", "o"),
-    **dict.fromkeys("рρ", "p"), **dict.fromkeys("ԛզ", "q"), **dict.fromkeys("гᴦ", "r"),
-    **dict.fromkeys("ѕꜱ", "s"), **dict.fromkeys("тτ", "t"), **dict.fromkeys("υս", "u"),
-    **dict.fromkeys("ѵνⅴ", "v"), **dict.fromkeys("ԝѡω", "w"), **dict.fromkeys("хχⅹ", "x"),
-    **dict.fromkeys("уγ", "y"), **dict.fromkeys("ᴢ", "z"),
-    # and combining marks (accents, overlays) dropped: what is left is the letter they sit on
-    **{cp: None for cp in range(0x300, 0x20000) if unicodedata.combining(chr(cp))},
-})
+@functools.cache
+def _lookalikes() -> dict[int, Any]:
+    """The folding table, built on the first text that is not ASCII (the combining marks take a
+    scan of the whole Unicode range, about 40 ms, which a grading process reading only ASCII skips)."""
+    return str.maketrans({
+        **dict.fromkeys("аαɑⲁ", "a"), **dict.fromkeys("вβʙ", "b"), **dict.fromkeys("сϲⅽ", "c"),
+        **dict.fromkeys("ԁⅾ", "d"), **dict.fromkeys("еєɛε", "e"), **dict.fromkeys("ғϝ", "f"),
+        **dict.fromkeys("ɡց", "g"), **dict.fromkeys("һн", "h"), **dict.fromkeys("іιɩӏ", "i"),
+        **dict.fromkeys("јϳ", "j"), **dict.fromkeys("кκ", "k"), **dict.fromkeys("ⅼǀ", "l"),
+        **dict.fromkeys("мⅿ", "m"), **dict.fromkeys("пոηռ", "n"), **dict.fromkeys("оοօσ", "o"),
+        **dict.fromkeys("рρ", "p"), **dict.fromkeys("ԛզ", "q"), **dict.fromkeys("гᴦ", "r"),
+        **dict.fromkeys("ѕꜱ", "s"), **dict.fromkeys("тτ", "t"), **dict.fromkeys("υս", "u"),
+        **dict.fromkeys("ѵνⅴ", "v"), **dict.fromkeys("ԝѡω", "w"), **dict.fromkeys("хχⅹ", "x"),
+        **dict.fromkeys("уγ", "y"), **dict.fromkeys("ᴢ", "z"),
+        # and combining marks (accents, overlays) dropped: what is left is the letter they sit on
+        **{cp: None for cp in range(0x300, 0x20000) if unicodedata.combining(chr(cp))},
+    })
 
 
 def normalize(text: str) -> str:
     """A text's skeleton: letters and digits only, compatibility forms and look-alikes folded to
     the Latin letter, accents dropped, case folded. What a window of a secret is made of."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKD", text.casefold()).translate(_LOOKALIKES)  # NFKD: NFKC's folding too
+        text = unicodedata.normalize("NFKD", text.casefold()).translate(_lookalikes())  # NFKD: NFKC's folding too
     return _NOT_ALNUM.sub("", text.casefold())
 
 

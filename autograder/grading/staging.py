@@ -94,7 +94,7 @@ class GradingRun:
             os.chmod(base, 0o755)
             os.mkdir(os.path.join(base, CHILDREN), 0o755)
             files = {layout.rel(p): p for p in layout.child_files()}
-            staging = stage_tree(Path(base) / "staging", files)
+            staging = stage_tree(Path(base) / "staging", files, cache=trusted_store.StoredBytecode())
         except BaseException:
             shutil.rmtree(base, ignore_errors=True)
             raise
@@ -122,7 +122,8 @@ class GradingRun:
                     target.chmod(0o644)
                     target.write_text(twins.blocked_source(path.read_text(encoding="utf-8"), quals, todo.label, module),
                                       encoding="utf-8")
-                compile_tree(dest, [dest / path.relative_to(self.staging) for path in by_file])
+                compile_tree(dest, [dest / path.relative_to(self.staging) for path in by_file],
+                             cache=trusted_store.StoredBytecode())
                 self._variants[key] = dest
             return self._variants[key]
 

@@ -54,6 +54,9 @@ the store adds nothing it could not already change for later runs.
 and only when its value reads back exactly (:func:`same`: the same types, floats bit for bit); an entry
 that is missing, unreadable, corrupt, of another schema or key, or not private is ignored and the value
 recomputed; a failure to write is silent (the store only ever saves time, it never changes a result).
+
+The same folder keeps the byte code of the modules each grading run stages (:class:`StoredBytecode`),
+named by each module's source digest rather than by :func:`key`: byte code depends on nothing else.
 """
 from __future__ import annotations
 
@@ -234,12 +237,8 @@ def _path(folder: Path, kind: str, stage: Stage, k: str) -> Path:
     return folder / f"{stage.id}.{kind}.{k}.json"
 
 
-def load(kind: str, stage: Stage, k: str) -> Any | None:
-    """The stored value under key ``k``, or None when there is none fit to trust."""
-    folder = _ready_dir()
-    if folder is None:
-        return None
-    path = _path(folder, kind, stage, k)
+def _read_private(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file private to this user (never through a link)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
@@ -247,10 +246,44 @@ def load(kind: str, stage: Stage, k: str) -> Any | None:
             if not stat.S_ISREG(st.st_mode) or not _private(st):
                 return None
             with os.fdopen(fd, "rb", closefd=False) as f:
-                entry = json.loads(f.read().decode("utf-8"))
+                return f.read()
         finally:
             os.close(fd)
-    except (OSError, ValueError):
+    except OSError:
+        return None
+
+
+def _write_atomic(folder: Path, name: str, data: bytes) -> bool:
+    """Write ``folder/name`` atomically (a temporary file in the same folder, then a rename)."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, folder / name)
+        tmp = None
+        return True
+    except OSError:
+        return False
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def load(kind: str, stage: Stage, k: str) -> Any | None:
+    """The stored value under key ``k``, or None when there is none fit to trust."""
+    folder = _ready_dir()
+    if folder is None:
+        return None
+    data = _read_private(_path(folder, kind, stage, k))
+    if data is None:
+        return None
+    try:
+        entry = json.loads(data.decode("utf-8"))
+    except ValueError:
         return None
     if not isinstance(entry, dict) or entry.get("schema") != SCHEMA or entry.get("key") != k or "value" not in entry:
         return None
@@ -269,31 +302,18 @@ def store(kind: str, stage: Stage, k: str, value: Any) -> bool:
             return False
     except (TypeError, ValueError, RecursionError):
         return False
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{stage.id}.{kind}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(text)
-        os.replace(tmp, _path(folder, kind, stage, k))
-        tmp = None
-    except OSError:
+    if not _write_atomic(folder, _path(folder, kind, stage, k).name, text.encode("ascii")):
         return False
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    _prune(folder, kind, stage)
+    _prune(folder, f"{stage.id}.{kind}.*.json", KEEP)
     return True
 
 
-def _prune(folder: Path, kind: str, stage: Stage) -> None:
-    """Keep the :data:`KEEP` newest entries of this stage and kind (a course edited many times would
+def _prune(folder: Path, pattern: str, keep: int) -> None:
+    """Keep the ``keep`` newest entries matching ``pattern`` (a course edited many times would
     otherwise leave one entry per edit)."""
     try:
-        entries = sorted(folder.glob(f"{stage.id}.{kind}.*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in entries[KEEP:]:
+        entries = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[keep:]:
             old.unlink()
     except OSError:
         pass
@@ -312,3 +332,36 @@ def cached(kind: str, stage: Stage, compute: Callable[[], Any], *, check: Callab
     value = compute()
     store(kind, stage, k, value)
     return value
+
+
+# -- byte code of the staged modules --------------------------------------------------------------
+class StoredBytecode:
+    """The hash-checked byte code of the modules a grading run stages, kept across grading processes.
+
+    Every run stages the runtime (about a hundred modules) and byte-compiles it so that no child
+    compiles it again; compiling it cost each grading process about 0.15 CPU-s before anything else
+    could start. An entry is named by the SHA-256 of a module's source and the interpreter's cache
+    tag (``bytecode.<digest>.<tag>.pyc``), lives in the store's private folder and is written
+    atomically. Invariant: what :meth:`get` returns is only a candidate; its user
+    (:func:`autograder.isolation.childfs.compile_tree`) accepts it only when its header names this
+    interpreter's magic number, hash-based checking and the source's own hash, and compiles otherwise,
+    so a stale or damaged entry costs a compilation, never a different module. Off when the store is.
+    """
+
+    def _name(self, digest: bytes) -> str:
+        return f"bytecode.{digest.hex()}.{sys.implementation.cache_tag}.pyc"
+
+    def get(self, digest: bytes) -> bytes | None:
+        folder = _ready_dir()
+        return None if folder is None else _read_private(folder / self._name(digest))
+
+    def put(self, digest: bytes, code: bytes) -> None:
+        folder = _ready_dir()
+        if folder is not None and _write_atomic(folder, self._name(digest), code) and not self._pruned:
+            self._pruned = True  # once per process: a cold run writes a hundred entries
+            _prune(folder, "bytecode.*.pyc", KEEP_BYTECODE)
+
+    _pruned = False
+
+
+KEEP_BYTECODE = 2000  # a course's runtime is about a hundred modules: room for many edits of it

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 NOBODY = (65534, 65534)
 ROOT_WITHOUT_CAPS = "root-without-capabilities"
@@ -134,7 +135,15 @@ def make_scratch(iso, parent: str | None = None, prefix: str = "pcw-child-", uid
     return path
 
 
-def stage_tree(dest: str | Path, files: Mapping[str, str | Path]) -> Path:
+class CodeCache(Protocol):
+    """Where :func:`compile_tree` may keep byte code across processes: by the SHA-256 of the source."""
+
+    def get(self, digest: bytes) -> bytes | None: ...
+
+    def put(self, digest: bytes, code: bytes) -> None: ...
+
+
+def stage_tree(dest: str | Path, files: Mapping[str, str | Path], cache: CodeCache | None = None) -> Path:
     """Copy ``files`` (relative name in ``dest`` -> source file) into a new read-only-for-the-child tree.
 
     Directories get 0755 and files 0644, so an unprivileged child user can read them. Symlinks in
@@ -152,19 +161,21 @@ def stage_tree(dest: str | Path, files: Mapping[str, str | Path]) -> Path:
             (dest / d).chmod(0o755)
         shutil.copyfile(src, target)
         target.chmod(0o644)
-    compile_tree(dest)
+    compile_tree(dest, cache=cache)
     _freeze_access_times(dest)
     return dest
 
 
-def compile_tree(tree: Path, files: Iterable[Path] | None = None) -> None:
+def compile_tree(tree: Path, files: Iterable[Path] | None = None, cache: CodeCache | None = None) -> None:
     """Byte-compile the staged modules (all, or ``files``) next to them, readable by any child.
 
     Children run with ``PYTHONDONTWRITEBYTECODE`` from a read-only tree: without these, each child
     compiled every module it imports from source again (about a third of a small child's start).
     The caches are checked by the source's hash, never its time stamp, so a module rewritten later
     (a twin blocked at the source) can never run from the code compiled before the rewrite; for the
-    same reason one compilation serves every later run of this process with the same source bytes.
+    same reason one compilation serves every later run of this process with the same source bytes,
+    and, through ``cache``, of later processes: byte code from there is used only when its header
+    names this interpreter and the source's hash (:func:`_fits`).
     """
     import importlib.util
     import py_compile
@@ -173,14 +184,31 @@ def compile_tree(tree: Path, files: Iterable[Path] | None = None) -> None:
         source = path.read_bytes()
         key = hashlib.sha256(source).digest()
         cfile = Path(importlib.util.cache_from_source(str(path)))
-        if key in _compiled:
+        code = _compiled.get(key)
+        if code is None and cache is not None:
+            code = cache.get(key)
+            if code is not None and not _fits(code, source):
+                code = None
+            if code is not None:
+                _compiled[key] = code
+        if code is not None:
             cfile.parent.mkdir(exist_ok=True)
-            cfile.write_bytes(_compiled[key])
+            cfile.write_bytes(code)
         else:
             py_compile.compile(str(path), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
             _compiled[key] = cfile.read_bytes()
+            if cache is not None:
+                cache.put(key, _compiled[key])
         cfile.parent.chmod(0o755)
         cfile.chmod(0o644)
+
+
+def _fits(code: bytes, source: bytes) -> bool:
+    """Whether ``code`` is a pyc of this interpreter, checked by hash, for exactly ``source``."""
+    import importlib.util
+
+    return (len(code) > 16 and code[:4] == importlib.util.MAGIC_NUMBER
+            and int.from_bytes(code[4:8], "little") == 0b11 and code[8:16] == importlib.util.source_hash(source))
 
 
 _compiled: dict[bytes, bytes] = {}  # sha256 of a module's source -> its hash-checked byte code
