@@ -153,9 +153,9 @@ def test_staged_byte_code_is_kept_for_the_next_process_and_used_only_when_it_fit
 
     sources = {"a.py": "X = 1\n", "pkg/b.py": "def f():\n    return 2\n"}
     for rel, text in sources.items():
-        (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "src" / rel).write_text(text)
-    files = {rel: tmp_path / "src" / rel for rel in sources}
+        (tmp_path / "modules" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "modules" / rel).write_text(text)
+    files = {rel: tmp_path / "modules" / rel for rel in sources}
     cache = trusted_store.StoredBytecode()
     monkeypatch.setattr(childfs, "_compiled", {})
     first = childfs.stage_tree(tmp_path / "one", files, cache=cache)
