@@ -66,6 +66,8 @@ TIMEOUT = L("used more than {s} s of CPU time (an endless loop?)", "CPU 时间�
 TIMEOUT_WALL = L("still running after {s} s while computing little (sleeping, or waiting for input or a lock?)",
                  "{s} 秒了还没结束，却没怎么计算（在 sleep，还是在等输入或锁？）")
 TIMEOUT_CLOCK = L("took longer than {s} s (an endless loop?)", "运行超过 {s} 秒（死循环？）")
+NOT_RUN_AFTER_TIMEOUT = L("{k} more check(s) not run: a check above ran out of time, and grading stops there too",
+                          "还有 {k} 项检查没有运行：上面有一项超时了，评分时也会在那里停下")
 ALL_PASSED = L("all {n} checks passed ({h} hidden)", "全部 {n} 个检查通过（其中 {h} 个隐藏）")
 
 # -- when the grading process stops early (autograder.grading.supervise, autograder.grading.grade) -----------------

@@ -37,12 +37,16 @@ class CheckTimeout(BaseException):
 
 @dataclass
 class CheckReport:
-    """What one ``check()`` call found; ``passed`` is True only when every check ran and passed."""
+    """What one ``check()`` call found; ``passed`` is True only when every check ran and passed.
+
+    Invariant: ``verdicts`` and ``not_run`` together count the TODO's checks, except after a check that
+    says the TODO is not implemented yet (the rest would say the same and are left out silently)."""
 
     todo: str
     verdicts: list[CheckVerdict] = field(default_factory=list)
     hidden: bool = False
     outside: list[str] = field(default_factory=list)  # names the TODO uses from outside the graded cells
+    not_run: int = 0  # checks left out because an earlier one ran out of time
 
     @property
     def passed(self) -> bool:
@@ -50,7 +54,7 @@ class CheckReport:
 
     def __repr__(self) -> str:
         n = sum(v.passed for v in self.verdicts)
-        return f"<CheckReport {self.todo}: {n}/{len(self.verdicts)} passed>"
+        return f"<CheckReport {self.todo}: {n}/{len(self.verdicts) + self.not_run} passed>"
 
 
 def load_expected(stage_id: str) -> dict:
@@ -128,18 +132,24 @@ def check(todo_id: str, hidden: bool = False) -> None:
 
         state = "passed" if report.passed else \
             "not_implemented" if any(v.not_implemented == todo_id for v in report.verdicts) else "failed"
-        remember(todo_id, state, sum(v.passed for v in report.verdicts), len(report.verdicts))
+        remember(todo_id, state, sum(v.passed for v in report.verdicts), len(report.verdicts) + report.not_run)
 
 
-def _run_limited(c: Check, impl: object) -> dict:
+def _run_clocked(c: Check, impl: object) -> tuple[dict, bool]:
+    """The probe's outcome under the time limit, and whether the limit stopped it."""
     with _time_limit(INLINE_TIME_LIMIT_S):
         try:
             got = run_probe(c, impl)
         except CheckTimeout as exc:  # fired outside the probe
             got = {"kind": "raised", "type": CheckTimeout.__name__, "message": str(exc)}
-    if got.get("kind") == "raised" and got.get("type") == CheckTimeout.__name__:
+    stopped = got.get("kind") == "raised" and got.get("type") == CheckTimeout.__name__
+    if stopped:
         got = {**got, "type": "TimeoutError"}  # what the learner reads: the time limit, as Python names it
-    return got
+    return got, stopped
+
+
+def _run_limited(c: Check, impl: object) -> dict:
+    return _run_clocked(c, impl)[0]
 
 
 def run_check(todo_id: str, hidden: bool = False, *, namespace: dict | None = None, impl: object = None,
@@ -178,11 +188,12 @@ def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str |
     # which functions a check called matters only to a blame without the course's code (find_blame is
     # asked only then); a profile hook sees every call the learner's code makes, so it runs only there
     record = calls_recorded if graded is None and not hidden else _no_record
-    for c in stage.checks_for(todo_id, hidden=hidden):
+    checks = stage.checks_for(todo_id, hidden=hidden)
+    for c in checks:
         exp = reference_outcome(c, stage.reference) if hidden else expected[c.key]
         with record() as called, twins.blocked(own.twins, own.label):
             # given code that already does this TODO (its twins) cannot pass it: blocked while probed
-            got = _run_limited(c, impl)
+            got, stopped = _run_clocked(c, impl)
         verdict = judge(stage, c, exp, got, lang)
         if not verdict.passed and not verdict.not_implemented and not hidden and graded is None:
             blame = find_blame(stage, own, c, impl, namespace, expected, called, _run_limited)
@@ -194,6 +205,11 @@ def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str |
         report.verdicts.append(verdict)
         if verdict.not_implemented:
             break  # one line is enough: the other checks would say the same
+        if stopped:
+            # as in grading, where the TODO's checks share one child and its time limit: code that ran
+            # out of time once would mostly make each later check wait its whole limit as well
+            report.not_run = len(checks) - len(report.verdicts)
+            break
     report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
     return report
 
@@ -219,13 +235,15 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
     n = sum(v.passed for v in report.verdicts)
     kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
     print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
-                                                  total=len(report.verdicts), kind=kind))
+                                                  total=len(report.verdicts) + report.not_run, kind=kind))
     # the failure to fix first leads: the most specific failing check, then the other failures, then the passes
     shown = lead_first([v for v in report.verdicts if not v.passed]) + [v for v in report.verdicts if v.passed]
     for v in shown:
         print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
         for line in v.detail:
             print(f"       {line}")
+    if report.not_run:
+        print("  ⏭️ " + text(messages.NOT_RUN_AFTER_TIMEOUT, lang).format(k=report.not_run))
     for name in report.outside:
         print("  ⚠️ " + text(messages.NAME_OUTSIDE, lang).format(label=own.label, name=name))
     if report.passed and not report.hidden:
