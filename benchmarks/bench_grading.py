@@ -1,13 +1,15 @@
-"""Grade a class per stage three ways in one run: this project's CLI, nbgrader with this project's
-configuration (its ``IsolatedGrade`` preprocessor), and plain nbgrader (its own in-kernel execution of
-every cell: the baseline, which cannot run hidden checks), on the same generated submissions.
+"""Grade a class per stage four ways in one run: this project's CLI, nbgrader with this project's
+configuration (its ``IsolatedGrade`` preprocessor) run as ``nbgrader autograde`` and as ``python -m
+autograder autograde`` (the same nbgrader run, with the class graded from its start), and plain nbgrader
+(its own in-kernel execution of every cell: the baseline, which cannot run hidden checks), on the same
+generated submissions.
 
 Per stage it prints seconds and CPU-seconds per submission and the cores kept busy, twice: the
 machine's busy time over the run (from ``/proc/stat``: every process, so run it on a quiet machine)
 and the contender's own, i.e. its whole process tree's (each contender runs under
 ``benchmarks/reap.py``, which reaps every grading child: right on a shared machine too); the ratios
-to plain nbgrader and of the nbgrader path to the CLI (time and own CPU), whether the CLI's and the gradebook's per-TODO
-points agree, then where one grading child's CPU goes (interpreter start, the sandbox's set-up, the
+to plain nbgrader and of each nbgrader path to the CLI (time and own CPU), whether the CLI's and the
+gradebook's per-TODO points agree after each nbgrader path, then where one grading child's CPU goes (interpreter start, the sandbox's set-up, the
 harness's and the stage's imports, the learner's cells, the checks), and the projected time for
 1,000 and 10,000 submissions on 2, 16 and 64 cores (CPU-seconds per submission × submissions ÷ cores,
 i.e. assuming every core is kept busy, as measured here).
@@ -304,15 +306,17 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
                             "--no-progress"], cwd=ROOT, capture_output=True, text=True)
         return json.loads(p.stdout)
 
-    def autograde(where: Path) -> str:
-        p = subprocess.run([*REAP, sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"], cwd=where,
-                           env=env,
+    def autograde(where: Path, command: tuple[str, ...] = ("nbgrader", "autograde")) -> str:
+        p = subprocess.run([*REAP, sys.executable, "-m", *command, assignment, "--force"], cwd=where, env=env,
                            capture_output=True, text=True)
         # nbgrader exits 1 when some submission could not be autograded (e.g. a plain kernel died)
         return "" if p.returncode == 0 else p.stderr[-2000:]
 
     def nbgrader_path():
         return autograde(course)
+
+    def nbgrader_early():  # nbgrader's autograde, in a process that grades the class from its start
+        return autograde(course, ("autograder", "autograde"))
 
     def nbgrader_plain():
         return autograde(base)
@@ -324,13 +328,15 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
                    capture_output=True)
     out = {"n": n}
     out["cli"], graded = timed(cli)
-    out["nbgrader"], errors = timed(nbgrader_path)
-    out["errors"] = {"nbgrader": errors}
+    ours = {Path(s["path"]).parts[-3]: {t["id"]: t["points"] for t in s["todos"]} for s in graded["submissions"]}
+    out["errors"], agree = {}, []
+    for name, run in (("nbgrader", nbgrader_path), ("early", nbgrader_early)):
+        out[name], out["errors"][name] = timed(run)
+        book = gradebook_points(course, assignment, students)
+        agree.append(all(ours[s] == book[s] for s in students))
+    out["agree"] = all(agree)
     if plain:
         out["plain"], out["errors"]["plain"] = timed(nbgrader_plain)
-    ours = {Path(s["path"]).parts[-3]: {t["id"]: t["points"] for t in s["todos"]} for s in graded["submissions"]}
-    book = gradebook_points(course, assignment, students)
-    out["agree"] = all(ours[s] == book[s] for s in students)
     out["isolation"] = graded["isolation"]["description"]
     why = forkclient.usable(isolation.select("best"))
     out["phases"] = [child_phases(honest, forked=False), *([child_phases(honest, forked=True)] if why is None else [])]
@@ -341,7 +347,8 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
 def report(sid: str, r: dict) -> None:
     n = r["n"]
     print(f"\n== stage {sid}: {n} submissions ({', '.join(sorted(set(KINDS)))}) on {available_cores()} cores")
-    rows = [("CLI (python -m autograder grade)", r["cli"]), ("nbgrader autograde, this course", r["nbgrader"])]
+    rows = [("CLI (python -m autograder grade)", r["cli"]), ("nbgrader autograde, this course", r["nbgrader"]),
+            ("python -m autograder autograde", r["early"])]
     if "plain" in r:
         rows.append(("nbgrader autograde, plain (baseline)", r["plain"]))
     for name, t in rows:
@@ -350,9 +357,10 @@ def report(sid: str, r: dict) -> None:
               f"   (own: {t.own / n:7.3f} CPU-s, {t.own / t.wall if t.wall else 0.0:4.2f} cores)")
     if "plain" in r:
         print(f"  CLI vs plain nbgrader: {r['plain'].wall / r['cli'].wall:5.2f}x faster per submission")
-    own = r["nbgrader"].own / r["cli"].own if r["cli"].own else 0.0
-    print(f"  nbgrader path / CLI: {r['nbgrader'].wall / r['cli'].wall:5.2f}x the CLI's time, {own:5.2f}x its own CPU")
-    print(f"  CLI and gradebook per-TODO points agree: {r['agree']}")
+    for key, name in (("nbgrader", "nbgrader autograde"), ("early", "python -m autograder autograde")):
+        own = r[key].own / r["cli"].own if r["cli"].own else 0.0
+        print(f"  {name} / CLI: {r[key].wall / r['cli'].wall:5.2f}x the CLI's time, {own:5.2f}x its own CPU")
+    print(f"  CLI and gradebook per-TODO points agree (after each nbgrader path): {r['agree']}")
     for name, err in r["errors"].items():
         if err:
             print(f"  {name}: nbgrader reported failures: ...{err[-600:]}")

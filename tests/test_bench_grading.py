@@ -12,7 +12,8 @@ def test_bench_grading_quick_agrees_with_nbgrader():
                        text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "per-TODO scores equal: True" in p.stdout
-    for line in ("CLI vs plain nbgrader:", "nbgrader path / CLI:", "one child launched, CPU-s", "10,000 on 64:"):
+    for line in ("CLI vs plain nbgrader:", "nbgrader autograde / CLI:",
+                 "python -m autograder autograde / CLI:", "one child launched, CPU-s", "10,000 on 64:"):
         assert line in p.stdout, p.stdout
     assert ("one child forked from a fork server" in p.stdout) != ("none forked:" in p.stdout), p.stdout
 

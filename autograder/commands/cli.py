@@ -52,6 +52,12 @@ def _new_stage(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["autograde"] and not {"-h", "--help"} & set(argv[1:]):
+        # nbgrader's own options, passed on as they are (argparse would take --force for its own)
+        from autograder.integrations.nbgrader_autograde import main as autograde
+
+        return autograde(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="generate notebooks and expected values from their sources")
@@ -71,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("name", help="lower_snake_case name, e.g. shared_prefix")
     n.add_argument("--title", required=True, help="the stage's title")
     n.set_defaults(func=_new_stage)
+    a = sub.add_parser("autograde", help="nbgrader autograde, with the class graded from the start (run it in the "
+                                         "nbgrader course folder; same options, same gradebook and autograded/)")
+    a.add_argument("options", nargs="*", help="what `nbgrader autograde` takes, e.g. 03_block_pool --force")
     from autograder.commands import class_cli, grade_cli
 
     grade_cli.add_commands(sub)

@@ -27,10 +27,15 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.core.results import SubmissionResult
 from autograder.grading.submission import digest
+
+if TYPE_CHECKING:
+    from autograder.isolation.levels import Isolation
 
 GradeFn = Callable[[list[Path]], list[SubmissionResult]]
 
@@ -99,6 +104,35 @@ class Batch:
         return result
 
 
+def course_paths(course: Path) -> list[str]:
+    """What of an nbgrader course no grading child may see (never the whole folder: a venv may live there)."""
+    names = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db", "nbgrader_config.py")
+    return [str(course / n) for n in names if (course / n).exists()]
+
+
+def plan(isolation_name: str, require_isolation: bool, grading: str | None, feedback: str | None,
+         course: Path) -> tuple[Isolation, Callable[[str], BatchKey], Callable[..., list[SubmissionResult]]]:
+    """How nbgrader's ``IsolatedGrade`` with these options grades in the course folder ``course``: the
+    isolation, the batch key of a ``submitted/`` glob, and ``grade_many(paths, on_done=None,
+    on_todo=None)``. Raises, with ``require_isolation``, unless the kernel confines the children.
+
+    Imports nothing of nbgrader: ``python -m autograder autograde`` starts a batch with it before
+    nbgrader is imported, under the key nbgrader's own requests will look for."""
+    from autograder.grading.grade import grade_paths
+    from autograder.isolation import levels as isolation
+
+    iso = isolation.select(isolation_name)
+    if require_isolation:
+        isolation.require_kernel_isolation(iso)  # raises: nbgrader logs it and scores nothing
+    hidden = course_paths(course)
+
+    def grade_many(paths, on_done=None, on_todo=None):
+        return grade_paths(paths, iso=iso, hidden=hidden, grading=grading, feedback=feedback, on_done=on_done,
+                           on_todo=on_todo)
+
+    return iso, partial(BatchKey, isolation=iso.level, grading=grading, feedback=feedback), grade_many
+
+
 _BATCHES: dict[BatchKey, Batch] = {}
 _STARTED: set[BatchKey] = set()  # every key a batch was started for in this process
 _LOCK = threading.Lock()
@@ -135,6 +169,17 @@ def _outdated(cd, path: Path, assignment: str) -> bool:
         return True
     new, old = cd.get_existing_timestamp(str(path.parent)), cd.get_existing_timestamp(str(dest))
     return new is not None and old is not None and new > old
+
+
+def register(key: BatchKey, paths: list[Path], grade_many: Callable[..., list[SubmissionResult]]) -> Batch | None:
+    """Start the batch of ``paths`` under ``key`` before nbgrader asks (``python -m autograder
+    autograde``); None, and nothing started, when a batch was ever started for ``key`` here."""
+    with _LOCK:
+        if key in _STARTED:
+            return None
+        batch = _BATCHES[key] = Batch.start(paths, grade_many)
+        _STARTED.add(key)
+    return batch
 
 
 def start(key_of: Callable[[str], BatchKey], config, assignment: str,
