@@ -154,3 +154,30 @@ def test_selection_leaves_out_the_students_nbgrader_excludes(tmp_path):
     config, paths = _course(tmp_path, {"ann": STUB, "bob": STUB, "cy": STUB})
     config.CourseDirectory.student_id_exclude = "bob,cy"
     assert selected_submissions(config, ASSIGNMENT)[1] == [paths["ann"]]
+
+
+def test_a_stopped_batch_starts_no_further_job_and_reports_each_one_left_out():
+    import threading
+
+    from autograder.grading.batch import GradingStopped, run_batch
+
+    stop, ran, second_started = threading.Event(), [], threading.Event()
+
+    def work(job, gate):
+        ran.append(job)
+        if gate is not None:
+            gate()
+        if job == (0, 1):  # the stop comes while this job runs: it finishes, nothing after it starts
+            second_started.set()
+            stop.set()
+        return f"done {job}"
+
+    results = run_batch([[(g, j) for j in range(3)] for g in range(4)], work=work, shared_failure=lambda r: False,
+                        shortcut=lambda first, job: first, failed=lambda job, exc: type(exc).__name__,
+                        on_result=lambda *a: None, workers=1, stop=stop)
+    assert second_started.is_set()
+    # one worker: the job that saw the stop was the last to run, and every job after it was left out
+    assert ran[-1] == (0, 1) and len(ran) < 12, ran
+    for g, group in enumerate(results):
+        for j, r in enumerate(group):
+            assert r == (f"done {(g, j)}" if (g, j) in ran else GradingStopped.__name__), (g, j, r)

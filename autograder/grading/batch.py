@@ -30,12 +30,18 @@ class _Group(Generic[J]):
         self.lock = threading.Lock()
 
 
+class GradingStopped(Exception):
+    """A job left out because its batch was stopped (nobody will read its result)."""
+
+
 def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None], R],
               shared_failure: Callable[[R], bool], shortcut: Callable[[R, J], R],
               failed: Callable[[J, Exception], R], on_result: Callable[[int, int, R], None],
-              workers: int) -> list[list[R]]:
+              workers: int, stop: threading.Event | None = None) -> list[list[R]]:
     """Run every job; ``work(job, gate)`` calls ``gate()`` (first jobs only) once the shared part is
-    done; ``shared_failure(first_result)`` says that the first job failed in the shared part."""
+    done; ``shared_failure(first_result)`` says that the first job failed in the shared part. Once
+    ``stop`` is set, a job not yet started is not run: its result is ``failed(job, GradingStopped())``
+    (jobs already running finish)."""
     gs = [_Group(g) for g in groups]
     results: list[list[R | None]] = [[None] * len(g.jobs) for g in gs]
     left = sum(len(g.jobs) for g in gs)
@@ -56,6 +62,8 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
     def run_one(gi: int, ji: int, gate: Gate | None) -> R:
         job = gs[gi].jobs[ji]
         try:
+            if stop is not None and stop.is_set():
+                raise GradingStopped("grading was stopped before this job started")
             res = work(job, gate)
         except Exception as exc:  # a grader bug must not sink the batch: it becomes this job's result
             res = failed(job, exc)

@@ -375,7 +375,8 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 iso: isolation.Isolation | str = "best", hidden: Iterable[str | os.PathLike] = (),
                 lang: str | None = None, grading: str | None = None, feedback: str | None = None,
                 only: Mapping[str, Collection[str]] | None = None,
-                log: Callable[[str], None] | None = None) -> list[SubmissionResult]:
+                log: Callable[[str], None] | None = None,
+                stop: threading.Event | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
 
     ``only`` maps a path (as given) to the TODO ids to grade in it; its report has those TODOs only
@@ -386,6 +387,9 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     ``iso``: the isolation every child runs under (an :class:`~autograder.isolation.levels.Isolation`, or
     what :func:`~autograder.isolation.levels.select` takes); ``hidden``: further paths no child may see
     (every submission is hidden from every child anyway).
+
+    ``stop``: once set, no further child starts (a TODO not started then is a grader error; for a
+    caller that will read no more results, e.g. an nbgrader run that ended early).
 
     ``log`` receives, per child, the isolation applied, its exit status and its kept output
     (:func:`autograder.grading.supervise.describe`); by default that goes to stderr when the environment
@@ -477,7 +481,8 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                             work=lambda job, gate: _grade_todo(job[0], job[1], run, gate, how, compose_now=False),
                             shared_failure=lambda g: g.stopped_in_cells,
                             shortcut=lambda first, job: _same_as_first(first, job[0], job[1], how),
-                            failed=failed, on_result=on_result, workers=workers or batch.default_workers())
+                            failed=failed, on_result=on_result, workers=workers or batch.default_workers(),
+                            stop=stop)
         prepare.join()
     if on_done:
         for r in results:

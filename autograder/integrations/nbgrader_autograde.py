@@ -92,37 +92,51 @@ def early_selection(argv: list[str], cwd: Path) -> Selection | None:
     return Selection(root, pattern, keep)
 
 
-def _start_early(selection: Selection) -> threading.Event | None:
+@dataclass
+class Early:
+    """The early batch's signals: ``running`` is set once its first child is done (or grading ended);
+    setting ``stop`` starts no further child (for when nbgrader will ask for nothing more)."""
+
+    running: threading.Event
+    stop: threading.Event
+
+
+def _start_early(selection: Selection) -> Early | None:
     """Start grading ``selection`` as nbgrader's ``IsolatedGrade`` with its default options would, under
-    its batch key; an event set once the first grading child is done (or the grading ended)."""
+    its batch key; None when nothing was started."""
     from autograder.integrations import nbgrader_batch
 
     try:
         _, key_of, grade_many = nbgrader_batch.plan("best", True, None, None, selection.root)
     except Exception:  # noqa: BLE001 - no kernel isolation: nbgrader's IsolatedGrade says so, per notebook
         return None
-    running = threading.Event()
+    early = Early(threading.Event(), threading.Event())
 
     def graded(paths, on_done=None):
         try:
-            return grade_many(paths, on_done=on_done, on_todo=running.set)
+            return grade_many(paths, on_done=on_done, on_todo=early.running.set, stop=early.stop)
         finally:
-            running.set()
+            early.running.set()
 
     if nbgrader_batch.register(key_of(selection.pattern), selection.paths, graded) is None:
         return None
-    return running
+    return early
+
+
+#: How long nbgrader's import waits for the grading's first child. The grading's own start (reading
+#: the notebooks, staging the runtime) is Python, as nbgrader's import is, and one interpreter runs one
+#: thread of Python at a time: about 0.5 s on 2 cores. A stage whose children take longer to finish
+#: (torch's import on stage 6) has its children running by then, so the import waits no longer.
+HEAD_START_S = 2.0
 
 
 def main(argv: list[str], cwd: Path | None = None) -> int:
     """Run ``nbgrader autograde argv`` in this process, with the class graded from the start."""
     cwd = cwd or Path.cwd()
     selection = early_selection(argv, cwd)
-    running = _start_early(selection) if selection and selection.paths else None
-    if running is not None:
-        # nbgrader's import holds the interpreter lock for about a second: let the grading reach its
-        # children first (its own start is Python too), then import while they run on every core
-        running.wait(timeout=30)
+    early = _start_early(selection) if selection and selection.paths else None
+    if early is not None:
+        early.running.wait(timeout=HEAD_START_S)
     saved = sys.argv
     # the course's nbgrader_config.py reads the subcommand from sys.argv, as under `nbgrader autograde`
     sys.argv = ["nbgrader", "autograde", *argv]
@@ -135,4 +149,6 @@ def main(argv: list[str], cwd: Path | None = None) -> int:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv = saved
+        if early is not None:
+            early.stop.set()  # nbgrader has asked for all it will ask for (it may have stopped early)
     return code

@@ -114,7 +114,8 @@ def plan(isolation_name: str, require_isolation: bool, grading: str | None, feed
          course: Path) -> tuple[Isolation, Callable[[str], BatchKey], Callable[..., list[SubmissionResult]]]:
     """How nbgrader's ``IsolatedGrade`` with these options grades in the course folder ``course``: the
     isolation, the batch key of a ``submitted/`` glob, and ``grade_many(paths, on_done=None,
-    on_todo=None)``. Raises, with ``require_isolation``, unless the kernel confines the children.
+    on_todo=None, stop=None)`` (:func:`~autograder.grading.grade.grade_paths`'s hooks). Raises, with
+    ``require_isolation``, unless the kernel confines the children.
 
     Imports nothing of nbgrader: ``python -m autograder autograde`` starts a batch with it before
     nbgrader is imported, under the key nbgrader's own requests will look for."""
@@ -126,9 +127,9 @@ def plan(isolation_name: str, require_isolation: bool, grading: str | None, feed
         isolation.require_kernel_isolation(iso)  # raises: nbgrader logs it and scores nothing
     hidden = course_paths(course)
 
-    def grade_many(paths, on_done=None, on_todo=None):
+    def grade_many(paths, on_done=None, on_todo=None, stop=None):
         return grade_paths(paths, iso=iso, hidden=hidden, grading=grading, feedback=feedback, on_done=on_done,
-                           on_todo=on_todo)
+                           on_todo=on_todo, stop=stop)
 
     return iso, partial(BatchKey, isolation=iso.level, grading=grading, feedback=feedback), grade_many
 
