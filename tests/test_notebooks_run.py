@@ -2,6 +2,7 @@
 learner's (unfilled) without a single traceback, every check saying "not implemented yet"."""
 from __future__ import annotations
 
+import json
 import time
 
 import nbformat
@@ -31,6 +32,15 @@ def outputs(cell) -> str:
     return "".join(parts)
 
 
+def skipped_or_stopped(nb) -> list[str]:
+    """Lines where a demo did not run its body or a check did not pass (⏸ fix it first, ⏳ finish it
+    first, ❌ stopped or failed), in the cells' outputs and in what their Output widgets showed: with
+    the reference in every TODO, there must be none."""
+    shown = [json.dumps(c.get("outputs", []), ensure_ascii=False) for c in nb.cells if c.cell_type == "code"]
+    shown.append(json.dumps(nb.metadata.get("widgets", {}), ensure_ascii=False))
+    return [line for text in shown for line in text.split("\\n") if any(m in line for m in "⏸⏳❌")]
+
+
 def error_cells(nb) -> list[str]:
     return [outputs(c) for c in nb.cells if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
 
@@ -40,6 +50,7 @@ def test_instructor_notebook_runs_all_green(stage_id):
     stage = load_stage(stage_id, hidden=False)
     nb, seconds = execute(layout.stage_files(stage_id).instructor())
     assert not error_cells(nb), error_cells(nb)
+    assert not skipped_or_stopped(nb), skipped_or_stopped(nb)[:5]
     checks = [outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert len(checks) == len(stage.todos)
     for text in checks:
