@@ -149,3 +149,15 @@ print("ok")
 def test_gradebook_opens_share_one_engine_per_database_and_read_what_was_written(tmp_path):
     p = run([sys.executable, "-c", SHARED, str(tmp_path / "gradebook.db")], ROOT)
     assert p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+def test_without_nbgrader_the_command_says_what_to_install_and_grades_nothing(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from autograder.integrations import nbgrader_autograde
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nbgrader" else real(name, *a))
+    monkeypatch.setattr(nbgrader_autograde, "_start_early", lambda selection: pytest.fail("graded without nbgrader"))
+    assert nbgrader_autograde.main([A], tmp_path) == 2
+    assert "pip install 'prefix-cache-workbook[grader,nbgrader]'" in capsys.readouterr().err

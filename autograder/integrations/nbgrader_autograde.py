@@ -132,6 +132,12 @@ HEAD_START_S = 2.0
 
 def main(argv: list[str], cwd: Path | None = None) -> int:
     """Run ``nbgrader autograde argv`` in this process, with the class graded from the start."""
+    import importlib.util
+
+    if importlib.util.find_spec("nbgrader") is None:
+        print("nbgrader is not installed here: pip install 'prefix-cache-workbook[grader,nbgrader]', "
+              "then run this in the nbgrader course folder", file=sys.stderr)
+        return 2
     cwd = cwd or Path.cwd()
     selection = early_selection(argv, cwd)
     early = _start_early(selection) if selection and selection.paths else None
