@@ -72,15 +72,6 @@ LONG_FILES = ("test_notebooks_run.py", "test_mutants.py", "test_hostile.py", "te
               "test_nbgrader_flow.py")
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto``: one worker more than the cores this process may use. About a third of a worker's
-    time is spent waiting, not computing (a child's time limit running out on the clock, JupyterLab and
-    a browser starting, pip, a kernel's start): measured on 2 workers, 931 CPU-s in 1,320 worker-seconds.
-    A third worker computes in that time."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + 1
-
-
 def pytest_collection_modifyitems(config, items) -> None:
     rank = {name: i for i, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
