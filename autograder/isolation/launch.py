@@ -151,6 +151,15 @@ class Confinement:
     policy: dict
 
 
+def nproc_limit(memory_mb: int | None) -> int:
+    """The most processes (threads included) a child's own user may have: 512, and fewer where the memory
+    budget is small, so that a fork bomb runs out of processes long before it fills the child's cgroup.
+    A sleeping fork of a grading child holds about 1 MB (page tables, a kernel stack, the pages the forking
+    loop dirties: 450-500 MB for 512 forks, measured on stage 1): half the budget at most. A learner's code may
+    not fork at all; the limit also bounds threads, which numpy's and torch's pools start (one per core)."""
+    return 512 if not memory_mb else max(64, min(512, memory_mb // 2))
+
+
 def confinement(spec: ChildSpec, iso: Isolation) -> Confinement:
     """The checked view and policy of ``spec`` under ``iso``: what :func:`plan_child` launches, and what a
     fork server (:mod:`autograder.isolation.forkserver`) applies to a process it forks."""
@@ -187,7 +196,7 @@ def confinement(spec: ChildSpec, iso: Isolation) -> Confinement:
         "user": list(user) if isinstance(user, tuple) else user,
         "must_be_unprivileged": os.geteuid() == 0,
         "parent": parent,
-        "rlimits": {"RLIMIT_CORE": (0, 0), **({"RLIMIT_NPROC": (512, 512)} if isinstance(user, tuple) else {}),
+        "rlimits": {"RLIMIT_CORE": (0, 0), **({"RLIMIT_NPROC": (nproc_limit(spec.memory_mb),) * 2} if isinstance(user, tuple) else {}),
                     **({"RLIMIT_AS": (spec.memory_mb * 2**20,) * 2} if spec.memory_mb else {}), **dict(spec.rlimits)},
     }
     single_process = bool(spec.memory_mb) and spec.cgroup_fd is None
