@@ -16,6 +16,7 @@ import select
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -318,3 +319,61 @@ os.write(3, json.dumps({"mark": getattr(p, "VARIANT_MARK", False), "files": [p._
         child.end(run)
     assert out["mark"] is True and all(f.startswith(str(variant) + os.sep) for f in out["files"]), out
     assert out["others"] == [], out
+
+
+_WARM_SERVER = r"""
+import io, json, os, sys
+cfg = json.loads(open(sys.argv[1]).read())
+sys.path.insert(0, cfg["root"])
+import ctypes  # noqa: F401 - as the server does
+for name in cfg["server_imports"]:
+    __import__(name)
+import autograder.child.sandbox as sandbox
+before = set(sys.modules)
+install = sandbox._install_audit_hook
+
+def just_before_learner_code(*args, **kwargs):  # the hook is the last step before the first cell
+    with open(cfg["out"], "w") as f:
+        json.dump(sorted(set(sys.modules) - before), f)
+    return install(*args, **kwargs)
+
+sandbox._install_audit_hook = just_before_learner_code
+pid = os.fork()
+if pid == 0:
+    payload = dict(cfg["payload"], result_fd=os.open(cfg["result"], os.O_WRONLY | os.O_CREAT))
+    sys.stdin = io.StringIO(json.dumps(payload))
+    sandbox.main()
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.parametrize("stage_id", layout.built_stages())
+def test_a_forked_child_imports_no_module_of_the_harness_itself(run, stage_id, tmp_path):
+    """What the server imports (the entry, the harness, the preload) is every module of the course a
+    child needs before the learner's first cell, but for its stage's checks: so a forked child spends
+    its CPU on the learner's code and the checks, not on imports (they were most of it). Replayed
+    outside the sandbox, from the run's staging dir, with the payload the grader sends."""
+    from autograder.core.spec import load_stage
+    from autograder.grading.grade import child_payload_for, limits_for
+    from autograder.grading.staging import harness
+    from autograder.grading.submission import read_submission
+
+    sub = read_submission(layout.stage_files(stage_id).instructor())
+    todo = load_stage(stage_id).todos[0]
+    payload = child_payload_for(sub, todo)
+    limits = limits_for(sub.stage, payload["preload"])
+    (tmp_path / "work").mkdir()
+    payload.update(memory_limit_mb=limits.memory_limit_mb, cpu_limit_s=limits.cpu_s, workdir=str(tmp_path / "work"),
+                   root=str(run.staging), denied_dirs=[], salt="", denied_digests=[])
+    warm = [*payload["preload"], *(m for p in payload["preload"] for m in forkclient.WARM_WITH.get(p, ()))]
+    cfg = {"root": str(run.staging), "server_imports": [*harness(payload["preload"]), *warm], "payload": payload,
+           "out": str(tmp_path / "imported.json"), "result": str(tmp_path / "result")}
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    p = subprocess.run([sys.executable, "-I", "-c", _WARM_SERVER, str(tmp_path / "cfg.json")], cwd=tmp_path, timeout=120,
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and (tmp_path / "imported.json").is_file(), p.stderr[-2000:]
+    imported = json.loads((tmp_path / "imported.json").read_text())
+    given = ("kernels",) if "torch" in payload["preload"] else ()  # a torch stage's model comes with torch
+    own = [m for m in imported if m.split(".")[0] in ("autograder", *given) and not m.startswith("autograder.checks.")]
+    assert own == [], f"{stage_id}: a forked child imports {own} itself: add them to staging.HARNESS"
+    assert f"autograder.checks.{stage_id}" in imported  # the stage's checks: never in the server

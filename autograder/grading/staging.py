@@ -39,6 +39,29 @@ from autograder.core.spec import Todo
 
 
 CHILD_ENTRY = "autograder.child.sandbox:main"  # what every grading child runs, once confined
+#: What every grading child imports before the learner's first cell, whatever its stage: the harness
+#: (:func:`autograder.child.sandbox.main`'s own imports) and what the setup cells import (the learner API).
+#: Its fork server imports them once, so that a forked child starts with them: importing them in each
+#: child was most of a child's CPU (about 20 ms of 28 before any learner code, measured on stage 1).
+#: Generic code only: a stage's checks, a reference and a submission stay out of the server, and so does
+#: what only some stages import (each module in the server is in every child's memory, in each process a
+#: child forks too: with stage 7's kernels.calibration here, a stage-1 fork bomb filled its cgroup first).
+#: ``tests/test_forkserver.py`` fails when a child has to import any other module of the course itself.
+HARNESS = ("autograder.child.protocol", "autograder.child.hybrid", "autograder.child.probe", "autograder.child.twins",
+           "autograder.core.spec", "autograder.checks.common", "autograder.grading.verdict", "autograder.i18n",
+           "autograder.runtime", "autograder.learner.blame", "autograder.learner.demos", "autograder.learner.inline",
+           "autograder.learner.learn", "autograder.learner.released", "autograder.learner.standing", "numbers")
+#: The given code the children of a preload import with it (a torch stage's model and attention): warm in
+#: that preload's server only, so that a server without torch never imports it.
+HARNESS_WITH = {"torch": ("kernels.timing", "kernels.kv_pool", "kernels.model", "kernels.paged_attention", "kernels.prefill")}
+
+
+def harness(preload: Iterable[str]) -> list[str]:
+    """The modules the fork server of ``preload`` imports besides the preload: the entry's, :data:`HARNESS`,
+    and the given code that comes with the preload (:data:`HARNESS_WITH`)."""
+    return [CHILD_ENTRY.split(":")[0], *HARNESS, *(m for p in preload for m in HARNESS_WITH.get(p, ()))]
+
+
 CHILDREN = "children"  # the folder below a run's base that holds every child's scratch dir
 SCRATCH_MB = 64  # what a child may write (grading writes almost nothing); a tmpfs of this size
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
@@ -168,7 +191,7 @@ class GradingRun:
                 try:
                     server = forkclient.ForkServer(self.isolation, self.staging, key, self.scratch_root, env,
                                                    self.hidden, sys.executable, view=self.base,
-                                                   entries=[CHILD_ENTRY.split(":")[0]])
+                                                   entries=harness(key))
                 except (IsolationError, OSError):
                     server = None  # children of this kind are launched one by one
                 with self._server_lock:
