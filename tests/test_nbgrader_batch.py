@@ -181,3 +181,35 @@ def test_a_stopped_batch_starts_no_further_job_and_reports_each_one_left_out():
     for g, group in enumerate(results):
         for j, r in enumerate(group):
             assert r == (f"done {(g, j)}" if (g, j) in ran else GradingStopped.__name__), (g, j, r)
+
+
+def test_a_batch_still_running_when_the_program_ends_gives_every_job_a_result_and_lets_it_exit(tmp_path):
+    """nbgrader can finish (its main thread done) while the batch it started still grades submissions it
+    never asked for: the interpreter then refuses new pool jobs. The batch reports each job it could not
+    start, and the process exits instead of waiting forever for results that cannot come."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "ends_early.py"
+    script.write_text(f"""
+import sys, threading, time
+sys.path.insert(0, {str(layout.ROOT)!r})
+from autograder.grading.batch import run_batch
+
+def work(job, gate):
+    if gate is not None:
+        time.sleep(0.5)  # the main thread is gone by now: the interpreter is ending
+        gate()
+    return "done"
+
+def batch():
+    results = run_batch([[(g, j) for j in range(3)] for g in range(2)], work=work, shared_failure=lambda r: False,
+                        shortcut=lambda first, job: first, failed=lambda job, exc: type(exc).__name__,
+                        on_result=lambda *a: None, workers=2)
+    print(results, flush=True)
+
+threading.Thread(target=batch).start()  # not a daemon, as nbgrader's batch thread
+""")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == str([["done", "GradingStopped", "GradingStopped"]] * 2), p.stdout

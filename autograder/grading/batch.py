@@ -6,8 +6,8 @@ job failed in that shared part, they get its verdict without running at all. So 
 hangs at cell level costs one time limit, not one per TODO, and other groups keep every worker.
 
 Invariants: every job gets exactly one result (``work``'s, ``shortcut``'s, or ``failed``'s when
-``work`` raised); ``on_result`` sees each result once, from a worker thread; :func:`run_batch`
-returns after every result is in.
+``work`` raised or the job could not start: stopped, or the interpreter ending); ``on_result`` sees
+each result once, from a worker thread; :func:`run_batch` returns after every result is in.
 """
 from __future__ import annotations
 
@@ -78,7 +78,10 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
                     return False
                 g.released = True
             for ji in range(1, len(g.jobs)):
-                pool.submit(run_one, gi, ji, None)
+                try:
+                    pool.submit(run_one, gi, ji, None)
+                except RuntimeError:  # the interpreter is ending (its main thread is done): no new job starts
+                    record(gi, ji, failed(g.jobs[ji], GradingStopped("grading stopped: the program is ending")))
             return True
 
         def first(gi: int) -> None:
