@@ -193,6 +193,7 @@ def test_a_batch_still_running_when_the_program_ends_gives_every_job_a_result_an
     script = tmp_path / "ends_early.py"
     script.write_text(f"""
 import sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, {str(layout.ROOT)!r})
 from autograder.grading.batch import run_batch
 
@@ -203,9 +204,10 @@ def work(job, gate):
     return "done"
 
 def batch():
-    results = run_batch([[(g, j) for j in range(3)] for g in range(2)], work=work, shared_failure=lambda r: False,
-                        shortcut=lambda first, job: first, failed=lambda job, exc: type(exc).__name__,
-                        on_result=lambda *a: None, workers=2)
+    with ThreadPoolExecutor(max_workers=1) as verdicts:  # as grade_paths composes each verdict
+        results = run_batch([[(g, j) for j in range(3)] for g in range(2)], work=work, shared_failure=lambda r: False,
+                            shortcut=lambda first, job: first, failed=lambda job, exc: type(exc).__name__,
+                            on_result=lambda *a: verdicts.submit(print, end=""), workers=2)
     print(results, flush=True)
 
 threading.Thread(target=batch).start()  # not a daemon, as nbgrader's batch thread

@@ -55,9 +55,13 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
             results[gi][ji] = res
             left -= 1
             last = left == 0
-        on_result(gi, ji, res)
-        if last:
-            finished.set()
+        try:
+            on_result(gi, ji, res)
+        except Exception:  # noqa: BLE001 - the caller's hook (its own pool refusing work as the interpreter
+            pass  # ends): raised here, it would unwind a release and leave the group's other jobs without a result
+        finally:
+            if last:
+                finished.set()
 
     def run_one(gi: int, ji: int, gate: Gate | None) -> R:
         job = gs[gi].jobs[ji]
