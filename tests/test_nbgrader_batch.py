@@ -40,7 +40,7 @@ def test_the_first_request_grades_the_whole_batch_and_each_file_gets_its_own_ver
     config, paths = _course(tmp_path, {"ann": SOLVED, "bob": STUB, "cy": SOLVED})
     calls: list[list[Path]] = []
 
-    def grade_many(ps, on_done=None):
+    def grade_many(ps, on_done=None, stop=None):
         calls.append(list(ps))
         return grade_paths(ps, on_done=on_done)
 
@@ -67,7 +67,7 @@ def test_a_notebook_outside_the_selection_is_graded_alone(tmp_path):
     config.CourseDirectory.student_id = "nobody*"
     calls = []
 
-    def grade_many(ps, on_done=None):
+    def grade_many(ps, on_done=None, stop=None):
         calls.append(list(ps))
         return grade_paths(ps, on_done=on_done)
 
@@ -126,7 +126,7 @@ def test_an_early_start_starts_the_batch_once_and_never_a_second_after_it_drains
     config, paths = _course(tmp_path, {"ann": STUB, "bob": STUB})
     calls: list[list[Path]] = []
 
-    def grade_many(ps, on_done=None):  # answers without grading: only who asked for what matters here
+    def grade_many(ps, on_done=None, stop=None):  # answers without grading: only who asked for what matters here
         calls.append(list(ps))
         results = [SimpleNamespace(path=str(p), alone=len(ps) == 1) for p in ps]
         for r in results:
@@ -215,3 +215,33 @@ threading.Thread(target=batch).start()  # not a daemon, as nbgrader's batch thre
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == str([["done", "GradingStopped", "GradingStopped"]] * 2), p.stdout
+
+
+def test_once_nbgrader_is_done_its_batch_starts_no_further_child(tmp_path):
+    """nbgrader's main thread done (it asked for all it will, or stopped early): the batch it started
+    sets its stop, so what nobody will read is not graded, and the process ends without waiting for it."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "nbgrader_done.py"
+    script.write_text(f"""
+import sys, time
+sys.path.insert(0, {str(layout.ROOT)!r})
+from pathlib import Path
+from autograder.integrations.nbgrader_batch import Batch
+
+def grade_many(paths, on_done=None, stop=None):
+    for _ in range(200):  # a long batch: it notices the stop within a few of its steps
+        if stop.is_set():
+            print("stopped", flush=True)
+            return []
+        time.sleep(0.05)
+    print("graded everything", flush=True)
+    return []
+
+Batch.start([Path({str(tmp_path / "a.ipynb")!r})], grade_many)
+""")
+    start = time.monotonic()
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "stopped", p.stdout + p.stderr[-2000:]
+    assert time.monotonic() - start < 8  # not the batch's 10 s

@@ -110,17 +110,16 @@ def _start_early(selection: Selection) -> Early | None:
         _, key_of, grade_many = nbgrader_batch.plan("best", True, None, None, selection.root)
     except Exception:  # noqa: BLE001 - no kernel isolation: nbgrader's IsolatedGrade says so, per notebook
         return None
-    early = Early(threading.Event(), threading.Event())
+    running = threading.Event()
 
-    def graded(paths, on_done=None):
+    def graded(paths, on_done=None, stop=None):
         try:
-            return grade_many(paths, on_done=on_done, on_todo=early.running.set, stop=early.stop)
+            return grade_many(paths, on_done=on_done, on_todo=running.set, stop=stop)
         finally:
-            early.running.set()
+            running.set()
 
-    if nbgrader_batch.register(key_of(selection.pattern), selection.paths, graded) is None:
-        return None
-    return early
+    batch = nbgrader_batch.register(key_of(selection.pattern), selection.paths, graded)
+    return None if batch is None else Early(running, batch.stop)
 
 
 #: How long nbgrader's import waits for the grading's first child. The grading's own start (reading

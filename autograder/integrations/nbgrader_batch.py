@@ -57,6 +57,7 @@ class Batch:
     ``digests`` holds each file's digest read before grading; ``results`` fills in (from the grading
     thread) as submissions finish, and ``ready[path]`` is set once its result is in; a path leaves
     ``ready`` (and its result ``results``) when it is taken, so an empty ``ready`` means drained.
+    ``stop`` is set once this process's main thread (nbgrader) is done: no further child starts then.
     """
 
     paths: list[Path]
@@ -64,10 +65,11 @@ class Batch:
     results: dict[Path, SubmissionResult] = field(default_factory=dict)
     ready: dict[Path, threading.Event] = field(default_factory=dict)
     thread: threading.Thread | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def start(cls, paths: list[Path], grade_many: Callable[..., list[SubmissionResult]]) -> Batch:
-        """Start grading ``paths`` in the background; ``grade_many(paths, on_done=...)`` grades them."""
+        """Start grading ``paths`` in the background; ``grade_many(paths, on_done=..., stop=...)`` grades them."""
         b = cls(paths, {p: digest(p) for p in paths}, ready={p: threading.Event() for p in paths})
         by_text = {str(p): p for p in paths}
 
@@ -79,15 +81,20 @@ class Batch:
 
         def run() -> None:
             try:
-                grade_many(paths, on_done=on_done)
+                grade_many(paths, on_done=on_done, stop=b.stop)
             finally:  # a failed batch still answers: every request then grades its file alone
                 for e in list(b.ready.values()):
                     e.set()
 
+        def watch() -> None:  # nbgrader has asked for all it will once its thread is done (or stopped early)
+            threading.main_thread().join()
+            b.stop.set()
+
         # not a daemon: the batch's confined children and scratch dirs are cleaned up even when
-        # nbgrader stops asking early
+        # nbgrader stops asking early (the children running then finish; no other starts)
         b.thread = threading.Thread(target=run, name="pcw-nbgrader-batch")
         b.thread.start()
+        threading.Thread(target=watch, name="pcw-nbgrader-watch", daemon=True).start()
         return b
 
     def take(self, path: Path) -> SubmissionResult | None:
