@@ -64,7 +64,7 @@ def pool_attention(kernel: Callable[..., Tensor]) -> PagedAttention:
 class TTFTRow:
     """One cached-prefix length of :func:`measure_ttft`.
 
-    Invariants: ``speedup == full_s / cached_s``; ``full_s`` and ``cached_s`` are each path's mean time
+    Invariants: ``speedup == full_s / cached_s``; ``full_s`` and ``cached_s`` are each path's median time
     over the measurement's rounds; ``max_diff`` is the largest |logit difference| between the two paths on
     the prompts both ran, and ``hit_tokens`` the fewest prefix tokens the cached path reported as hits
     (``prefix`` when it reused all).
@@ -88,7 +88,8 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
     then each of ``reps`` rounds times one full prefill between ``cached_per_round`` cached ones (one
     before it, the rest after), every prompt with a fresh question, on the clock of
     :func:`kernels.timing.steady_timing`. A round's cached prefills bracket its full one, so a change in
-    what else the machine is doing slows both paths alike; the row keeps each path's mean time.
+    what else the machine is doing slows both paths alike; the row keeps each path's median time (a round
+    that other work slowed more than the rest moves no median).
     Every cached answer is checked (shape, ledger); the one for the full prefill's own prompt is also
     compared with it, value by value.
     """
@@ -122,7 +123,7 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
                     hits = min(hits, int(ledger["hit_tokens"]))
                     if i == pair:
                         diff = max(diff, float((cached_logits.float() - full_logits.float()).abs().max()))
-            full_s, cached_s = statistics.fmean(full_t), statistics.fmean(cached_t)
+            full_s, cached_s = statistics.median(full_t), statistics.median(cached_t)
             rows.append(TTFTRow(prefix, full_s, cached_s, full_s / cached_s,
                                 predicted_speedup(model.config, prefix, question_len), diff, hits))
     return rows

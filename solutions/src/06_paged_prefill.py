@@ -431,7 +431,8 @@ reveal(my_guess_2, round(saved_total, 3), why("s06.my_guess_2"), within=0.005)
 # attention torch has (`F.scaled_dot_product_attention(is_causal=True)`), not a slow loop. Both
 # paths run with a fresh question each time, for 7 rounds: each round times one full prefill between
 # three cached ones, so whatever else the machine starts or stops doing slows both paths alike, and the
-# speedup is the ratio of their mean times. On a CPU the clock is this process's CPU time on one torch
+# speedup is the ratio of their median times (a round that something else slowed moves no median). On a
+# CPU the clock is this process's CPU time on one torch
 # thread, so other programs' waiting is not counted either (run the cell twice: the speedups agree
 # within about 15 %). The
 # model here is small, so that the whole measurement takes seconds on a CPU;
@@ -447,7 +448,7 @@ reveal(my_guess_2, round(saved_total, 3), why("s06.my_guess_2"), within=0.005)
 # 首 token 延迟就是 prefill 的时间。基线是用 torch 最快的因果 attention
 # （`F.scaled_dot_product_attention(is_causal=True)`）做完整 prefill，而不是一个很慢的循环。两条路径交替运行，
 # 每次都换一个新问题，共 7 轮：每轮在三次带缓存的 prefill 中间做一次完整 prefill，机器上别的程序开始或停下来，
-# 两条路径会一起变慢或变快；加速比是两条路径平均耗时之比。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，
+# 两条路径会一起变慢或变快；加速比是两条路径耗时中位数之比（某一轮被别的程序拖慢，中位数也不会跟着变）。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，
 # 别的程序占着 CPU 时的等待也不算进来（把这个单元运行两次：加速比相差大约在 15% 以内）。这里的模型很小，在 CPU 上整个测量只要几秒；
 # 真实规模的测量见 `benchmarks/bench_prefill.py`。
 #
@@ -466,10 +467,10 @@ from kernels.device import default_device, describe_device, paged_attention_for
 # measure_ttft() times both paths on a steady clock: on a CPU, this process's CPU seconds on one torch
 # thread (other programs on the machine cannot add to them); on a GPU, the wall clock after the device
 # has finished. 7 rounds, each one full prefill between three cached ones, every prompt a fresh question;
-# it keeps each path's mean time.
+# it keeps each path's median time.
 # zh: measure_ttft() 用稳定的时钟给两条路径计时：CPU 上用本进程在单个 torch 线程上的 CPU 秒数（机器上的其他程序
 # zh: 加不进来）；GPU 上用挂钟时间，并等 GPU 算完。共 7 轮，每轮在三次带缓存的 prefill 中间做一次完整 prefill，
-# zh: 每个提示词都换一个新问题；每条路径取平均耗时。
+# zh: 每个提示词都换一个新问题；每条路径取耗时的中位数。
 from kernels.prefill import TTFT_CONFIG, measure_ttft
 
 rows = []  # one TTFTRow per prefix, filled when the demo runs (read again by the closing cell)
