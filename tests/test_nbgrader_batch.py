@@ -197,8 +197,11 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, {str(layout.ROOT)!r})
 from autograder.grading.batch import run_batch
 
+first_jobs_running = threading.Semaphore(0)
+
 def work(job, gate):
     if gate is not None:
+        first_jobs_running.release()
         time.sleep(0.5)  # the main thread is gone by now: the interpreter is ending
         gate()
     return "done"
@@ -211,10 +214,40 @@ def batch():
     print(results, flush=True)
 
 threading.Thread(target=batch).start()  # not a daemon, as nbgrader's batch thread
+for _ in range(2):  # both submissions' first jobs started (on a loaded machine the thread may start late)
+    first_jobs_running.acquire()
 """)
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == str([["done", "GradingStopped", "GradingStopped"]] * 2), p.stdout
+
+
+def test_a_batch_that_starts_once_the_program_is_ending_reports_every_job_stopped(tmp_path):
+    """The batch's thread may get its first turn only after the main thread is done (a loaded machine):
+    no group can start then, and each job still gets a result instead of the thread dying."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "starts_late.py"
+    script.write_text(f"""
+import sys, threading, time
+sys.path.insert(0, {str(layout.ROOT)!r})
+from autograder.grading.batch import run_batch
+
+def batch():
+    while threading.main_thread().is_alive():
+        time.sleep(0.01)
+    time.sleep(0.3)  # the interpreter's exit hooks have run: pools take no new work
+    results = run_batch([[(g, j) for j in range(2)] for g in range(2)], work=lambda job, gate: "done",
+                        shared_failure=lambda r: False, shortcut=lambda first, job: first,
+                        failed=lambda job, exc: type(exc).__name__, on_result=lambda *a: None, workers=2)
+    print(results, flush=True)
+
+threading.Thread(target=batch).start()
+""")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not p.stderr, p.stderr[-2000:]
+    assert p.stdout.strip() == str([["GradingStopped", "GradingStopped"]] * 2), p.stdout
 
 
 def test_once_nbgrader_is_done_its_batch_starts_no_further_child(tmp_path):

@@ -101,7 +101,12 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
             release(gi)
 
         for gi in range(len(gs)):
-            pool.submit(first, gi)
+            try:
+                pool.submit(first, gi)
+            except RuntimeError:  # the interpreter is ending before this group started: none of its jobs runs
+                gs[gi].released = True
+                for ji, job in enumerate(gs[gi].jobs):
+                    record(gi, ji, failed(job, GradingStopped("grading stopped: the program is ending")))
         finished.wait()
     return results  # type: ignore[return-value]
 
