@@ -153,11 +153,33 @@ def _adapt(adapter: object, fn: object) -> object | None:
     return out if callable(out) else None
 
 
+#: What given functions import on their first call (radix_view draws with matplotlib, stage 8 tests with
+#: SciPy): imported before any candidate is timed, so that no candidate's verdict depends on how long a
+#: first import takes on this machine.
+LAZY_IMPORTS = ("matplotlib.pyplot", "matplotlib.patches", "scipy.stats", "ipywidgets", "tqdm.auto")
+
+
+def _import_lazy_dependencies() -> None:
+    for name in LAZY_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional dependency that is not installed: its users fail either way
+            pass
+
+
 @contextlib.contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``TimeoutError`` in the block after ``seconds``. The alarm can land inside an import, which then
+    fails half done and leaves the package's submodules behind (a later ``import matplotlib`` in this
+    process breaks on them): when it fired, every module the block added is dropped, so the next import
+    of it starts afresh."""
+    fired: list[bool] = []
+
     def on_alarm(signum, frame):
+        fired.append(True)
         raise TimeoutError
 
+    before = set(sys.modules)
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -165,6 +187,9 @@ def _time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if fired:
+            for name in set(sys.modules) - before:
+                sys.modules.pop(name, None)
 
 
 class Judge:
@@ -173,6 +198,7 @@ class Judge:
     learner's namespace with the delegating target, the hybrid, every check (public and hidden)."""
 
     def __init__(self, stage: Stage, todo: Todo) -> None:
+        _import_lazy_dependencies()
         self.stage, self.todo = stage, todo
         files = layout.stage_files(stage.id)
         self.text = files.reference.read_text(encoding="utf-8")

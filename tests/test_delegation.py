@@ -111,3 +111,28 @@ def test_inline_check_blocks_twins_while_it_probes_and_restores_them():
 
     q, k = torch.zeros(1, 1, 2), torch.zeros(1, 1, 1, 2)
     assert pa.paged_attention_torch(q, k, k, torch.tensor([0]), 0).shape == (1, 1, 2)
+
+
+def test_a_candidate_timed_out_inside_an_import_leaves_no_half_imported_package(tmp_path, monkeypatch):
+    """The screen's alarm can fire while a given function imports a package for the first time (as
+    radix_view imports matplotlib): the half-imported package must not break a later import of it."""
+    import sys
+
+    from tests.delegation import _time_limit
+
+    pkg = tmp_path / "pcw_slow_pkg"
+    pkg.mkdir()
+    (pkg / "part.py").write_text("VALUE = 1\n")
+    (pkg / "__init__.py").write_text("from pcw_slow_pkg import part\nimport time\ntime.sleep(float(__import__('os')"
+                                     ".environ.get('PCW_SLOW_PKG_S', '0')))\ndef ready():\n    return part.VALUE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PCW_SLOW_PKG_S", "5")
+    with pytest.raises(TimeoutError), _time_limit(0.2):
+        __import__("pcw_slow_pkg")
+    assert not [m for m in sys.modules if m.startswith("pcw_slow_pkg")]
+    monkeypatch.setenv("PCW_SLOW_PKG_S", "0")
+    try:
+        assert __import__("pcw_slow_pkg").ready() == 1
+    finally:
+        for m in [m for m in sys.modules if m.startswith("pcw_slow_pkg")]:
+            del sys.modules[m]
