@@ -127,9 +127,19 @@ def test_without_force_a_student_already_autograded_is_left_to_nbgrader(course, 
 
 SHARED = """
 import sys
-from nbgrader.api import Gradebook
+import collections
+import sqlalchemy
+from sqlalchemy import text
+from nbgrader.api import Gradebook, get_alembic_version
 from autograder.integrations.nbgrader_glue import share_gradebook_engines
 url = "sqlite:///" + sys.argv[1]
+alembic = get_alembic_version()
+checks = collections.Counter()
+real_inspect = sqlalchemy.inspect
+def counted(subject, *a, **k):
+    checks[subject] += 1
+    return real_inspect(subject, *a, **k)
+sqlalchemy.inspect = counted
 share_gradebook_engines()
 share_gradebook_engines()  # twice: still one layer
 with Gradebook(url) as a:
@@ -142,6 +152,14 @@ with Gradebook(url) as b:  # after a's close (its dispose): the same engine, and
     assert b.find_student("ann").first_name == "Anna"
 with Gradebook("sqlite:///" + sys.argv[1] + ".other") as d:
     assert d.engine is not engine
+    d.add_student("bob")
+# each database's tables were checked by its first open only (then inspected once, for their names)
+assert checks == {engine: 2, d.engine: 2}, checks
+with Gradebook(url) as e:  # and a later open still reads and writes what the first one created
+    assert e.find_student("ann").first_name == "Anna" and e.engine is engine
+    e.add_student("cy")
+    assert [r[0] for r in e.db.execute(text("SELECT version_num FROM alembic_version"))] == [alembic]
+assert checks[engine] == 2
 print("ok")
 """
 
