@@ -32,7 +32,7 @@ from autograder.child import twins
 from autograder.core import layout
 from autograder.grading import trusted_store
 from autograder.isolation import forkclient
-from autograder.isolation.childfs import IsolationError, child_user, compile_tree, make_scratch, stage_tree
+from autograder.isolation.childfs import HiddenPaths, IsolationError, child_user, compile_tree, make_scratch, stage_tree
 from autograder.isolation.forkclient import ForkServer
 from autograder.isolation.levels import Isolation
 from autograder.core.spec import Todo
@@ -98,7 +98,7 @@ class GradingRun:
     isolation: Isolation
     base: str
     staging: Path
-    hidden: tuple[str, ...]
+    hidden: HiddenPaths
     _closed: bool = field(default=False, repr=False)
     _variants: dict[tuple[str, ...], Path] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -122,7 +122,7 @@ class GradingRun:
             shutil.rmtree(base, ignore_errors=True)
             raise
         every = dict.fromkeys([*always_hidden(), *(os.path.abspath(h) for h in hidden)])
-        return cls(iso, base, staging, tuple(every))
+        return cls(iso, base, staging, HiddenPaths(every))
 
     @property
     def level(self) -> str:

@@ -14,10 +14,8 @@ each child ran (its isolation, exit status and kept output).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -31,7 +29,7 @@ from autograder.core import messages
 from autograder.isolation import cgroup
 from autograder.core.i18n import L, text
 from autograder.isolation.confine import EXIT_NOT_CONFINED
-from autograder.isolation.childfs import IsolationError
+from autograder.isolation.childfs import Digests, HiddenPaths, IsolationError, salted_digest
 from autograder.isolation.forkclient import ForkedChild
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement, plan_child, signal_name
 from autograder.child.protocol import Channel, ChildSummary, Event, summarize
@@ -130,18 +128,29 @@ def child_payload(payload: dict, limits: ChildLimits, hidden: Iterable[str], sta
     What the child must not open goes in for its audit hook's message (the kernel is what refuses):
     the grader's own places by name, every other path (the batch's submissions, a class roster; an
     nbgrader course's folders) only as a salted digest, so that no child learns another submission's name.
+    A run's :class:`~autograder.isolation.childfs.HiddenPaths` (``GradingRun.hidden``) salts and digests
+    them once for all its children; any other list is digested here, with a salt of its own.
     """
-    salt = secrets.token_hex(16)
-    own = set(always_hidden())
+    hidden = HiddenPaths.of(hidden)
+    named, digests = hidden.told(always_hidden())
     return {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
             "workdir": scratch, "result_fd": result_fd, "root": str(staging),
-            "denied_dirs": [h for h in hidden if h in own], "salt": salt,
-            "denied_digests": [path_digest(salt, h) for h in hidden if h not in own]}
+            "denied_dirs": named, "salt": hidden.salt, "denied_digests": digests}
+
+
+def payload_bytes(payload: dict) -> bytes:
+    """``payload`` as the child reads it on stdin: its JSON. A run's digests (:class:`Digests`) are
+    spliced in as encoded once for the run, so that a class of n costs each child O(1) here, not O(n)."""
+    digests = payload.get("denied_digests")
+    if not isinstance(digests, Digests):
+        return json.dumps(payload).encode()
+    head = json.dumps({k: v for k, v in payload.items() if k != "denied_digests"})
+    return (head[:-1] + (", " if len(head) > 2 else "") + '"denied_digests": ' + digests.json + "}").encode()
 
 
 def path_digest(salt: str, path: str) -> str:
     """What a child is told of a path it must not open: a salted digest of its real path."""
-    return hashlib.sha256((salt + os.path.realpath(path)).encode("utf-8", "surrogateescape")).hexdigest()
+    return salted_digest(salt, os.path.realpath(path))
 
 
 def run_child(payload: dict, limits: ChildLimits, run: GradingRun, check_keys: Iterable[str],
@@ -219,7 +228,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     if on_start is not None:
         on_start(group.pids if isinstance(proc, ForkedChild) else (lambda pid=proc.pid: [pid]))
     try:
-        output, dropped, timed_out = _collect(proc, read_fd, out_r, json.dumps(payload).encode(), channel, limits,
+        output, dropped, timed_out = _collect(proc, read_fd, out_r, payload_bytes(payload), channel, limits,
                                               on_event)
         if not timed_out:  # the pipe closed: let the child's own exit status arrive before the kill
             try:

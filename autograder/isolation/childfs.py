@@ -9,10 +9,12 @@ before any rule is made from them.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import stat
 import subprocess
@@ -84,6 +86,82 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
 
 def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def salted_digest(salt: str, real: str) -> str:
+    """What a child is told of a real path it must not open: a digest of the path salted by ``salt``."""
+    return hashlib.sha256((salt + real).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class Digests(list):
+    """A run's list of salted digests, the same for each of its children: ``json`` is its JSON text,
+    encoded once (a child's payload splices it in: per child, the grader copies it, never encodes it)."""
+
+    @functools.cached_property
+    def json(self) -> str:
+        return json.dumps(self)
+
+
+class HiddenPaths(tuple):
+    """The paths no child of one grading run may see (a tuple of them, as given), resolved once.
+
+    A run hides every submission of its class from every child, so each child's confinement asks which
+    hidden paths lie in each folder it could read, and its audit hook is told of every hidden path.
+    Resolved per child, that costs each child O(n) for a class of n (a class O(n²) in the grader's one
+    process); here the real paths are resolved and sorted once, and those questions cost O(log n + k)
+    and O(depth) whatever the class's size.
+
+    Invariants: the tuple holds the given paths, first occurrence first; ``real`` is the sorted set of
+    their real paths (symlinks followed when this was built); ``salt`` is this run's, fresh per instance,
+    and ``told(own)`` is computed once per ``own``.
+    """
+
+    real: tuple[str, ...]
+    salt: str
+
+    def __new__(cls, paths: Iterable[str]) -> HiddenPaths:
+        self = super().__new__(cls, dict.fromkeys(paths))
+        self.real = tuple(sorted({os.path.realpath(p) for p in self}))
+        self._real = frozenset(self.real)
+        self.salt = secrets.token_hex(16)
+        self._told: dict[frozenset[str], tuple[list[str], Digests]] = {}
+        return self
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> HiddenPaths:
+        """``paths`` as a :class:`HiddenPaths` (itself when it is one already)."""
+        return paths if isinstance(paths, HiddenPaths) else cls(paths)
+
+    def inside(self, folder: str) -> list[str]:
+        """The real hidden paths that are ``folder`` or lie below it (as :func:`_within` decides)."""
+        out = [folder] if folder in self._real else []
+        prefix = folder.rstrip("/") + "/"
+        i = bisect.bisect_left(self.real, prefix)
+        while i < len(self.real) and self.real[i].startswith(prefix):
+            if self.real[i] != folder:  # the root is its own prefix
+                out.append(self.real[i])
+            i += 1
+        return out
+
+    def holding(self, path: str) -> str | None:
+        """A real hidden path that is ``path`` or one of its folders (None if there is none)."""
+        p = path
+        while True:
+            if p in self._real:
+                return p
+            parent = os.path.dirname(p)
+            if parent == p:
+                return None
+            p = parent
+
+    def told(self, own: Iterable[str]) -> tuple[list[str], Digests]:
+        """What a child is told: the given paths among ``own`` (the grader's own places, by name), and
+        the salted digest (:func:`salted_digest`, this run's ``salt``) of every other one's real path."""
+        key = frozenset(own)
+        if key not in self._told:
+            named = [h for h in self if h in key]
+            self._told[key] = (named, Digests(salted_digest(self.salt, os.path.realpath(h)) for h in self if h not in key))
+        return self._told[key]
 
 
 def _others_can_read(path: str, *, ancestors: bool) -> bool:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.isolation.childfs import (DEVICES, ETC_FILES, SYSTEM_DIRS, IsolationError, _others_can_read, _outermost,
-                                _within, canonical_python, child_user, interpreter_paths, system_paths)
+from autograder.isolation.childfs import (DEVICES, ETC_FILES, SYSTEM_DIRS, HiddenPaths, IsolationError, _others_can_read,
+                                _outermost, _within, canonical_python, child_user, interpreter_paths, system_paths)
 
 if TYPE_CHECKING:
     from autograder.isolation.levels import Isolation
@@ -171,15 +171,20 @@ def confinement(spec: ChildSpec, iso: Isolation) -> Confinement:
     readable = _outermost([*interpreter_paths(python), os.path.realpath(spec.import_root),
                            *(os.path.realpath(p) for p in spec.readable)])
     masked = []
-    for hidden in map(os.path.realpath, spec.hidden):
-        for p in (*readable, scratch, *system):
-            if "namespaces" in iso.layers and p in readable and hidden != p and _within(hidden, p):
+    hidden = HiddenPaths.of(spec.hidden)  # a run's, resolved once: a child costs the same whatever the class
+    for p in (*readable, scratch, *system):
+        for h in hidden.inside(p):
+            if "namespaces" in iso.layers and p in readable and h != p:
                 # e.g. the course pip-installed into the venv the child runs: its answers lie inside
                 # the child's site-packages; an empty mount over them hides them in the child's view
-                if os.path.lexists(hidden):  # nothing to hide where nothing is
-                    masked.append(hidden)
-            elif _within(hidden, p) or _within(p, hidden):
-                raise IsolationError(f"the child could read {p}, which is or holds {hidden}, a path it must not see")
+                if os.path.lexists(h):  # nothing to hide where nothing is
+                    masked.append(h)
+            else:
+                raise IsolationError(f"the child could read {p}, which is or holds {h}, a path it must not see")
+        h = hidden.holding(p)
+        if h is not None:
+            raise IsolationError(f"the child could read {p}, which is or holds {h}, a path it must not see")
+    masked = list(_outermost(masked))  # a hidden folder's mount covers the hidden paths inside it
     user = child_user(iso, spec.uid)
     if isinstance(user, tuple):
         ancestors = "namespaces" not in iso.layers
