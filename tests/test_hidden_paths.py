@@ -91,7 +91,7 @@ def test_confinement_still_refuses_or_masks_a_hidden_path_among_many(tmp_path):
     if not iso.layers:
         pytest.skip("no kernel isolation here: nothing is launched confined")
     others = [str(tmp_path / f"s{i}.ipynb") for i in range(3000)]
-    inside = str(layout.ROOT / "autograder" / "checks" / "s01.py")
+    inside = str(layout.stage_files("s01").spec)  # a file inside the folder the child reads
     spec = ChildSpec(sys.executable, "x:y", str(layout.ROOT), str(tmp_path / "scratch"),
                      hidden=HiddenPaths([*others, inside]))
     os.mkdir(tmp_path / "scratch")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from autograder.core.i18n import L
+
 
 class TodoStatus(str, Enum):
     """How one TODO ended."""
@@ -107,6 +109,18 @@ class SubmissionResult:
 
     def failed_todos(self) -> set[str]:
         return {t.id for t in self.todos if not t.passed}
+
+    @classmethod
+    def from_json(cls, d: dict, seconds: float = 0.0) -> SubmissionResult:
+        """The result :meth:`to_json` wrote (its derived ``score``, ``max_score`` and ``passed`` are
+        recomputed from the rest; ``seconds``, which it leaves out, is given)."""
+        def title(t: dict):  # a bilingual title is written as its two texts
+            return L(**t["title"]) if isinstance(t["title"], dict) else t["title"]
+
+        todos = [TodoResult(t["id"], t["number"], title(t), t["points"], t["max_points"], TodoStatus(t["status"]),
+                            t["message"], [CheckResult(**c) for c in t["checks"]]) for t in d["todos"]]
+        return cls(d["path"], d["stage"], SubmissionStatus(d["status"]), todos, d["error"], list(d["warnings"]),
+                   seconds, d["isolation"], d["lang"])
 
     def to_json(self) -> dict:
         return {"path": self.path, "stage": self.stage, "status": self.status.value, "score": self.score,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder.core import messages
-from autograder.grading import batch
+from autograder.grading import batch, shards
 from autograder.isolation import levels as isolation
 from autograder.core.course import feedback_level, grading_mode
 from autograder.grading.disclosure import Disclosure, unlimited
@@ -396,11 +396,19 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     sets ``PCW_GRADE_VERBOSE=1``, and nowhere otherwise.
     """
     private_library_caches()  # before any reference code imports torch here
+    chosen_log = log
     if log is None and os.environ.get(VERBOSE_ENV) == "1":
         log = stderr_log()
     how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)
+    # More cores than one grader process can feed: the class in parts, a process each (see shards).
+    # Not with ``only`` or a log of the caller's: those are for one process's own runs (tests, mutants).
+    parts = shards.shard_count(len(files), batch.available_cores()) if chosen_log is None and only is None else 1
+    if parts > 1:
+        return shards.grade_in_shards(files, parts, workers=workers or batch.default_workers(), iso=level,
+                                      hidden=hidden, lang=lang, grading=grading, feedback=feedback, on_done=on_done,
+                                      on_todo=on_todo, stop=stop)
     results: list[SubmissionResult] = []
     subs: list[tuple[int, Submission]] = []
     started = time.monotonic()
