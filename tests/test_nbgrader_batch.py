@@ -183,6 +183,42 @@ def test_a_stopped_batch_starts_no_further_job_and_reports_each_one_left_out():
             assert r == (f"done {(g, j)}" if (g, j) in ran else GradingStopped.__name__), (g, j, r)
 
 
+def test_a_started_group_goes_before_a_new_one_so_groups_finish_in_order():
+    """A group's first job starts only when the workers have nothing else: with one worker, each group's
+    jobs run before the next group's first one (nbgrader's batch then answers its first notebooks early,
+    while the rest grade, instead of all of them at the end)."""
+    import threading
+
+    from autograder.grading.batch import run_batch
+
+    ran, finished = [], []
+    lock = threading.Lock()
+
+    def work(job, gate):
+        with lock:
+            ran.append(job)
+        if gate is not None:
+            gate()
+        return job
+
+    def on_result(gi, ji, res):
+        with lock:
+            finished.append(res)
+
+    groups = [[(g, j) for j in range(3)] for g in range(4)]
+    run_batch(groups, work=work, shared_failure=lambda r: False, shortcut=lambda first, job: first,
+              failed=lambda job, exc: exc, on_result=on_result, workers=1)
+    assert ran == [job for group in groups for job in group]
+    ran.clear()
+    finished.clear()
+    run_batch(groups, work=work, shared_failure=lambda r: False, shortcut=lambda first, job: first,
+              failed=lambda job, exc: exc, on_result=on_result, workers=3)
+    last = {g: max(i for i, (gg, _) in enumerate(finished) if gg == g) for g in range(4)}
+    starts = {g: min(i for i, (gg, _) in enumerate(ran) if gg == g) for g in range(4)}
+    assert sorted(ran) == sorted(job for group in groups for job in group)
+    assert last[0] < starts[3], (ran, finished)  # three workers: the first group is done before the last starts
+
+
 def test_a_batch_still_running_when_the_program_ends_gives_every_job_a_result_and_lets_it_exit(tmp_path):
     """nbgrader can finish (its main thread done) while the batch it started still grades submissions it
     never asked for: the interpreter then refuses new pool jobs. The batch reports each job it could not

@@ -3,7 +3,9 @@
 The first job of each group runs alone; the rest join the pool as soon as that job says the work
 they share is behind it (for grading: the learner's cells ran to their end), or, when the first
 job failed in that shared part, they get its verdict without running at all. So a submission that
-hangs at cell level costs one time limit, not one per TODO, and other groups keep every worker.
+hangs at cell level costs one time limit, not one per TODO, and other groups keep every worker. A
+group's first job starts only when fewer jobs than workers are waiting or running, so a started
+group's jobs go first and groups finish about in the order given.
 
 Invariants: every job gets exactly one result (``work``'s, ``shortcut``'s, or ``failed``'s when
 ``work`` raised or the job could not start: stopped, or the interpreter ending); ``on_result`` sees
@@ -63,6 +65,41 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
             if last:
                 finished.set()
 
+    # Groups start one at a time, as workers run out of other work: a started group's jobs go ahead of
+    # a new group's first job, so submissions finish roughly in order (a caller answering per submission,
+    # nbgrader's batch, gets its first answers early) instead of all at the end.
+    in_flight = 0     # jobs submitted and not yet done
+    next_group = 0    # the next group whose first job is not submitted yet
+    width = max(1, workers)
+
+    def stopped_group(gi: int) -> None:
+        gs[gi].released = True
+        for ji, job in enumerate(gs[gi].jobs):
+            record(gi, ji, failed(job, GradingStopped("grading stopped: the program is ending")))
+
+    def submit(fn, *args) -> bool:
+        nonlocal in_flight
+        with lock:
+            in_flight += 1
+        try:
+            pool.submit(fn, *args)
+            return True
+        except RuntimeError:  # the interpreter is ending (its main thread is done): no new job starts
+            with lock:
+                in_flight -= 1
+            return False
+
+    def feed() -> None:
+        """Start the next groups' first jobs while fewer jobs than workers are waiting or running."""
+        nonlocal next_group
+        while True:
+            with lock:
+                if next_group >= len(gs) or in_flight >= width:
+                    return
+                gi, next_group = next_group, next_group + 1
+            if not submit(first, gi):
+                stopped_group(gi)
+
     def run_one(gi: int, ji: int, gate: Gate | None) -> R:
         job = gs[gi].jobs[ji]
         try:
@@ -74,7 +111,19 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
         record(gi, ji, res)
         return res
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    def done_one() -> None:
+        nonlocal in_flight
+        with lock:
+            in_flight -= 1
+        feed()
+
+    def later(gi: int, ji: int) -> None:
+        try:
+            run_one(gi, ji, None)
+        finally:
+            done_one()
+
+    with ThreadPoolExecutor(max_workers=width) as pool:
         def release(gi: int) -> bool:
             g = gs[gi]
             with g.lock:
@@ -82,31 +131,26 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
                     return False
                 g.released = True
             for ji in range(1, len(g.jobs)):
-                try:
-                    pool.submit(run_one, gi, ji, None)
-                except RuntimeError:  # the interpreter is ending (its main thread is done): no new job starts
+                if not submit(later, gi, ji):
                     record(gi, ji, failed(g.jobs[ji], GradingStopped("grading stopped: the program is ending")))
             return True
 
         def first(gi: int) -> None:
-            res = run_one(gi, 0, lambda: release(gi))
-            g = gs[gi]
-            with g.lock:
-                open_ = not g.released
-                if open_ and shared_failure(res):
-                    g.released = True
-                    for ji in range(1, len(g.jobs)):
-                        record(gi, ji, shortcut(res, g.jobs[ji]))
-                    return
-            release(gi)
-
-        for gi in range(len(gs)):
             try:
-                pool.submit(first, gi)
-            except RuntimeError:  # the interpreter is ending before this group started: none of its jobs runs
-                gs[gi].released = True
-                for ji, job in enumerate(gs[gi].jobs):
-                    record(gi, ji, failed(job, GradingStopped("grading stopped: the program is ending")))
+                res = run_one(gi, 0, lambda: release(gi))
+                g = gs[gi]
+                with g.lock:
+                    open_ = not g.released
+                    if open_ and shared_failure(res):
+                        g.released = True
+                        for ji in range(1, len(g.jobs)):
+                            record(gi, ji, shortcut(res, g.jobs[ji]))
+                        return
+                release(gi)
+            finally:
+                done_one()
+
+        feed()
         finished.wait()
     return results  # type: ignore[return-value]
 
