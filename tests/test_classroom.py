@@ -114,6 +114,20 @@ def test_every_step_passes_on_the_instructor_notebook_and_fails_on_the_stub(tmp_
     print(f"one Classroom step: {min(timings):.1f}-{max(timings):.1f} s")
 
 
+def test_a_notebook_that_links_to_the_installed_answers_fails_every_step(tmp_path):
+    """The student's repository holds, in place of the notebook, a link to the instructor notebook of
+    the installed course (no edit of the workflow needed): it once passed every step."""
+    template = make_template(tmp_path / "template", "s01")
+    graders, _ = grading_steps(template)
+    s01 = layout.stage_files("s01")
+    (template / s01.learner().name).unlink()
+    (template / s01.learner().name).symlink_to(s01.instructor())
+    for step in graders:
+        p = run_step(template, step, tmp_path / "home")
+        assert p.returncode != 0, (step["id"], p.stdout)
+        assert "is a link (a symbolic link)" in p.stdout + p.stderr and "符号链接" in p.stdout + p.stderr
+
+
 def test_partial_credit_is_one_step_per_point(tmp_path):
     """Partial credit: step k of a TODO passes when the TODO earns k points or more; wrong answers
     that fail some checks earn the whole points of their share, rounded down."""

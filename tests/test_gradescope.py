@@ -51,6 +51,38 @@ def test_gradescope_bundle_runs_and_writes_valid_results(tmp_path):
     assert not any(label in t["output"] for t in hidden for label in ("expected:", "input:", "got:"))
 
 
+def test_gradescope_a_submission_that_links_to_the_bundles_own_answers_scores_0(tmp_path):
+    """Only a link to the bundle's own instructor notebook, and a linked folder into its answers: once 12
+    points (the grader graded what the link named); now refused with the reason in results.json."""
+    bundle = tmp_path / "bundle.zip"
+    p = subprocess.run([sys.executable, "-m", "autograder", "gradescope", str(bundle)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(bundle) as z:
+        z.extractall(root / "source")
+    answers = root / "source" / layout.rel(layout.stage_files("s01").instructor())
+    assert answers.is_file()
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHON=sys.executable)
+    for how, plant in (("is a link", lambda sub: (sub / "01.ipynb").symlink_to(answers)),
+                       ("reached through the link", lambda sub: (sub / "work").symlink_to(answers.parent))):
+        shutil.rmtree(root / "submission", ignore_errors=True)
+        shutil.rmtree(root / "results", ignore_errors=True)
+        (root / "submission").mkdir()
+        plant(root / "submission")
+        if how == "reached through the link":  # find(1) does not descend into a linked folder: name the file
+            p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "submission" / "work" / answers.name),
+                                "--gradescope", str(tmp_path / "results.json"), "--no-progress", "--no-require-isolation"],
+                               cwd=root / "source", env=env, capture_output=True, text=True, timeout=300)
+            res = json.loads((tmp_path / "results.json").read_text())
+        else:
+            p = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                               timeout=300)
+            assert p.returncode == 0, p.stdout + p.stderr
+            res = json.loads((root / "results" / "results.json").read_text())
+        assert res["score"] == 0 and how in res["output"], (how, res)
+
+
 def test_gradescope_run_without_notebook_says_so(tmp_path):
     root = tmp_path / "autograder"
     shutil.copytree(ROOT / "autograder", root / "source" / "autograder")

@@ -1,5 +1,5 @@
 """Inputs that must not take a batch down, each graded next to an honest notebook in one CLI run:
-a FIFO and a link to /dev/zero named *.ipynb, an oversized file, a notebook heavy with outputs and
+a FIFO and a link to /dev/zero named *.ipynb (links: test_linked_submissions), an oversized file, a notebook heavy with outputs and
 one heavy with code, a folder named *.ipynb, malformed
 nbgrader metadata, names with a newline or undecodable bytes, TODO cells that lost their metadata
 (a real jupytext round trip), and notebooks whose stage does not match their name or folder."""
@@ -96,7 +96,7 @@ def test_inputs_batch_goes_on_and_the_honest_notebook_keeps_full_marks(graded):
 
 def test_inputs_only_regular_files_are_read(graded):
     assert "a FIFO" in _error(graded, "fifo.ipynb")
-    assert "a character device" in _error(graded, "zero.ipynb")
+    assert "is a link (a symbolic link)" in _error(graded, "zero.ipynb")  # refused before what it names is opened
     assert f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB" in _error(graded, "huge.ipynb")
     assert "is a folder" in _error(graded, "folder.ipynb")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,9 @@ def course(tmp_path_factory):
         d = root / "submitted" / student / ASSIGNMENT
         shutil.copytree(root / "release" / ASSIGNMENT, d)
         nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
+    d = root / "submitted" / "linked" / ASSIGNMENT  # a link to the course's own instructor notebook
+    d.mkdir(parents=True)
+    (d / f"{ASSIGNMENT}.ipynb").symlink_to(os.path.relpath(S01.instructor(), d))
     p = run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], root)
     (root / "autograde.log").write_text(p.stdout + p.stderr)
     run([sys.executable, "-m", "nbgrader", "generate_feedback", ASSIGNMENT], root)
@@ -82,6 +86,12 @@ def test_gradebook_points_equal_cli_points(course, student, expected_total):
     cli = cli_points(course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     assert book == cli
     assert sum(book.values()) == expected_total
+
+
+def test_a_submission_that_links_to_the_answers_scores_0_and_the_log_says_why(course):
+    """nbgrader copies what the link names into autograded/; the grader grades the file handed in, a link."""
+    assert sum(gradebook_points(course, "linked").values()) == 0
+    assert "is a link (a symbolic link)" in (course / "autograde.log").read_text()
 
 
 def test_feedback_never_shows_hidden_test_code(course):
@@ -157,6 +167,9 @@ def odd_class(tmp_path_factory):
         d.mkdir(parents=True)
         for name, nb in files.items():
             nbformat.write(nb, d / name)
+    d = root / "submitted" / "linked_renamed" / ASSIGNMENT  # a link to the answers, under another name
+    d.mkdir(parents=True)
+    (d / "my_work.ipynb").symlink_to(os.path.relpath(S01.instructor(), d))
     handed_in = {student: [root / "submitted" / student / ASSIGNMENT / n for n in files] for student, files in subs.items()}
     p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root, capture_output=True,
                        text=True, timeout=900)
@@ -178,7 +191,16 @@ def test_renamed_notebook_is_named_in_the_log_and_never_blames_the_instructor(od
     # nbgrader's own words come only for the student with two copies (after our line explaining it)
     sections = {part.split("'", 1)[0]: part for part in log.split("Creating/updating student with ID '")[1:]}
     blamed = {student for student, part in sections.items() if "did you forget to run 'nbgrader generate_assignment'" in part}
-    assert set(sections) == {"renamed", "renamed_zh", "stripped", "heavy", "two_copies"} and blamed <= {"two_copies"}
+    assert set(sections) == {"renamed", "renamed_zh", "stripped", "heavy", "two_copies", "linked_renamed"}
+    assert blamed <= {"two_copies", "linked_renamed"}
+
+
+def test_a_renamed_link_to_the_answers_is_not_graded_in_the_released_notebooks_place(odd_class):
+    root, _, log = odd_class
+    assert not (root / "submitted" / "linked_renamed" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()  # no copy made
+    assert not (root / "autograded" / "linked_renamed").exists() or not any((root / "autograded" / "linked_renamed").rglob("*.ipynb"))
+    assert f"student linked_renamed, assignment {ASSIGNMENT}: no {ASSIGNMENT}.ipynb to grade" in log
+    assert "my_work.ipynb is a link (a symbolic link)" in log
 
 
 def test_restored_test_cells_are_logged_for_a_stripped_notebook(odd_class):

@@ -119,5 +119,17 @@ LEARNER_NOT_GRADED = L("{name}: your notebook could not be graded: {error}", "{n
 LEARNER_WARNING = L("note: {warning}", "注意：{warning}")
 LEARNER_STEP_NEEDS = L("this step earns its points when {id} earns at least {need:g} of its {max:g} points",
                        "{id} 至少拿到 {max:g} 分中的 {need:g} 分，这一步才得分")
+# -- submissions refused before anything is graded (autograder.grading.submission) --
+SUBMISSION_IS_LINK = L("{name} is a link ({kind}), not a notebook file: hand in the notebook itself (in Jupyter: "
+                       "File > Save, then upload or push that file)",
+                       "{name} 是一个链接（{kind}），不是 notebook 文件：请提交 notebook 文件本身（在 Jupyter 里"
+                       "「文件 > 保存」，再上传或推送这个文件）")
+LINK_SYMBOLIC = L("a symbolic link", "符号链接")
+LINK_HARD = L("a hard link to one of the course's own files", "指向课程自身文件的硬链接")
+SUBMISSION_IN_COURSE = L("{name} lies in the course's own files (reached through the link {link}), not in the "
+                         "submission: hand in your own notebook",
+                         "{name} 位于课程自身的文件里（经由链接 {link} 到达），不在提交的内容里：请提交你自己的 notebook")
+SUBMISSION_SAME_FILE = L("{name} is the same file as {other}, reached through a link: it is graded once, as {other}",
+                         "{name} 和 {other} 是同一个文件（经由链接到达）：只按 {other} 评分一次")
 LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
                          "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")

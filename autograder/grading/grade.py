@@ -33,6 +33,7 @@ from autograder.core.pysource import imported_modules, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
+from autograder.grading.reports import shown_path
 from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, child_env, describe, run_child
 from autograder.grading.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
@@ -412,15 +413,21 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     results: list[SubmissionResult] = []
     subs: list[tuple[int, Submission]] = []
     started = time.monotonic()
+    first_of: dict[tuple[int, int], Path] = {}  # one file reached by two paths (a linked folder) is graded once
     for i, path in enumerate(files):
         try:
-            sub = read_submission(path)
+            sub = read_submission(path, hidden)
         except SubmissionError as exc:
-            results.append(SubmissionResult.not_graded(str(path), str(exc)))
+            results.append(SubmissionResult.not_graded(str(path), exc.in_language(how.lang)))
             continue
         except Exception as exc:  # noqa: BLE001 - a reader bug must not sink the batch: this file only
             results.append(SubmissionResult.not_graded(str(path), f"grader error while reading it: {type(exc).__name__}"))
             continue
+        if sub.identity in first_of:
+            same = SubmissionError.of(messages.SUBMISSION_SAME_FILE, name=shown_path(path), other=shown_path(first_of[sub.identity]))
+            results.append(SubmissionResult.not_graded(str(path), same.in_language(how.lang)))
+            continue
+        first_of[sub.identity] = path
         results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
         subs.append((i, sub))
     for r in results:

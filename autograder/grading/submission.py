@@ -2,9 +2,18 @@
 
 Nothing here executes learner code. A notebook is parsed as plain JSON (nbformat's reader pulls in
 jsonschema's format checkers, about 2 s of imports per grading run, for checks done here).
+
+A submission is read only as a regular file that is what it claims to be: never through a symbolic link
+(a submission that is a link to the course's own instructor notebook would be graded as the answers),
+never a hard link to one of the course's own files, and never from inside the places no grading child may
+see (:func:`autograder.grading.staging.always_hidden`: answers, hidden checks, tests, history, the trusted
+store) when the path enters them through a link. An instructor who names a file there directly (to check
+that the reference earns full marks) is still served.
 """
 from __future__ import annotations
 
+import errno
+import functools
 import hashlib
 import json
 import os
@@ -13,10 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import cell_ids, layout, todocells
-from autograder.core.i18n import notebook_language
+from autograder.core import cell_ids, layout, messages, todocells
+from autograder.core.i18n import LANGUAGES, L, notebook_language, text
 from autograder.grading.reports import shown_path
 from autograder.core.spec import Stage, available_stages, load_stage
+from autograder.isolation.childfs import HiddenPaths
 
 # The limit is on what is graded: the code cells' source. A notebook file may be much larger than that
 # (saved plots and logs); the file limit only keeps one file from taking the grader's memory.
@@ -25,7 +35,28 @@ MAX_NOTEBOOK_BYTES = 100 * 1024 * 1024
 
 
 class SubmissionError(Exception):
-    """The file cannot be graded at all (not a notebook, unknown stage, unreadable)."""
+    """The file cannot be graded at all (not a notebook, unknown stage, unreadable, a link).
+
+    ``str()`` is the reason in English; ``said`` holds it in every language when the message catalog
+    has it (:meth:`in_language`)."""
+
+    def __init__(self, message: str, said: L | None = None) -> None:
+        super().__init__(message)
+        self.said = said
+
+    @classmethod
+    def of(cls, entry: L, **fields: str | L) -> SubmissionError:
+        """The catalog's ``entry`` with ``fields`` (each a string, or a text of its own in both languages)."""
+        said = L(*(getattr(entry, lang).format(**{k: text(v, lang) for k, v in fields.items()}) for lang in LANGUAGES))
+        return cls(said.en, said)
+
+    def in_language(self, lang: str | None = None) -> str:
+        """The reason in ``lang``; without one (nothing could be read, so the edition is unknown) in the
+        language ``PCW_LANG`` names, else in every language, as a learner's report does for a missing file."""
+        if self.said is None:
+            return str(self)
+        lang = lang or (os.environ.get("PCW_LANG") if os.environ.get("PCW_LANG") in LANGUAGES else None)
+        return text(self.said, lang) if lang else " / ".join(text(self.said, each) for each in LANGUAGES)
 
 
 @dataclass
@@ -38,6 +69,7 @@ class Submission:
     digest: str
     warnings: list[str] = field(default_factory=list)
     lang: str = "en"   # the edition it came from (its metadata): the language of its report
+    identity: tuple[int, int] = (0, 0)  # (device, inode) of the file read: two paths, one file
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
@@ -51,13 +83,20 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES, *, hidden: Iterable[str] = ()) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; :class:`SubmissionError` for anything
-    else (a folder, a FIFO, a device such as a link to ``/dev/zero``), without waiting or reading more."""
+    else (a folder, a FIFO, a device, a link: see the module docstring; ``hidden``: further places no
+    grading child may see), without waiting or reading more."""
+    return _read(path, limit, hidden)[0]
+
+
+def _read(path: Path, limit: int, hidden: Iterable[str]) -> tuple[bytes, tuple[int, int]]:
     name = shown_path(path.name)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
+    try:  # O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a FIFO must not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise SubmissionError.of(messages.SUBMISSION_IS_LINK, name=name, kind=messages.LINK_SYMBOLIC) from None
         raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
     try:
         st = os.fstat(fd)
@@ -65,6 +104,7 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
             raise SubmissionError(f"{name} is a folder, not a notebook file")
         if not stat.S_ISREG(st.st_mode):
             raise SubmissionError(f"{name} is not a regular file ({_kind(st.st_mode)}); only notebook files are read")
+        _refuse_course_files(fd, st, path, hidden)
         if st.st_size > limit:
             raise SubmissionError(_too_large(name, limit))
         os.set_blocking(fd, True)
@@ -81,7 +121,77 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
         os.close(fd)
     if size > limit:
         raise SubmissionError(_too_large(name, limit))
-    return b"".join(chunks)
+    return b"".join(chunks), (st.st_dev, st.st_ino)
+
+
+def protected_places(hidden: Iterable[str] = ()) -> HiddenPaths:
+    """What a submission must not be read from through a link: what no grading child may see, and ``hidden``."""
+    from autograder.grading.staging import always_hidden
+
+    return _places(tuple(dict.fromkeys([*always_hidden(), *map(os.path.abspath, hidden)])))
+
+
+@functools.lru_cache(maxsize=8)
+def _places(paths: tuple[str, ...]) -> HiddenPaths:
+    return HiddenPaths(paths)  # resolved once per set of places, as a grading run's own hidden paths are
+
+
+def _refuse_course_files(fd: int, st: os.stat_result, path: Path, hidden: Iterable[str]) -> None:
+    """:class:`SubmissionError` when the open file ``fd`` is one of the course's protected files reached
+    through a link on ``path`` (a symbolic link to a folder on the way, ``..`` after one), or a hard link
+    to one of them."""
+    places = protected_places(hidden)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")  # the file actually opened, whatever the path did since
+    except OSError:
+        real = os.path.realpath(path)
+    place = places.holding(real)
+    if place is not None:
+        link = _link_into(path, place)
+        if link is not None:
+            raise SubmissionError.of(messages.SUBMISSION_IN_COURSE, name=shown_path(path.name), link=shown_path(Path(link).name))
+    elif st.st_nlink > 1 and (st.st_dev, st.st_ino) in _inodes(places.real):
+        raise SubmissionError.of(messages.SUBMISSION_IS_LINK, name=shown_path(path.name), kind=messages.LINK_HARD)
+
+
+def _link_into(path: Path, place: str) -> str | None:
+    """The part of ``path`` through which it enters ``place`` (a real path) other than by that place's
+    own name: a symbolic link, or ``..`` out of one; None when every entry into ``place`` is by name
+    (an instructor naming the course's own file, perhaps from a checkout behind a linked folder)."""
+    parts = Path(os.path.join(os.getcwd(), path)).parts  # not normalised: ".." is resolved as the kernel does
+    here, inside = parts[0], False
+    for part in parts[1:]:
+        step = os.path.join(here, part)
+        real = os.path.realpath(step)
+        now = real == place or real.startswith(place.rstrip("/") + "/")
+        if now and not inside:
+            by_name = part not in (".", "..") and not os.path.islink(step) and real == os.path.join(os.path.realpath(here), part)
+            if not by_name:
+                return step
+        here, inside = step, now
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _inodes(places: tuple[str, ...]) -> frozenset[tuple[int, int]]:
+    """(device, inode) of every regular file in ``places``: a hard link is the same inode under another name."""
+    out = set()
+    for place in places:
+        for folder, _, names in os.walk(place):
+            for n in names:
+                try:
+                    st = os.lstat(os.path.join(folder, n))
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    out.add((st.st_dev, st.st_ino))
+        try:
+            st = os.lstat(place)
+            if stat.S_ISREG(st.st_mode):
+                out.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    return frozenset(out)
 
 
 def _too_large(name: str, limit: int) -> str:
@@ -124,8 +234,9 @@ def _stage_from(metas: list[dict | None]) -> str | None:
     return ranked[0] if ranked else None
 
 
-def read_submission(path: Path) -> Submission:
-    raw = read_regular(path)
+def read_submission(path: Path, hidden: Iterable[str] = ()) -> Submission:
+    """``path`` read as a submission (see :func:`read_regular` for ``hidden``); :class:`SubmissionError` says why not."""
+    raw, identity = _read(path, MAX_NOTEBOOK_BYTES, hidden)
     name = shown_path(path.name)
     nb = parse_notebook(raw, name)
     metas = [_nbgrader(c, i, name) for i, c in enumerate(nb["cells"])]
@@ -162,7 +273,7 @@ def read_submission(path: Path) -> Submission:
             chosen = sorted(chosen + found)
             warnings.append(f"{len(found)} TODO cell(s) had lost their nbgrader metadata; graded them too")
     return Submission(path, stage, [sources[i] for i in chosen], hashlib.sha256(raw).hexdigest(), warnings,
-                      notebook_language(nb))
+                      notebook_language(nb), identity)
 
 
 def _stage_warnings(sid: str, by_meta: str | None, by_name: str | None, path: Path) -> list[str]:

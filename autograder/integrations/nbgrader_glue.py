@@ -201,12 +201,13 @@ def _find_renamed(folder: Path, notebooks: list[str]) -> None:
             continue
         others = [n for n in notebooks if Path(n).stem not in released]
         stage = layout.stage_of_notebook(name)
-        fits = []
+        fits, refused = [], []
         for n in others:
             try:
                 if read_submission(Path(n)).stage.id == stage:
                     fits.append(n)
-            except SubmissionError:
+            except SubmissionError as exc:
+                refused.append(exc.in_language("en"))  # the instructor's log: why it is no candidate (a link, ...)
                 continue
         if len(fits) == 1:
             target = folder / f"{name}.ipynb"
@@ -218,7 +219,8 @@ def _find_renamed(folder: Path, notebooks: list[str]) -> None:
             found = ", ".join(repr(Path(n).name) for n in others) or "none"
             _say(f"{who}: no {name}.ipynb to grade; other notebooks there: {found}"
                  + (" (more than one of this stage: rename the one to grade)" if fits else
-                    " (none of this stage)") + f"; it scores 0 until one is named {name}.ipynb")
+                    " (none of this stage)") + f"; it scores 0 until one is named {name}.ipynb"
+                 + "".join(f"; not graded: {r}" for r in refused))
 
 
 def start_batch(assignment: str) -> None:
@@ -260,7 +262,9 @@ def _submitted_file(config, info: dict) -> Path | None:
     except Exception:  # noqa: BLE001 - an unusual configuration: grade nbgrader's copy instead
         return None
     path = Path(folder) / f"{info['notebook']}.ipynb"
-    return path if path.is_file() else None
+    # a link is the student's file too: graded (and refused) as handed in, never as nbgrader's copy of
+    # what it points to (nbgrader follows links when it copies a submission)
+    return path if path.is_file() or path.is_symlink() else None
 
 
 def _restore_test_cells(nb, info: dict, verdicts: dict) -> list[str]:
