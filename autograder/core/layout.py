@@ -279,6 +279,15 @@ def built_stages() -> list[str]:
     return [s.id for s in all_stages() if s.is_built]
 
 
+def stage_of_assignment(name: str) -> str | None:
+    """The stage whose assignment (any edition's: ``03_block_pool``, ``03_block_pool_zh``) is exactly
+    ``name``; None for any other name (an instructor's own assignment names pin nothing)."""
+    for s in all_stages():
+        if s.slug is not None and name in {s.assignment(lang) for lang in s.languages}:
+            return s.id
+    return None
+
+
 def stage_of_notebook(stem: str) -> str | None:
     """The stage whose notebook stem begins ``stem`` (e.g. a renamed copy ``02_block_hash-alice``)."""
     for s in all_stages():

@@ -131,5 +131,21 @@ SUBMISSION_IN_COURSE = L("{name} lies in the course's own files (reached through
                          "{name} 位于课程自身的文件里（经由链接 {link} 到达），不在提交的内容里：请提交你自己的 notebook")
 SUBMISSION_SAME_FILE = L("{name} is the same file as {other}, reached through a link: it is graded once, as {other}",
                          "{name} 和 {other} 是同一个文件（经由链接到达）：只按 {other} 评分一次")
+SUBMISSION_OTHER_STAGE = L("{name} is the notebook of stage {found} ({found_name}), but this assignment grades "
+                           "stage {wanted} ({wanted_name}): hand in your {wanted_name} notebook",
+                           "{name} 是阶段 {found}（{found_name}）的 notebook，而这份作业评的是阶段 {wanted}"
+                           "（{wanted_name}）：请提交你的 {wanted_name} notebook")
+# -- a Gradescope submission as a whole (autograder.integrations.gradescope) --
+GRADESCOPE_NO_NOTEBOOK = L("No .ipynb notebook was found in your submission: upload {released}.",
+                "你的提交里没有 .ipynb notebook：请上传 {released}。")
+GRADESCOPE_SEVERAL = L("Your submission holds several notebooks and none is named {released} ({found}): upload {released}, or "
+            "only that one.",
+            "你的提交里有好几个 notebook，但没有一个叫 {released}（{found}）：请上传 {released}，或者只上传那一个。")
+GRADESCOPE_THE_ONLY_ONE = L("Graded {name}, the only notebook in your submission (this assignment's notebook is {released}).",
+                 "已评分 {name}：它是你提交里唯一的 notebook（这份作业的 notebook 叫 {released}）。")
+GRADESCOPE_NOT_ISOLATED = L("Not graded: the autograder cannot isolate submissions on this machine; your instructor has to fix "
+                 "its set-up.", "未评分：自动评分程序在这台机器上无法隔离提交的代码；需要由老师修好它的配置。")
+
+
 LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
                          "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")

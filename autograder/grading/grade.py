@@ -377,7 +377,8 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 lang: str | None = None, grading: str | None = None, feedback: str | None = None,
                 only: Mapping[str, Collection[str]] | None = None,
                 log: Callable[[str], None] | None = None,
-                stop: threading.Event | None = None) -> list[SubmissionResult]:
+                stop: threading.Event | None = None,
+                stage: str | Callable[[Path], str | None] | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
 
     ``only`` maps a path (as given) to the TODO ids to grade in it; its report has those TODOs only
@@ -388,6 +389,11 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     ``iso``: the isolation every child runs under (an :class:`~autograder.isolation.levels.Isolation`, or
     what :func:`~autograder.isolation.levels.select` takes); ``hidden``: further paths no child may see
     (every submission is hidden from every child anyway).
+
+    ``stage``: the stage each submission was handed in for, where the path knows it (a stage id for
+    every file, or a function of the file's path answering None where it does not know): a notebook of
+    another stage is refused (:func:`~autograder.grading.submission.read_submission`), never graded as
+    the stage its cells claim.
 
     ``stop``: once set, no further child starts (a TODO not started then is a grader error; for a
     caller that will read no more results, e.g. an nbgrader run that ended early).
@@ -403,20 +409,21 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
     files = expand(paths)
+    pins = {str(f): pin for f in files if (pin := stage(f) if callable(stage) else stage) is not None}
     # More cores than one grader process can feed: the class in parts, a process each (see shards).
     # Not with ``only`` or a log of the caller's: those are for one process's own runs (tests, mutants).
     parts = shards.shard_count(len(files), batch.available_cores()) if chosen_log is None and only is None else 1
     if parts > 1:
         return shards.grade_in_shards(files, parts, workers=workers or batch.default_workers(), iso=level,
                                       hidden=hidden, lang=lang, grading=grading, feedback=feedback, on_done=on_done,
-                                      on_todo=on_todo, stop=stop)
+                                      on_todo=on_todo, stop=stop, pins=pins)
     results: list[SubmissionResult] = []
     subs: list[tuple[int, Submission]] = []
     started = time.monotonic()
     first_of: dict[tuple[int, int], Path] = {}  # one file reached by two paths (a linked folder) is graded once
     for i, path in enumerate(files):
         try:
-            sub = read_submission(path, hidden)
+            sub = read_submission(path, hidden, pins.get(str(path)))
         except SubmissionError as exc:
             results.append(SubmissionResult.not_graded(str(path), exc.in_language(how.lang)))
             continue

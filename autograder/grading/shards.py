@@ -56,8 +56,10 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
                     lang: str | None, grading: str | None, feedback: str | None,
                     on_done: Callable[[SubmissionResult], None] | None,
                     on_todo: Callable[[], None] | None,
-                    stop: threading.Event | None) -> list[SubmissionResult]:
-    """Grade ``files`` in ``parts`` processes of ``workers`` children in all, as ``grade_paths`` would."""
+                    stop: threading.Event | None,
+                    pins: dict[str, str] | None = None) -> list[SubmissionResult]:
+    """Grade ``files`` in ``parts`` processes of ``workers`` children in all, as ``grade_paths`` would
+    (``pins``: the stage a file was handed in for, by its path as given)."""
     groups = [list(range(i, len(files), parts)) for i in range(parts)]
     every = [*map(str, hidden), *(os.path.abspath(f) for f in files)]
     layers = list(iso.layers) or IN_PROCESS
@@ -90,7 +92,8 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
     readers = []
     for indices in groups:
         spec = {"paths": [str(files[i]) for i in indices], "workers": per_part, "layers": layers, "hidden": every,
-                "lang": lang, "grading": grading, "feedback": feedback}
+                "lang": lang, "grading": grading, "feedback": feedback,
+                "pins": {str(files[i]): (pins or {})[str(files[i])] for i in indices if str(files[i]) in (pins or {})}}
         r, w = os.pipe()
         try:
             proc = subprocess.Popen([sys.executable, "-c", BOOT, str(w)], stdin=subprocess.PIPE,
@@ -162,6 +165,7 @@ def main() -> None:
 
     grade_paths(spec["paths"], workers=spec["workers"], iso=levels.select(spec["layers"]), hidden=spec["hidden"],
                 lang=spec["lang"], grading=spec["grading"], feedback=spec["feedback"], stop=stop,
+                stage=lambda f: spec["pins"].get(str(f)),
                 on_todo=lambda: emit({"todo": 1}),
                 on_done=lambda r: emit({"done": r.to_json(), "seconds": r.seconds}))
     out.close()

@@ -40,9 +40,10 @@ class SubmissionError(Exception):
     ``str()`` is the reason in English; ``said`` holds it in every language when the message catalog
     has it (:meth:`in_language`)."""
 
-    def __init__(self, message: str, said: L | None = None) -> None:
+    def __init__(self, message: str, said: L | None = None, lang: str | None = None) -> None:
         super().__init__(message)
         self.said = said
+        self.lang = lang  # the notebook's edition, when it was read far enough to tell
 
     @classmethod
     def of(cls, entry: L, **fields: str | L) -> SubmissionError:
@@ -51,11 +52,12 @@ class SubmissionError(Exception):
         return cls(said.en, said)
 
     def in_language(self, lang: str | None = None) -> str:
-        """The reason in ``lang``; without one (nothing could be read, so the edition is unknown) in the
-        language ``PCW_LANG`` names, else in every language, as a learner's report does for a missing file."""
+        """The reason in ``lang``, else in the notebook's edition; where that is unknown (nothing could be
+        read) in the language ``PCW_LANG`` names, else in every language, as a learner's report does for a
+        missing file."""
         if self.said is None:
             return str(self)
-        lang = lang or (os.environ.get("PCW_LANG") if os.environ.get("PCW_LANG") in LANGUAGES else None)
+        lang = lang or self.lang or (os.environ.get("PCW_LANG") if os.environ.get("PCW_LANG") in LANGUAGES else None)
         return text(self.said, lang) if lang else " / ".join(text(self.said, each) for each in LANGUAGES)
 
 
@@ -234,8 +236,12 @@ def _stage_from(metas: list[dict | None]) -> str | None:
     return ranked[0] if ranked else None
 
 
-def read_submission(path: Path, hidden: Iterable[str] = ()) -> Submission:
-    """``path`` read as a submission (see :func:`read_regular` for ``hidden``); :class:`SubmissionError` says why not."""
+def read_submission(path: Path, hidden: Iterable[str] = (), stage: str | None = None) -> Submission:
+    """``path`` read as a submission (see :func:`read_regular` for ``hidden``); :class:`SubmissionError` says why not.
+
+    ``stage``: the stage the path handed in for (an assignment's, a bundle's, a template's). A notebook
+    whose cells belong to another stage is refused, never graded as the stage it claims; one whose
+    stage cannot be told is graded as ``stage``."""
     raw, identity = _read(path, MAX_NOTEBOOK_BYTES, hidden)
     name = shown_path(path.name)
     nb = parse_notebook(raw, name)
@@ -250,6 +256,14 @@ def read_submission(path: Path, hidden: Iterable[str] = ()) -> Submission:
     if by_meta is None:  # no metadata: whose TODO names do the cells define?
         by_meta = todocells.best_stage([s for _, s in code], {s: load_stage(s, hidden=False).owners for s in sorted(known)})
     sid = by_meta or by_name
+    if stage is not None:
+        if by_meta is not None and by_meta != stage:
+            exc = SubmissionError.of(messages.SUBMISSION_OTHER_STAGE, name=name, found=by_meta, wanted=stage,
+                                     found_name=layout.stage_files(by_meta).notebook,
+                                     wanted_name=layout.stage_files(stage).notebook)
+            exc.lang = notebook_language(nb)
+            raise exc
+        sid = stage
     if sid is None:
         why = "" if any(metas) else (": no cell carries nbgrader metadata (e.g. after a jupytext round trip that "
                                      "filtered it), its name is no stage's, and no cell defines a TODO of any stage")

@@ -141,8 +141,8 @@ def steps(stage: Stage, notebook: str, grading: str, lang: str, timeout_min: int
     """The grading steps of ``stage`` for the student's ``notebook`` (see the module's docstring)."""
     out = []
     for t in stage.todos:
-        base = f"{PYTHON} -I -m autograder grade {_sh_quote(notebook)} --todo {t.id} --format learner --exit-code " \
-               f"--grading {grading} --no-require-isolation --no-progress"
+        base = f"{PYTHON} -I -m autograder grade {_sh_quote(notebook)} --stage {stage.id} --todo {t.id} --format learner " \
+               f"--exit-code --grading {grading} --no-require-isolation --no-progress"
         name = f"TODO {t.number} · {t.id} · {text(t.title, lang)}"
         sid = t.id.replace(".", "_").replace("__", "_")
         if grading == "partial":

@@ -4,17 +4,25 @@ Gradescope unpacks the zip into ``/autograder/source``, runs ``setup.sh`` once p
 submission runs ``run_autograder``, which must write ``/autograder/results/results.json``. One test
 per TODO carries its points (visible); the names and hints of its hidden checks go into a separate
 zero-point entry that stays hidden until the instructor publishes grades.
+
+A bundle is built for one stage (a Gradescope assignment is one stage), and that stage is pinned:
+``run_autograder`` grades the notebook under the released name (or the only notebook there is, saying
+so), and a notebook of another stage scores 0 with the reason, never the points of the stage it claims.
 """
 from __future__ import annotations
 
+import json
+import os
 import shlex
+import sys
 import zipfile
 from pathlib import Path
 
 from autograder.core import layout, messages
 from autograder.core.safetext import one_line
 from autograder.core.course import load_course
-from autograder.core.i18n import text
+from autograder.core.i18n import LANGUAGES, L, text
+from autograder.grading.reports import shown_path
 from autograder.isolation.levels import Isolation
 from autograder.core.results import SubmissionResult
 
@@ -40,29 +48,82 @@ def setup_sh(torch_index: str, torch_version: str | None = None) -> str:
 
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Grade every notebook the student submitted; results.json in Gradescope's format.
+# Grade the student's notebook of stage {stage} (python -m autograder gradescope-grade): results.json in
+# Gradescope's format. Exit 3: this image cannot confine learner code (the log says how to fix it).
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 cd "$ROOT/source"
 mkdir -p "$ROOT/results"
-mapfile -t NBS < <(find "$ROOT/submission" -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
-if [ "${#NBS[@]}" -eq 0 ]; then
-  echo '{"score": 0, "output": "No .ipynb notebook was found in your submission.", "tests": []}' > "$ROOT/results/results.json"
-  exit 0
-fi
-"${PYTHON:-python3}" -m autograder grade "${NBS[0]}" --gradescope "$ROOT/results/results.json" --no-progress \
-  --require-isolation
+"${PYTHON:-python3}" -m autograder gradescope-grade {stage} --root "$ROOT"
 status=$?
-if [ "$status" -eq 3 ]; then  # refused: this image cannot confine learner code (the log says how to fix it)
-  echo '{"score": 0, "output": "Not graded: the autograder cannot isolate submissions on this machine; \
-your instructor has to fix its set-up.", "tests": []}' > "$ROOT/results/results.json"
-  exit 3
-fi
 if [ ! -s "$ROOT/results/results.json" ]; then
   echo '{"score": 0, "output": "Your notebook could not be graded (is it a valid .ipynb?).", "tests": []}' > "$ROOT/results/results.json"
 fi
+[ "$status" -eq 3 ] && exit 3
 exit 0
 """
+
+
+def run_autograder(stage: str) -> str:
+    """``run_autograder`` of a bundle for ``stage``."""
+    return RUN_AUTOGRADER.replace("{stage}", layout.stage_files(stage).id)
+
+
+def _both(entry: L, **fields: str) -> str:
+    """Words for a submission whose edition is not known (nothing was read): every language."""
+    return " / ".join(text(entry, lang).format(**fields) for lang in LANGUAGES)
+
+
+def notebooks_in(folder: Path) -> list[Path]:
+    """The notebooks of a Gradescope submission, sorted; linked folders are not followed (a link to a
+    notebook is listed, and refused when read)."""
+    out = []
+    for here, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        out += [Path(here) / n for n in names if n.endswith(".ipynb")]
+    return sorted(out)
+
+
+def grade_submission(root: Path, stage: str, iso: Isolation | None = None) -> int:
+    """Grade ``root/submission`` for ``stage`` into ``root/results/results.json``; 3 when the machine
+    cannot confine learner code (nothing graded), else 0."""
+    from autograder.grading.grade import grade_paths
+    from autograder.isolation import levels as isolation
+
+    released = f"{layout.stage_files(stage).notebook}.ipynb"
+    out = root / "results" / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(doc: dict) -> None:
+        out.write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
+
+    iso = iso or isolation.select("best")
+    try:
+        isolation.require_kernel_isolation(iso)
+    except isolation.IsolationError as exc:
+        print(str(exc), file=sys.stderr)
+        write({"score": 0, "output": _both(messages.GRADESCOPE_NOT_ISOLATED), "tests": []})
+        return 3
+    found = notebooks_in(root / "submission")
+    named = [p for p in found if p.name == released]
+    notes: list[L | str] = []
+    if named:
+        pick = named[0]
+    elif len(found) == 1:
+        pick = found[0]
+        notes.append(L(*(getattr(messages.GRADESCOPE_THE_ONLY_ONE, lang).format(name=shown_path(pick.name), released=released)
+                         for lang in LANGUAGES)))
+    else:
+        entry = messages.GRADESCOPE_SEVERAL if found else messages.GRADESCOPE_NO_NOTEBOOK
+        write({"score": 0, "tests": [], "output": _both(entry, released=released,
+                                                         found=", ".join(shown_path(p.name) for p in found[:10]))})
+        return 0
+    (result,) = grade_paths([pick], iso=iso, stage=stage)
+    doc = results_json(result, iso)
+    doc["output"] = "\n".join([*(one_line(text(n, result.lang)) for n in notes), doc["output"]])
+    write(doc)
+    return 0
+
 
 def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
     """Gradescope's ``results.json`` for one graded notebook, stating the isolation it was graded under."""
@@ -84,14 +145,14 @@ def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
     return out
 
 
-def build_bundle(dest: Path) -> Path:
-    """Write the zip Gradescope's "Zip file upload" expects (files at the zip's top level)."""
+def build_bundle(dest: Path, stage: str) -> Path:
+    """Write the zip Gradescope's "Zip file upload" expects (files at the zip's top level), for ``stage``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, text in (("setup.sh", setup_sh(load_course().gradescope_torch_index)), ("run_autograder", RUN_AUTOGRADER)):
+        for name, body in (("setup.sh", setup_sh(load_course().gradescope_torch_index)), ("run_autograder", run_autograder(stage))):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
-            z.writestr(info, text)
+            z.writestr(info, body)
         for f in layout.grader_files():
             z.write(f, layout.rel(f))
     return dest

@@ -86,7 +86,9 @@ class IsolatedGrade(NbGraderPreprocessor):
             result = nbgrader_batch.result_for(handed_in, key, self.config, info.get("assignment"), grade_many)
         else:
             with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
-                path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
+                folder = Path(tmp) / Path(str(info.get("assignment") or "assignment")).name  # pins the stage, as in submitted/
+                folder.mkdir()
+                path = folder / f"{Path(str(name)).name}.ipynb"
                 nbformat.write(nb, path)
                 result = grade_many([path])[0]  # its TODOs in parallel
         who = one_line(str(info.get("student", "?")))

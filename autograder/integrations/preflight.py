@@ -55,8 +55,8 @@ def check_course(course: Path, assignments: list[str] | None = None) -> list[Pro
                 say(f"no {name}; found {', '.join(map(shown_path, others))} (renamed? nbgrader grades only {name})"
                     if others else f"no {name} submitted")
                 continue
-            try:
-                sub = read_submission(path)
+            try:  # pinned as grading pins it: nbgrader's folder names the assignment
+                sub = read_submission(path, stage=layout.stage_of_assignment(assignment))
             except SubmissionError as exc:
                 say(str(exc))
                 continue
