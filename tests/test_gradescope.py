@@ -33,7 +33,7 @@ def bundle(tmp_path_factory) -> Path:
     root = tmp / "autograder"
     with zipfile.ZipFile(zipped) as z:
         names = set(z.namelist())
-        assert {"setup.sh", "run_autograder", "requirements.txt"} <= names
+        assert {"setup.sh", "run_autograder", "requirements-grader.txt"} <= names and "requirements.txt" not in names
         assert layout.rel(layout.stage_files("s01").hidden) in names and "autograder/grading/grade.py" in names
         z.extractall(root / "source")
     os.chmod(root / "source" / "run_autograder", 0o755)
@@ -111,6 +111,47 @@ def test_gradescope_a_submission_that_links_to_the_bundles_own_answers_scores_0(
 def test_gradescope_run_without_notebook_says_so(bundle):
     _, res = run_autograder(bundle, lambda sub: None)
     assert res["score"] == 0 and "No .ipynb" in res["output"] and S01.learner().name in res["output"]
+
+
+@pytest.mark.slow
+def test_gradescope_bundle_installs_from_itself_into_a_fresh_environment_and_grades(bundle, tmp_path):
+    """setup.sh, as Gradescope's image build runs it, into a fresh virtual environment that has nothing of
+    the course (no editable install, no developers' extras, no torch for stage 1), then run_autograder with
+    that interpreter: the instructor notebook earns full marks and the unfilled one 0."""
+    base = shutil.which("python3") or sys.executable
+    venv = tmp_path / "image"
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    # the machine's own pip configuration, as an image has its own; no bytecode compiled at install (what
+    # the grader imports is compiled when first imported), which is most of the install's CPU here
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "PYTHON": python, "PIP_COMPILE": "0"}
+    env.pop("VIRTUAL_ENV", None)
+    p = subprocess.run(["bash", str(bundle / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0  # stage 1 needs none
+    assert subprocess.run([python, "-c", "import nbgrader"], capture_output=True).returncode != 0  # no developers' extras
+    env["AUTOGRADER_ROOT"] = str(bundle)
+    for source, want in ((S01.instructor(), load_stage("s01", hidden=False).max_score), (S01.learner(), 0)):
+        for folder in ("submission", "results"):
+            shutil.rmtree(bundle / folder, ignore_errors=True)
+        (bundle / "submission").mkdir()
+        shutil.copy(source, bundle / "submission" / S01.learner().name)
+        p = subprocess.run(["bash", str(bundle / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                           timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        res = json.loads((bundle / "results" / "results.json").read_text())
+        assert res["score"] == want, res.get("output")
+
+
+def test_gradescope_setup_installs_torch_only_for_a_stage_that_needs_it(tmp_path):
+    from autograder.integrations.classroom import needs_torch
+    from autograder.integrations.gradescope import build_bundle
+
+    torch_stage = next(s for s in layout.built_stages() if needs_torch(s))
+    for stage, wanted in (("s01", False), (torch_stage, True)):
+        with zipfile.ZipFile(build_bundle(tmp_path / f"{stage}.zip", stage)) as z:
+            assert ('"torch==' in z.read("setup.sh").decode()) == wanted
+            assert "torch" not in z.read("requirements-grader.txt").decode()
 
 
 def test_gradescope_setup_takes_torch_from_the_instructors_index_only(tmp_path):

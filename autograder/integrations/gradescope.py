@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -27,24 +28,44 @@ from autograder.isolation.levels import Isolation
 from autograder.core.results import SubmissionResult
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope image set-up: torch (from the CPU wheel index course.toml names, if any), then the course.
+# Gradescope image set-up, from what this bundle carries: the grader's own dependencies (the course's
+# runtime and its isolation: requirements-grader.txt){torch_note}. The course itself is this folder:
+# run_autograder runs it from here, nothing of it is installed.
 set -euo pipefail
-cd /autograder/source
-index={index}
-if [ -n "$index" ]; then
-  python3 -m pip install -q "torch=={torch}" --index-url "$index"
-else
-  python3 -m pip install -q "torch=={torch}"
+cd "$(dirname "$0")"
+PY="${PYTHON:-python3}"
+{torch}"$PY" -m pip install -q --disable-pip-version-check -r requirements-grader.txt
+"$PY" -m autograder isolation || true  # the log says which isolation grading gets on this image
+"""
+
+TORCH = """index={index}
+if ! "$PY" -c "import torch" 2>/dev/null; then  # an image with torch keeps it
+  if [ -n "$index" ]; then
+    "$PY" -m pip install -q --disable-pip-version-check "torch=={torch}" --index-url "$index"
+  else
+    "$PY" -m pip install -q --disable-pip-version-check "torch=={torch}"
+  fi
 fi
-python3 -m pip install -q -r requirements.txt
 """
 
 
-def setup_sh(torch_index: str, torch_version: str | None = None) -> str:
-    """setup.sh with the instructor's torch index (course.toml's ``[gradescope]``, else ``[binder]``,
-    ``torch_index``; empty: pip's configured index) and the course's torch release (``[torch] version``)."""
+def setup_sh(torch_index: str, torch_version: str | None = None, *, torch: bool = True) -> str:
+    """setup.sh; with ``torch`` (a stage whose grading imports it) it first installs the course's torch
+    release (``[torch] version``) from the instructor's index (course.toml's ``[gradescope]``, else
+    ``[binder]``, ``torch_index``; empty: pip's configured index) unless the image has torch."""
+    if not torch:
+        return SETUP_SH.replace("{torch_note}", "").replace("{torch}", "")
     version = torch_version or load_course().torch_version
-    return SETUP_SH.replace("{index}", shlex.quote(torch_index)).replace("{torch}", version)
+    lines = TORCH.replace("{index}", shlex.quote(torch_index)).replace("{torch}", version)
+    return SETUP_SH.replace("{torch_note}", ", then torch from the instructor's index").replace("{torch}", lines)
+
+
+def grader_requirements() -> str:
+    """requirements-grader.txt: the course's runtime dependencies and its ``grader`` extra, as pyproject.toml
+    lists them (never the developers' extras, never torch: setup.sh installs torch where a stage needs it)."""
+    project = tomllib.loads((layout.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["grader"]]
+    return "# the Gradescope image's packages: pyproject.toml's dependencies and its grader extra\n" + "\n".join(wanted) + "\n"
 
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -146,13 +167,20 @@ def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
 
 
 def build_bundle(dest: Path, stage: str) -> Path:
-    """Write the zip Gradescope's "Zip file upload" expects (files at the zip's top level), for ``stage``."""
+    """Write the zip Gradescope's "Zip file upload" expects (files at the zip's top level), for ``stage``:
+    setup.sh, run_autograder, requirements-grader.txt and the course's grader files (never the
+    repository's requirements.txt, whose editable install and developers' extras need a checkout)."""
+    from autograder.integrations.classroom import needs_torch
+
     dest.parent.mkdir(parents=True, exist_ok=True)
+    scripts = (("setup.sh", setup_sh(load_course().gradescope_torch_index, torch=needs_torch(stage))),
+               ("run_autograder", run_autograder(stage)), ("requirements-grader.txt", grader_requirements()))
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, body in (("setup.sh", setup_sh(load_course().gradescope_torch_index)), ("run_autograder", run_autograder(stage))):
+        for name, body in scripts:
             info = zipfile.ZipInfo(name)
-            info.external_attr = 0o755 << 16
+            info.external_attr = (0o644 if name.endswith(".txt") else 0o755) << 16
             z.writestr(info, body)
         for f in layout.grader_files():
-            z.write(f, layout.rel(f))
+            if f != layout.REQUIREMENTS:
+                z.write(f, layout.rel(f))
     return dest
