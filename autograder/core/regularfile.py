@@ -18,6 +18,10 @@ import os
 import stat
 from collections.abc import Callable
 
+# POSIX flags; Windows (where a learner may keep a progress record) has none of them, and no FIFOs in
+# the file system either
+_NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, f, 0) for f in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
+
 #: Why a file was refused (:attr:`Refused.why`).
 MISSING, LINK, FOLDER, SPECIAL, TOO_LARGE, UNREADABLE = "missing", "link", "folder", "special", "too large", "unreadable"
 
@@ -47,8 +51,10 @@ def read_bounded(path: str | os.PathLike, limit: int,
     """The bytes of the regular file ``path`` (at most ``limit``) and its ``fstat``; :class:`Refused`
     for anything else. ``vet(fd, st)`` may refuse the opened file further (by raising) before a byte
     is read."""
+    if not _NOFOLLOW and os.path.islink(path):  # Windows (a learner's own record): no flag, a check first
+        raise Refused(LINK)
     try:  # O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: opening a FIFO must not wait for a writer
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.ELOOP and os.path.islink(path):
             raise Refused(LINK) from None
@@ -65,7 +71,8 @@ def read_bounded(path: str | os.PathLike, limit: int,
             vet(fd, st)
         if st.st_size > limit:
             raise Refused(TOO_LARGE)
-        os.set_blocking(fd, True)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
         chunks, size = [], 0
         while size <= limit:  # a file that grows while it is read stops at limit + 1 bytes
             chunk = os.read(fd, min(1 << 20, limit + 1 - size))
