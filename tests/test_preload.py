@@ -122,7 +122,7 @@ def test_a_torch_stage_child_keeps_torch_and_its_budget():
 def test_a_graded_child_holds_no_more_than_the_stage_allows_and_the_report_says_why(tmp_path, lang):
     """The real run: the cell's 768 MB fails under stage 1's 512 MB (it was held under torch's budget),
     and the report states the rule that ``check()`` states, in the notebook's language."""
-    from autograder.core import messages, preloads
+    from autograder.core import messages
     from autograder.core.i18n import text
 
     path = _stage1_with(NEVER_RUN_TORCH + HOG, tmp_path, lang)
@@ -131,7 +131,7 @@ def test_a_graded_child_holds_no_more_than_the_stage_allows_and_the_report_says_
     assert not todo.passed and "MemoryError" in todo.message, todo.message
     rule = text(messages.STAGE_WITHOUT_PACKAGE, lang).format(n=1, package="torch")
     sub = read_submission(path)
-    assert result.warnings == [rule] == preloads.note(sub.stage, sub.cells, lang)
+    assert result.warnings == [rule] and sub.stage.not_preloaded(sub.cells) == ["torch"]
 
 
 def _notebook_namespace(path: Path) -> dict:

@@ -133,7 +133,7 @@ SUBMISSION_SAME_FILE = L("{name} is the same file as {other}, reached through a 
                          "{name} 和 {other} 是同一个文件（经由链接到达）：只按 {other} 评分一次")
 LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
                          "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")
-# -- a package a stage grades without (autograder.core.preloads): check() and the report say the same --
+# -- a package a stage grades without (Stage.not_preloaded): check() and the report say the same --
 STAGE_WITHOUT_PACKAGE = L("stage {n} is graded without {package}: a grading process loads native libraries such as "
                           "{package} only before your code runs, so an `import {package}` in your TODO cells fails "
                           "when it runs during grading; solve this stage without {package}",

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autograder.core import messages, preloads
+from autograder.core import messages
 from autograder.grading import batch, shards
 from autograder.isolation import levels as isolation
 from autograder.core.course import feedback_level, grading_mode
@@ -53,7 +53,7 @@ def child_preload(sub: Submission, todo: Todo) -> list[str]:
     each TODO's own preload where this child might need it; never anything because the learner's
     cells name it. A module the stage does not preload (torch in a stage without it) cannot be
     imported from learner code in the child (its native libraries would load after the audit hook is
-    in place), and both ``check()`` and the report say so (:func:`autograder.core.preloads.note`):
+    in place), and both ``check()`` and the report say so (:meth:`Stage.not_preloaded`):
     were a learner's ``import torch`` to add torch here, ``if False: import torch`` would buy every
     child torch's budget (:func:`limits_for`).
 
@@ -74,7 +74,7 @@ def child_preload(sub: Submission, todo: Todo) -> list[str]:
 def limits_for(stage: Stage) -> ChildLimits:
     """A child's limits (time, memory, start-up allowance): from the stage alone, with room for torch
     when the stage or one of its TODOs preloads it; nothing a submission holds changes them."""
-    torch = preloads.preloads(stage, "torch")
+    torch = stage.preloads("torch")
     memory = max(stage.memory_limit_mb, TORCH_MEMORY_MB) if torch else stage.memory_limit_mb
     return ChildLimits(stage.time_limit_s, memory, 15.0 if torch else 5.0)
 
@@ -432,7 +432,8 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
             continue
         first_of[sub.identity] = path
         results.append(SubmissionResult(str(path), sub.stage.id, lang=how.lang or sub.lang, warnings=[
-            *sub.warnings, *preloads.note(sub.stage, sub.cells, how.lang or sub.lang)]))  # the rule check() states too
+            *sub.warnings, *(text(messages.STAGE_WITHOUT_PACKAGE, how.lang or sub.lang).format(n=sub.stage.number, package=p)
+                             for p in sub.stage.not_preloaded(sub.cells))]))  # the rule check() states too
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level

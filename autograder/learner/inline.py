@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from autograder.child import twins
-from autograder.core import layout, messages, preloads
+from autograder.core import layout, messages
 from autograder.learner.blame import (as_graded, calls_recorded, find_blame, graded_cell_sources,
                                       names_outside_graded_cells)
 from autograder.core.i18n import text
@@ -213,7 +213,8 @@ def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str |
             report.not_run = len(checks) - len(report.verdicts)
             break
     report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
-    report.notes = preloads.note(stage, graded_cell_sources(stage, namespace), lang)  # e.g. torch in stage 1
+    report.notes = [text(messages.STAGE_WITHOUT_PACKAGE, lang).format(n=stage.number, package=p)  # as the report says
+                    for p in stage.not_preloaded(graded_cell_sources(stage, namespace))]
     return report
 
 
