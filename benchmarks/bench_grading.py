@@ -237,7 +237,7 @@ def child_phases(notebook: Path, forked: bool) -> Phases:
                         servers.append(TreeCPU(run.fork_server_pids))
 
                 payload = child_payload_for(sub, todo)
-                run_child(payload, limits_for(sub.stage, payload["preload"]), run,
+                run_child(payload, limits_for(sub.stage), run,
                           [c.key for c in sub.stage.checks_for(todo.id)], on_event, staging=run.staging_for(todo),
                           on_start=on_start)
                 total = sampler[0].finish()

@@ -149,3 +149,9 @@ GRADESCOPE_NOT_ISOLATED = L("Not graded: the autograder cannot isolate submissio
 
 LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
                          "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")
+# -- a package a stage grades without (Stage.not_preloaded): check() and the report say the same --
+STAGE_WITHOUT_PACKAGE = L("stage {n} is graded without {package}: a grading process loads native libraries such as "
+                          "{package} only before your code runs, so an `import {package}` in your TODO cells fails "
+                          "when it runs during grading; solve this stage without {package}",
+                          "第 {n} 阶段评分时不加载 {package}：评分进程只在运行你的代码之前加载 {package} 这类原生库，"
+                          "所以 TODO 单元里的 `import {package}` 一旦在评分时执行就会失败；这一阶段请不用 {package} 完成")

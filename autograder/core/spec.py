@@ -10,11 +10,13 @@ import importlib
 import importlib.util
 import re
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from autograder.core import cell_ids, layout, stage_text
 from autograder.core.i18n import L
 from autograder.core.layout import stage_number
+from autograder.core.pysource import imported_modules
 from autograder.core.quiz import Quiz
 from autograder.core.quiz import digest as quiz_digest
 
@@ -125,6 +127,11 @@ class Check:
         return f"{self.todo}:{'hidden:' if self.hidden else ''}{self.name}"
 
 
+#: Native libraries a stage preloads only where it needs them and a learner might import anyway
+#: (:meth:`Stage.not_preloaded`).
+OPTIONAL_PACKAGES = ("torch",)
+
+
 @dataclass
 class Stage:
     """A stage of the course: its TODOs in order, and the checks registered on them.
@@ -190,6 +197,28 @@ class Stage:
     @property
     def number(self) -> int:
         return stage_number(self.id)
+
+    # -- what its grading children preload ------------------------------------------------------
+    # A grading child loads native libraries (torch's) only before the learner's first cell: from then
+    # on its audit hook refuses native code. So what a child preloads, and with it its budget
+    # (autograder.grading.grade.limits_for), follows from the stage's declaration alone: a cell that
+    # names torch, run or not (`if False: import torch`), adds no preload and buys no budget, and an
+    # import of torch in a stage that preloads none fails when it runs during grading. check() and the
+    # grader's report both say so (messages.STAGE_WITHOUT_PACKAGE, for each of not_preloaded()).
+    @property
+    def declared_preload(self) -> tuple[str, ...]:
+        """Every module this stage's children may preload: the stage's own, then each TODO's, once each."""
+        return tuple(dict.fromkeys([*self.preload, *(m for t in self.todos for m in t.preload)]))
+
+    def preloads(self, package: str) -> bool:
+        """Whether some child of this stage preloads ``package`` (a top-level name: ``torch``)."""
+        return any(m.split(".")[0] == package for m in self.declared_preload)
+
+    def not_preloaded(self, sources: Iterable[str]) -> list[str]:
+        """The :data:`OPTIONAL_PACKAGES` the cells ``sources`` import (anywhere, run or not) that no
+        child of this stage preloads: those imports fail when they run during grading."""
+        found = set().union(*(imported_modules(s) for s in sources))
+        return [p for p in OPTIONAL_PACKAGES if p in found and not self.preloads(p)]
 
     # -- registration -------------------------------------------------------------------------
     def check(

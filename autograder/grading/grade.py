@@ -29,7 +29,7 @@ from autograder.grading.disclosure import Disclosure, unlimited
 from autograder.core.i18n import L, text
 from autograder.grading.leaks import LeakGuard
 from autograder.child.protocol import CellError, CellsDone, Event
-from autograder.core.pysource import imported_modules, reaches_only_through
+from autograder.core.pysource import reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
@@ -49,29 +49,32 @@ TORCH_MEMORY_MB = 4096
 
 
 def child_preload(sub: Submission, todo: Todo) -> list[str]:
-    """What the child grading ``todo`` imports before any learner code runs: the stage's preload,
-    each TODO's own preload where this child might need it, and torch when the learner's own cells
-    import it although the stage needs none (a correct answer may use torch; native libraries can be
-    loaded only before learner code runs, when the audit hook is not yet in place).
+    """What the child grading ``todo`` imports before any learner code runs: the stage's preload and
+    each TODO's own preload where this child might need it; never anything because the learner's
+    cells name it. A module the stage does not preload (torch in a stage without it) cannot be
+    imported from learner code in the child (its native libraries would load after the audit hook is
+    in place), and both ``check()`` and the report say so (:meth:`Stage.not_preloaded`):
+    were a learner's ``import torch`` to add torch here, ``if False: import torch`` would buy every
+    child torch's budget (:func:`limits_for`).
 
     Another TODO's preload is left out only when the learner's cells provably never reach that
     TODO's function nor import anything outside it (:func:`reaches_only_through`; the trusted setup
     and given cells never call a TODO's function): then nothing that runs here can need it, so no
     verdict changes, and the child is spared its import (SciPy: most of a stage-8 child's CPU).
-    Every child that might need it imports it exactly as before, at the same point."""
+    Every child that might need it imports it exactly as before, at the same point. What is left
+    out is always a subset of what the stage declares."""
     preload = list(sub.stage.preload)
     for other in (t for t in sub.stage.todos if t.preload):
         needed = other.id == todo.id or not all(
             reaches_only_through(c, other.owner, other.target.split(".")[-1]) for c in sub.cells)
         preload += [m for m in other.preload if needed and m not in preload]
-    if "torch" not in preload and any("torch" in imported_modules(c) for c in sub.cells):
-        preload.append("torch")
     return preload
 
 
-def limits_for(stage: Stage, preload: Collection[str] | None = None) -> ChildLimits:
-    """A child's limits: the stage's, with room for torch when the child imports it."""
-    torch = "torch" in (stage.preload if preload is None else preload)
+def limits_for(stage: Stage) -> ChildLimits:
+    """A child's limits (time, memory, start-up allowance): from the stage alone, with room for torch
+    when the stage or one of its TODOs preloads it; nothing a submission holds changes them."""
+    torch = stage.preloads("torch")
     memory = max(stage.memory_limit_mb, TORCH_MEMORY_MB) if torch else stage.memory_limit_mb
     return ChildLimits(stage.time_limit_s, memory, 15.0 if torch else 5.0)
 
@@ -134,7 +137,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
         if on_cells is not None and isinstance(event, CellsDone):
             on_cells()
 
-    report = run_child(payload, limits_for(stage, payload["preload"]), run, [c.key for c in stage.checks_for(todo.id)], on_event,
+    report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event,
                        staging=run.staging_for(todo))
     if how.log is not None:
         how.log(describe(report, f"{sub.path} · {todo.id}"))
@@ -435,7 +438,9 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
             results.append(SubmissionResult.not_graded(str(path), same.in_language(how.lang)))
             continue
         first_of[sub.identity] = path
-        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
+        results.append(SubmissionResult(str(path), sub.stage.id, lang=how.lang or sub.lang, warnings=[
+            *sub.warnings, *(text(messages.STAGE_WITHOUT_PACKAGE, how.lang or sub.lang).format(n=sub.stage.number, package=p)
+                             for p in sub.stage.not_preloaded(sub.cells))]))  # the rule check() states too
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level

@@ -12,7 +12,6 @@ that the reference earns full marks) is still served.
 """
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 import json
@@ -22,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import cell_ids, layout, messages, todocells
+from autograder.core import cell_ids, layout, messages, regularfile, todocells
 from autograder.core.i18n import LANGUAGES, L, notebook_language, text
 from autograder.grading.reports import shown_path
 from autograder.core.spec import Stage, available_stages, load_stage
@@ -94,36 +93,19 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES, *, hidden: Iterabl
 
 def _read(path: Path, limit: int, hidden: Iterable[str]) -> tuple[bytes, tuple[int, int]]:
     name = shown_path(path.name)
-    try:  # O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a FIFO must not block the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and os.path.islink(path):
-            raise SubmissionError.of(messages.SUBMISSION_IS_LINK, name=name, kind=messages.LINK_SYMBOLIC) from None
-        raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise SubmissionError(f"{name} is a folder, not a notebook file")
-        if not stat.S_ISREG(st.st_mode):
-            raise SubmissionError(f"{name} is not a regular file ({_kind(st.st_mode)}); only notebook files are read")
-        _refuse_course_files(fd, st, path, hidden)
-        if st.st_size > limit:
-            raise SubmissionError(_too_large(name, limit))
-        os.set_blocking(fd, True)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise SubmissionError(_too_large(name, limit))
-    return b"".join(chunks), (st.st_dev, st.st_ino)
+        data, st = regularfile.read_bounded(path, limit, vet=lambda fd, st: _refuse_course_files(fd, st, path, hidden))
+    except regularfile.Refused as r:
+        if r.why == regularfile.LINK:
+            raise SubmissionError.of(messages.SUBMISSION_IS_LINK, name=name, kind=messages.LINK_SYMBOLIC) from None
+        if r.why == regularfile.FOLDER:
+            raise SubmissionError(f"{name} is a folder, not a notebook file") from None
+        if r.why == regularfile.SPECIAL:
+            raise SubmissionError(f"{name} is not a regular file ({r.detail}); only notebook files are read") from None
+        if r.why == regularfile.TOO_LARGE:
+            raise SubmissionError(_too_large(name, limit)) from None
+        raise SubmissionError(f"cannot read {shown_path(path)}: {r.detail}") from None
+    return data, (st.st_dev, st.st_ino)
 
 
 def protected_places(hidden: Iterable[str] = ()) -> HiddenPaths:
@@ -198,14 +180,6 @@ def _inodes(places: tuple[str, ...]) -> frozenset[tuple[int, int]]:
 
 def _too_large(name: str, limit: int) -> str:
     return f"{name} is larger than {limit // 2**20} MiB (outputs included: clear its outputs and save it again)"
-
-
-def _kind(mode: int) -> str:
-    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "not a plain file"
 
 
 def _nbgrader(cell: dict, index: int, name: str) -> dict | None:

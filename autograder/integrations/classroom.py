@@ -11,12 +11,26 @@ The command grader gives a step all of its ``max-score`` when the command exits 
   partial score rounded down to whole points; the exact share is in every step's report.
 
 Either way the max-scores add up to the stage's points. Every step's ``setup-command`` runs one
-script that installs the course runtime and its grader into a virtual environment once per runner
+script that installs the course runtime and its grader into a virtual environment once per job
 (later steps find it ready), from ``course.toml``'s ``[install]`` sources in order; the environment
 sees the runner's own packages, so a runner that has torch keeps it, and torch is installed only for
 a stage that needs it on a runner without one. The grader runs isolated (``python -I``: nothing in
 the student's repository is importable) with the grading mode written into the command (never read
 from the repository), under the best isolation the runner offers.
+
+No step trusts what an earlier step's learner code could set. On a runner without kernel isolation
+(``--no-require-isolation`` grades there too) learner code runs as the runner's user and can append
+to ``$GITHUB_ENV`` and ``$GITHUB_PATH``, which set every later step's environment: ``PCW_PYTHON``,
+``HOME``, ``PATH``, ``LD_LIBRARY_PATH`` and the rest. So a step reads nothing from its environment
+that decides what grades: the environment's folder is named through the ``runner`` context
+(``${{ runner.temp }}``, filled in by the runner; a step can set environment variables, never a
+context), the grader starts from ``/usr/bin/env -i`` with a fixed ``PATH`` and locale and nothing else,
+and the setup script is started as ``/bin/sh``. The setup script itself runs with the step's
+environment, which it needs (proxies, the private course's credentials in ``$HOME``), but only the
+first step's installs anything, before any learner code has run; a later step's finds the
+environment ready and ends with shell built-ins alone. What this cannot stop on such a runner is
+learner code changing files (the environment itself, the workflow's checkout): there, as everywhere
+learner code runs unconfined, only kernel isolation is a boundary.
 """
 from __future__ import annotations
 
@@ -34,11 +48,17 @@ from autograder.core.course import Course, load_course
 from autograder.core.i18n import L, text
 from autograder.core.spec import Stage, load_stage
 
-VENV = "$HOME/.pcw-classroom"
-#: The interpreter a step's command grades with; ``PCW_PYTHON`` stands in for it when the template is
-#: tried on a machine where the course is installed already (the project's tests do).
-PYTHON = '"${PCW_PYTHON:-' + VENV + '/bin/python}"'
+#: The course's environment: in the job's temporary folder, named through the ``runner`` context, which
+#: the runner fills in and no step can change (not ``$HOME``: an earlier step can set that).
+VENV = "${{ runner.temp }}/pcw-classroom"
+#: The interpreter every step's command grades with: a fixed path, never one from the environment.
+PYTHON = f'"{VENV}/bin/python"'
+#: The grader's whole environment: nothing a step inherits (``PATH``, ``HOME``, ``LD_LIBRARY_PATH``,
+#: ``PCW_*``, the runner's file-command paths) reaches it; ``python -I`` ignores ``PYTHON*`` as well.
+GRADER_ENV = "/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8"
 SETUP = ".github/classroom/setup.sh"
+#: Every step's setup-command: the shell by its path (``PATH`` may have been set by an earlier step).
+SETUP_COMMAND = f'/bin/sh {SETUP} "{VENV}"'
 WORKFLOW = ".github/workflows/classroom.yml"
 
 
@@ -101,10 +121,11 @@ def setup_script(stage_id: str, course: Course) -> str:
                  f"fi\n")
     return f"""#!/bin/sh
 # Written by `python -m autograder classroom`: installs the course runtime and its grader once per
-# runner into {VENV} (the first grading step does it; the others find it ready). The environment
-# sees the runner's own packages, so a runner with torch keeps it. Sources: course.toml's [install].
+# job into the folder its argument names (the first grading step does it; the others find it ready,
+# using shell built-ins only). The environment sees the runner's own packages, so a runner with
+# torch keeps it. Sources: course.toml's [install].
 set -u
-V="{VENV}"
+V="${{1:?usage: setup.sh ENVIRONMENT-FOLDER}}"
 READY="$V/ready-{build}"
 [ -f "$READY" ] && exit 0
 if [ ! -x "$V/bin/python" ]; then
@@ -141,7 +162,8 @@ def steps(stage: Stage, notebook: str, grading: str, lang: str, timeout_min: int
     """The grading steps of ``stage`` for the student's ``notebook`` (see the module's docstring)."""
     out = []
     for t in stage.todos:
-        base = f"{PYTHON} -I -m autograder grade {_sh_quote(notebook)} --stage {stage.id} --todo {t.id} --format learner " \
+        base = f"{GRADER_ENV} {PYTHON} -I -m autograder grade {_sh_quote(notebook)} --stage {stage.id} --todo {t.id} " \
+               f"--format learner " \
                f"--exit-code --grading {grading} --no-require-isolation --no-progress"
         name = f"TODO {t.number} · {t.id} · {text(t.title, lang)}"
         sid = t.id.replace(".", "_").replace("__", "_")
@@ -202,7 +224,7 @@ def workflow(stage: Stage, notebook: str, grading: str, lang: str, token_secret:
             "        uses: classroom-resources/autograding-command-grader@v1",
             "        with:",
             f"          test-name: {_q(s.test_name)}",
-            f"          setup-command: {_q('sh ' + SETUP)}",
+            f"          setup-command: {_q(SETUP_COMMAND)}",
             f"          command: {_q(s.command)}",
             f"          timeout: {s.timeout_min}",
             f"          max-score: {s.max_score}",

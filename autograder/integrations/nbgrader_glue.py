@@ -36,6 +36,7 @@ from autograder.core import cell_ids, layout
 from autograder.integrations import nbgrader_batch
 from autograder.core.safetext import one_line
 from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
+from autograder.learner.standing import RECORD
 
 
 def _error_output(message: str) -> nbformat.NotebookNode:
@@ -388,6 +389,9 @@ from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHi
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
 c.ClearSolutions.code_stub = {{"python": {stub}}}
+# A learner's progress record (check() keeps it beside the notebook) is theirs alone, and anyone who
+# can write the folder chooses what it holds: no step copies it (release, submit, collect, autograded/).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", {record!r}]
 # An untouched test cell differs from the source only by its stripped hidden tests: no warning for that.
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, ReleaseAwareOverwriteCells,
                                       CheckCellMetadataOnce]
@@ -403,7 +407,7 @@ c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetada
 # generate_assignment must copy them into the release.
 import sys as _sys
 if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde", "generate_feedback"):
-    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *{helpers!r}]
+    c.CourseDirectory.ignore = [*c.CourseDirectory.ignore, *{helpers!r}]
     # Each notebook is validated once, after the last preprocessor, not after each of the seven:
     # the same notebook is written (an invalid one still fails), at a sixth of the validations.
     c.Exporter.optimistic_validation = True
@@ -511,6 +515,7 @@ def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str 
                 shutil.copy(src, target)
             assignments.append(files.assignment(lang))
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers()),
+        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers(),
+                               record=Path(RECORD).stem + ".*"),  # the record and a write cut short
         encoding="utf-8")
     return assignments
