@@ -205,7 +205,7 @@ def test_an_honest_wrong_value_is_still_shown_usefully(sub):
 def test_one_report_carries_a_small_part_of_a_reference(sub, tmp_path):
     """Round one reads the reference out in an encoding no guard knows (a substitution the attacker
     chose), through every check of every TODO; round two would submit it. What round one gets is
-    bounded by the budget, a small part of the reference module (see the README's arithmetic)."""
+    bounded by the budget, a small part of the reference module (see docs/security.md's arithmetic)."""
     reference = S01.reference.read_text(encoding="utf-8")
     table = str.maketrans(string.ascii_letters + string.digits + "_ ().,:=[]",
                           "".join(random.Random(7).sample(string.ascii_letters + string.digits + "_ ().,:=[]", 72)))
@@ -426,8 +426,9 @@ def test_one_line_escapes_what_is_not_printable_and_keeps_the_rest():
     assert safetext.csv_cell("=1+1") == "'=1+1" and safetext.csv_cell(-3) == -3 and safetext.csv_cell("a=b") == "a=b"
 
 
-def test_the_readme_states_the_bounds_the_code_enforces():
-    """The numbers "What a report can carry" states (both editions) are the ones the grader uses."""
+def test_the_security_page_states_the_bounds_the_code_enforces():
+    """The numbers docs/security.md's "What a report can carry" states (both editions) are the ones the
+    grader uses."""
     from autograder.core.pysource import solution_region
     from autograder.core.spec import load_stage
 
@@ -445,20 +446,20 @@ def test_the_readme_states_the_bounds_the_code_enforces():
     shortest = min((n, tid) for sid in layout.built_stages() for tid, n in region_bytes(sid).items()
                    if not tid.endswith(".quiz"))
     budget = disclosure.BUDGET_BYTES
-    en = (layout.ROOT / "README.md").read_text(encoding="utf-8")
-    zh = (layout.ROOT / "README.zh.md").read_text(encoding="utf-8")
-    for readme in (en, zh):
-        assert f"{budget} 字节" in readme or f"budget per submission: {budget} bytes" in readme
-        assert f"{readiness(readings.SCAN_LIMIT)}" in readme and f"{readings.INFLATE_LIMIT // 1024} KiB" in readme
-        assert f"{display.COMPACT_CHARS}" in readme and f"{display.PREFIX_CHARS}" in readme
-        assert f"{display.NUMBER_CHARS}" in readme and f"{display.KEY_CHARS}" in readme
-        assert f"{-(-s05 // budget)}" in readme and f"{-(-s05_hidden // budget)}" in readme
-        assert f"{round(s05 / 1000, 1)} KB" in readme and f"{round(s05_hidden / 1000)} KB" in readme
-        assert f"{shortest[0]}" in readme and shortest[1].split(".")[1] in readme
+    en = (layout.ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    zh = (layout.ROOT / "docs" / "security.zh.md").read_text(encoding="utf-8")
+    for page in (en, zh):
+        assert f"{budget} 字节" in page or f"budget per submission: {budget} bytes" in page
+        assert f"{readiness(readings.SCAN_LIMIT)}" in page and f"{readings.INFLATE_LIMIT // 1024} KiB" in page
+        assert f"{display.COMPACT_CHARS}" in page and f"{display.PREFIX_CHARS}" in page
+        assert f"{display.NUMBER_CHARS}" in page and f"{display.KEY_CHARS}" in page
+        assert f"{-(-s05 // budget)}" in page and f"{-(-s05_hidden // budget)}" in page
+        assert f"{round(s05 / 1000, 1)} KB" in page and f"{round(s05_hidden / 1000)} KB" in page
+        assert f"{shortest[0]}" in page and shortest[1].split(".")[1] in page
 
 
 def readiness(n: int) -> str:
-    """A number as the READMEs write it (a thousands separator)."""
+    """A number as docs/security.md writes it (a thousands separator)."""
     return f"{n:,}"
 
 
@@ -524,7 +525,7 @@ def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exf
 def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
     """Round one: the attacker deciphers what its report carried; round two would paste it in. What
     comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
-    several reports (one answer shorter than the budget can fit in one: the README says so)."""
+    several reports (one answer shorter than the budget can fit in one: docs/security.md says so)."""
     from autograder.core.pysource import solution_region
     from tests import attack_corpus
 

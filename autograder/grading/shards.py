@@ -1,9 +1,10 @@
 """Grading a class in several grader processes, so that a machine with many cores keeps them busy.
 
 One grader process supervises its children from threads that share one interpreter lock: per
-submission it spends about 0.02 CPU-s of its own (reading the notebook, starting and supervising its
-children, composing the verdicts), which no number of cores runs faster. A stage-1 submission's
-children need about 0.2 CPU-s, so one process keeps about ten cores busy and a class on 64 cores
+submission it does work of its own on one core (reading the notebook, starting and supervising its
+children, composing the verdicts), which no number of cores runs faster. The children of the
+cheapest stage's submission need about ten times that CPU (``benchmarks/bench_grading.py`` measures
+both; docs/performance.md), so one process keeps about ten cores busy and a class on 64 cores
 would wait on it. :func:`grade_in_shards` splits the class into :func:`shard_count` parts, each graded
 by a process of its own (:func:`main`, running :func:`~autograder.grading.grade.grade_paths` on its
 part), and gathers their results as one run would give them.

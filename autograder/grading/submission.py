@@ -1,7 +1,7 @@
 """Reading submissions as data: which files, which stage, which cells the learner wrote.
 
 Nothing here executes learner code. A notebook is parsed as plain JSON (nbformat's reader pulls in
-jsonschema's format checkers, about 2 s of imports per grading run, for checks done here).
+jsonschema and its format checkers into every grading run, for checks done here).
 
 A submission is read only as a regular file that is what it claims to be: never through a symbolic link
 (a submission that is a link to the course's own instructor notebook would be graded as the answers),

@@ -1,8 +1,9 @@
 """A persistent, content-addressed store of the grader's trusted material, shared by grading processes.
 
 Computing a stage's trusted material (:mod:`autograder.grading.trusted`: the reference's outcome of
-every check, the leak guard learned from the secrets) costs seconds per process (stage 6: about 4 s of
-probes, 3 s of importing torch, 1 s of leak guard). Every grading process (a CLI run, a test worker,
+every check, the leak guard learned from the secrets) runs the reference's probes, imports what they
+need (torch, for stage 6) and builds the guard (``benchmarks/bench_trusted_store.py`` measures what
+that costs; docs/performance.md). Every grading process (a CLI run, a test worker,
 one nbgrader or Gradescope run) would pay it again for the same course files; this store keeps each
 result in a file named by a digest of everything it depends on, so a second process reuses it.
 

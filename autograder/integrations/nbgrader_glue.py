@@ -297,7 +297,7 @@ def _restore_test_cells(nb, info: dict, verdicts: dict) -> list[str]:
 class _SchemaCompiledOnce(BaseMetadataValidator):
     """The per-cell schema check of nbgrader's metadata validator, with the schema compiled once per
     process: ``jsonschema.validate``, which nbgrader calls per cell, first checks the schema itself
-    against its meta-schema (about 6 ms a cell, on every nbgrader cell, twice per notebook in autograde).
+    against its meta-schema (on every nbgrader cell, twice per notebook in autograde).
     Same validator class, same error (jsonschema's best match); a cell of another schema version goes
     to nbgrader's own code, which says so."""
 
@@ -428,8 +428,8 @@ def share_gradebook_engines() -> None:
     and check its tables once per engine.
 
     Each ``Gradebook(url)`` creates an engine and disposes of it on close; a new engine starts with an
-    empty compiled-statement cache, so every query of every open was compiled again (7 ms an open, 2.5
-    ms on a shared engine, and each query after the first from the cache). The gradebook's reads and
+    empty compiled-statement cache, so every query of every open was compiled again, most of an open's
+    cost (on a shared engine each query after the first comes from the cache). The gradebook's reads and
     writes are unchanged: ``dispose()`` on a shared engine only closes its idle pooled connections.
 
     Each open also asks the database which tables it has and creates the missing ones (a fifth of
