@@ -100,7 +100,7 @@ def _close(old: object, new: object, atol: float | None) -> bool:
     if isinstance(old, float):
         return old == new or (atol is not None and abs(old - new) <= atol)
     if isinstance(old, list):
-        return len(old) == len(new) and all(_close(a, b, atol) for a, b in zip(old, new))
+        return len(old) == len(new) and all(_close(a, b, atol) for a, b in zip(old, new, strict=True))
     if isinstance(old, dict):
         return list(old) == list(new) and all(_close(old[k], new[k], atol) for k in old)
     return old == new

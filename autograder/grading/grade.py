@@ -224,7 +224,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:
         verdicts = [replace(v, message=_title_only(c, lang)) if c.hidden and not v.passed and
-                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks)]
+                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks, strict=True)]
     elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
         message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
@@ -343,7 +343,7 @@ def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: L
     :mod:`autograder.grading.disclosure`); each item's ``shown`` is what its messages show of the child's text."""
     out: list[Graded] = []
     budget = Disclosure(guard, how.feedback, withhold=withhold)
-    for todo, g in zip(todos, items):
+    for todo, g in zip(todos, items, strict=True):
         before = len(budget.shown)
         if g.report is not None:
             try:

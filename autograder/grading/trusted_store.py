@@ -222,7 +222,7 @@ def same(a: Any, b: Any) -> bool:
     if type(a) is float:
         return a.hex() == b.hex() if math.isfinite(a) else repr(a) == repr(b)
     if type(a) is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is dict:
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     return a == b

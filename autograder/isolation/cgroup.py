@@ -71,7 +71,7 @@ def available() -> tuple[Hierarchy | None, str | None]:
     except OSError as exc:
         return None, f"cannot read this process's cgroups: {exc}"
     problems = []
-    for mount, root, fstype, opts in mounts:
+    for mount, root, fstype, _opts in mounts:
         if fstype == "cgroup2" and "" in own:
             where = _under(mount, root, own[""])
             if where and _try_hierarchy(Hierarchy(2, where), problems):

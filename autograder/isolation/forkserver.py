@@ -301,7 +301,7 @@ def _child(req: Spawn, fds: list[int], staging: str) -> None:
         # each descriptor to its number (through copies far above them, so no dup2 overwrites a source),
         # then every other descriptor closed: the server's socket, anything a sibling's request left
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_FREE_FD) for fd in fds]
-        for src, num in zip(high, req.fds):
+        for src, num in zip(high, req.fds, strict=True):
             os.dup2(src, num)
         previous = -1
         for fd in [*sorted(set(req.fds)), 1 << 20]:

@@ -73,7 +73,7 @@ def judge_todo(todo: Todo, stage: Stage, namespace: dict) -> _Verdict:
     version = _learner_objects(namespace)
     cached = _judged.get(todo.id)
     if cached is not None and len(cached[0]) == len(version) and all(
-            a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[0], version)):
+            a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[0], version, strict=True)):
         return cached[1]
     report = evaluate(todo.id, namespace=namespace)
     first = report.verdicts[0] if report.verdicts else None
