@@ -61,7 +61,7 @@ def main() -> int:
     print(f"{'level':30} {'ms per TODO':>12} {'extra ms per TODO (median of rounds)':>38}")
     for name in levels:
         per = [s / todos * 1000 for s in r.seconds[name]]
-        extra = [(s - b) / todos * 1000 for s, b in zip(r.seconds[name], r.seconds["in-process"])]
+        extra = [(s - b) / todos * 1000 for s, b in zip(r.seconds[name], r.seconds["in-process"], strict=True)]
         print(f"{name:30} {statistics.median(per):12.1f} {statistics.median(extra):+30.1f} ms  "
               f"(x{statistics.median(r.ratios(name)):.2f})")
     same = len({tuple(v) for v in scores.values()}) == 1
