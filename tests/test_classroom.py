@@ -53,7 +53,7 @@ def test_workflow_has_one_step_per_todo_and_a_reporter(tmp_path, edition):
     graders, reporter = grading_steps(t)
     assert [s["with"]["max-score"] for s in graders] == [todo.points for todo in stage.todos]
     assert sum(s["with"]["max-score"] for s in graders) == stage.max_score
-    for s, todo in zip(graders, stage.todos):
+    for s, todo in zip(graders, stage.todos, strict=True):
         w = s["with"]
         assert set(w) == {"test-name", "setup-command", "command", "timeout", "max-score"}
         assert todo.id in w["test-name"] and f"--todo {todo.id} " in w["command"] and w["timeout"] >= 1

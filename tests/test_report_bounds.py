@@ -72,7 +72,7 @@ def _events(checks, outcome_of, cell_errors=None, extra=()) -> list:
     return _typed(ev + [{"phase": "done"}])
 
 
-def _grade(sub, reports_by_todo: dict[str, ChildReport], how: Reporting = Reporting()) -> SubmissionResult:
+def _grade(sub, reports_by_todo: dict[str, ChildReport], how: Reporting = Reporting()) -> SubmissionResult:  # noqa: B008 - frozen, never changed
     """What the grader concludes from these children's reports, as grade_paths composes it."""
     guard = leak_guard(sub.stage)
     todos = sub.stage.todos
