@@ -55,7 +55,7 @@ from autograder.child.protocol import CellsDone, CheckStarted, Done, Ready  # no
 from autograder.grading.staging import GradingRun  # noqa: E402
 from autograder.grading.submission import read_submission  # noqa: E402
 from autograder.grading.supervise import run_child  # noqa: E402
-from autograder.grading.testing import variant_notebook  # noqa: E402
+from tests.support.variants import variant_notebook  # noqa: E402
 
 KINDS = ("honest", "wrong", "unfilled", "wrong", "hostile")
 HOSTILE = '''

@@ -18,7 +18,7 @@ import yaml
 from autograder.core import layout
 from autograder.integrations.classroom import SETUP, WORKFLOW, needs_torch
 from autograder.core.spec import load_stage
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 
 S03 = layout.stage_files("s03")

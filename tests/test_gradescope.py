@@ -8,7 +8,7 @@ import subprocess
 import sys
 import zipfile
 
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT

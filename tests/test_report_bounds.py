@@ -37,7 +37,7 @@ from autograder.grading.leaks import WITHHELD, LeakGuard
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.grading.trusted import expected_outcomes, leak_guard
 
 S01 = layout.stage_files("s01")
