@@ -12,6 +12,7 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -79,7 +80,7 @@ class TTFTRow:
     hit_tokens: int
 
 
-def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixes: Sequence[int],
+def measure_ttft(model: DecoderLM, make_engine: Callable[[int], Any], prefixes: Sequence[int],
                  question_len: int = 64, reps: int = 7, seed: int = 1, cached_per_round: int = 3) -> list[TTFTRow]:
     """TTFT of a full prefill and of a prefill after a cached system prompt, for each prefix length.
 

@@ -70,7 +70,7 @@ def available() -> tuple[Hierarchy | None, str | None]:
         own, mounts = _own_cgroups(), _mounts()
     except OSError as exc:
         return None, f"cannot read this process's cgroups: {exc}"
-    problems = []
+    problems: list[str] = []
     for mount, root, fstype, _opts in mounts:
         if fstype == "cgroup2" and "" in own:
             where = _under(mount, root, own[""])

@@ -49,6 +49,7 @@ import selectors
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
@@ -122,7 +123,7 @@ def decode(data: bytes):
     return RECORDS[obj["op"]](**obj)
 
 
-def send(sock: socket.socket, record, fds: list[int] = ()) -> None:
+def send(sock: socket.socket, record, fds: Sequence[int] = ()) -> None:
     data = encode(record)
     if fds:
         sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
