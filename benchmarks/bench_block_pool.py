@@ -149,14 +149,14 @@ def measure(cfg: dict, *, rounds: int, seed: int = 0) -> tuple[Rounds, dict, lis
 
 
 def speedup_line(r: Rounds, label: str, slow: str, fast: str) -> str:
-    per_round = [s / f for s, f in zip(r.seconds[slow], r.seconds[fast])]
+    per_round = [s / f for s, f in zip(r.seconds[slow], r.seconds[fast], strict=True)]
     return f"  {label:<62} {summary(per_round)}"
 
 
 def report(r: Rounds, info: dict, cfg: dict, *, target: bool = True) -> str:
     n = info["requests"]
     sizes = info["round_sizes"]
-    per_req = {name: statistics.median(t / k for t, k in zip(r.seconds[name], sizes)) * 1e6 for name in r.seconds}
+    per_req = {name: statistics.median(t / k for t, k in zip(r.seconds[name], sizes, strict=True)) * 1e6 for name in r.seconds}
     lines = [
         f"workload: {n:,} requests = one of {cfg['num_prompts']} prompts x {cfg['prompt_len']} tokens + "
         f"{cfg['fresh_tokens']} fresh; block size {cfg['block_size']}; pool {cfg['num_blocks']:,} blocks",

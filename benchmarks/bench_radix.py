@@ -48,11 +48,11 @@ QUICK = dict(num_prompts=20, prompt_len=256, num_requests=300, fresh_tokens=64)
 
 
 def per_request(r: Rounds, name: str, sizes: Sequence[int]) -> list[float]:
-    return [t / k for t, k in zip(r.seconds[name], sizes)]
+    return [t / k for t, k in zip(r.seconds[name], sizes, strict=True)]
 
 
 def ratio_line(label: str, slow: list[float], fast: list[float]) -> str:
-    return f"  {label:<66} {summary([s / f for s, f in zip(slow, fast)])}"
+    return f"  {label:<66} {summary([s / f for s, f in zip(slow, fast, strict=True)])}"
 
 
 # -- part 1 and 2: the workload through every contender ---------------------------------------------

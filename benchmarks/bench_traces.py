@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{st['infinite_cache_block_hit_rate']:.4f}")
         for frac in fractions:
             cap = max(64, int(st["distinct_blocks"] * frac))
-            runs = {p.name: (lambda p=p: simulate(trace, cap, p)) for p in policies(cap)}
-            runs["Belady"] = lambda: belady(trace, cap)
+            runs = {p.name: (lambda p=p: simulate(trace, cap, p)) for p in policies(cap)}  # noqa: B023 - run in this iteration
+            runs["Belady"] = lambda: belady(trace, cap)  # noqa: B023 - run in this iteration
             r = interleaved(runs, baseline=LRU.name, rounds=args.rounds, clock="cpu", warmup=False)
             for policy in runs:
                 res = r.results[policy]

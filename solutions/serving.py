@@ -382,7 +382,7 @@ class ServingEngine:
             start = self.clock()
             next_tokens = self._decode(running)
             still = []
-            for r, token in zip(running, next_tokens):
+            for r, token in zip(running, next_tokens, strict=True):
                 r.tokens.append(token)
                 r.record.output_tokens.append(token)
             elapsed = self.clock() - start

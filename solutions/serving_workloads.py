@@ -67,7 +67,7 @@ def shared_prefix(*, num_groups: int = 4, prompts_per_group: int = 10, prefix_le
     rng.shuffle(prompts)
     times = poisson_arrivals(len(prompts), rate, rng)
     return [Request(f"gsp-{i:03d}", t, tuple(p), output_len, tag=f"prefix {g}")
-            for i, ((g, p), t) in enumerate(zip(prompts, times))]
+            for i, ((g, p), t) in enumerate(zip(prompts, times, strict=True))]
 
 
 def unique(*, num_requests: int = 40, prompt_len: tuple[int, int] | int = (256, 768), output_len: int = 8,

@@ -302,7 +302,7 @@ def test_an_expected_exception_reads_in_the_notebooks_language():
     raised = [(sid, key, out) for sid in (s.id for s in layout.all_stages() if s.is_built)
               for key, out in load_expected(sid)["checks"].items() if out["kind"] == "raised"]
     assert raised
-    for sid, key, out in raised:
+    for _sid, key, out in raised:
         en, zh = show(out, "en"), show(out, "zh")
         assert en.startswith(f"raises {out['type']}") and not HAN.search(en), (key, en)
         assert zh.startswith(f"抛出 {out['type']}"), (key, zh)

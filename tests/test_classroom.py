@@ -18,7 +18,7 @@ import yaml
 from autograder.core import layout
 from autograder.integrations.classroom import SETUP, SETUP_COMMAND, WORKFLOW, needs_torch
 from autograder.core.spec import load_stage
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 
 S03 = layout.stage_files("s03")
@@ -76,7 +76,7 @@ def test_workflow_has_one_step_per_todo_and_a_reporter(tmp_path, edition):
     graders, reporter = grading_steps(t)
     assert [s["with"]["max-score"] for s in graders] == [todo.points for todo in stage.todos]
     assert sum(s["with"]["max-score"] for s in graders) == stage.max_score
-    for s, todo in zip(graders, stage.todos):
+    for s, todo in zip(graders, stage.todos, strict=True):
         w = s["with"]
         assert set(w) == {"test-name", "setup-command", "command", "timeout", "max-score"}
         assert todo.id in w["test-name"] and f"--todo {todo.id} " in w["command"] and w["timeout"] >= 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT

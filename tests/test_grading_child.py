@@ -21,7 +21,7 @@ from autograder.child.protocol import CellsDone, CellStarted, CourseVersions, Do
 from autograder.core.spec import load_stage
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import OUTPUT_KEEP, ChildReport, describe
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.grading.trusted import given_members, leak_guard
 from tests.conftest import ROOT
 

@@ -22,7 +22,7 @@ from autograder.core import layout
 from autograder.learner.inline import _run_limited, load_expected
 from autograder.child.probe import run_probe
 from autograder.core.spec import load_stage
-from autograder.grading.testing import graft
+from tests.support.variants import graft
 from autograder.grading.verdict import judge
 
 BLANK = "___"

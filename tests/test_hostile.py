@@ -26,7 +26,7 @@ import pytest
 from autograder.core import layout
 from autograder.grading import leaks
 from autograder.core.pysource import solution_region
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests import attack_corpus, hostile_corpus
 from tests.conftest import ROOT
 from tests.hostile_corpus import ALL, Case

@@ -20,7 +20,7 @@ import pytest
 from autograder.core import layout
 from autograder.core.pysource import definition_span
 from autograder.core.spec import load_stage
-from autograder.grading.testing import assert_all_pass, assert_blamed_on, grade_variants
+from tests.support.variants import assert_all_pass, assert_blamed_on, grade_variants
 from autograder.grading.verdict import check_title
 
 # Built stages only: a half-written stage is named by tests/test_layout.py's completeness test.

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.core import layout
 from autograder.learner.standing import RECORD
 from tests.conftest import ROOT

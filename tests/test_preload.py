@@ -12,7 +12,7 @@ from autograder.core import layout
 from autograder.core.pysource import reaches_only_through
 from autograder.grading.grade import child_preload, grade_paths
 from autograder.grading.submission import read_submission
-from autograder.grading.testing import assert_all_pass, variant_notebook
+from tests.support.variants import assert_all_pass, variant_notebook
 
 DEF = "def detect_sharing(hit, miss, alpha=1e-3):\n    from scipy import stats\n    return stats.ks_2samp(hit, miss)\n"
 OTHER = "def fit_threshold(hits, misses):\n    \"\"\"The midpoint.\"\"\"\n    return (min(hits) + max(misses)) / 2\n"

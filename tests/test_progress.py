@@ -17,7 +17,7 @@ from autograder.core import layout
 from autograder.learner import standing
 from autograder.core.i18n import set_language
 from autograder.core.spec import load_stage
-from autograder.grading.testing import apply_edits
+from tests.support.variants import apply_edits
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS as M1
 from tests.mutants_s02 import MUTANTS as M2

@@ -37,7 +37,7 @@ from autograder.grading.leaks import WITHHELD, LeakGuard
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.grading.trusted import expected_outcomes, leak_guard
 
 S01 = layout.stage_files("s01")
@@ -72,7 +72,7 @@ def _events(checks, outcome_of, cell_errors=None, extra=()) -> list:
     return _typed(ev + [{"phase": "done"}])
 
 
-def _grade(sub, reports_by_todo: dict[str, ChildReport], how: Reporting = Reporting()) -> SubmissionResult:
+def _grade(sub, reports_by_todo: dict[str, ChildReport], how: Reporting = Reporting()) -> SubmissionResult:  # noqa: B008 - frozen, never changed
     """What the grader concludes from these children's reports, as grade_paths composes it."""
     guard = leak_guard(sub.stage)
     todos = sub.stage.todos

@@ -3,6 +3,7 @@ cache, exact accounting, a pool that never overflows and ends empty. Tiny model,
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 import torch
@@ -101,7 +102,7 @@ def test_serving_a_full_pool_makes_requests_wait_not_fail(model):
     record, engine = run_checked(model, requests, num_blocks=5, cache=False)
     order = sorted(record.requests, key=lambda r: r.admitted_s)
     assert [r.request_id for r in order] == ["r0", "r1", "r2", "r3"]
-    for a, b in zip(order, order[1:]):
+    for a, b in pairwise(order):
         assert b.admitted_s >= a.finished_s  # the next one waited for the blocks of the previous one
     with pytest.raises(ValueError, match="need more than the pool"):
         engine.run([Request("big", 0.0, tuple(range(30)), 1)])

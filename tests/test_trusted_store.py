@@ -18,7 +18,7 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from autograder.grading import staging, trusted, trusted_store
 from autograder.grading.leaks import LeakGuard
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS
 

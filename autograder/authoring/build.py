@@ -13,8 +13,9 @@ import contextlib
 import importlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
@@ -36,7 +37,7 @@ def defined_names(sources: list[str]) -> list[str]:
     return sorted(set().union(*(pysource.defined_names(src) for src in sources)))
 
 
-def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:
+def expected_values(stage: Stage, setup_sources: Sequence[str] = ()) -> dict:
     module = importlib.import_module(stage.reference)
     checks = {}
     with _one_thread():
@@ -94,13 +95,13 @@ def _one_thread() -> Iterator[None]:
 # check's own ``atol`` of the committed one keeps the committed bytes. A check without ``atol``
 # compares exactly, and so does this. Everything else (keys, order, types, ints, strings) must be
 # identical; otherwise the fresh file replaces the committed one.
-def _close(old: object, new: object, atol: float | None) -> bool:
+def _close(old: Any, new: Any, atol: float | None) -> bool:  # JSON values
     if type(old) is not type(new):
         return False
     if isinstance(old, float):
         return old == new or (atol is not None and abs(old - new) <= atol)
     if isinstance(old, list):
-        return len(old) == len(new) and all(_close(a, b, atol) for a, b in zip(old, new))
+        return len(old) == len(new) and all(_close(a, b, atol) for a, b in zip(old, new, strict=True))
     if isinstance(old, dict):
         return list(old) == list(new) and all(_close(old[k], new[k], atol) for k in old)
     return old == new

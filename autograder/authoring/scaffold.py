@@ -26,7 +26,7 @@ def new_stage(sid: str, slug: str, title: str) -> list[Path]:
     values = {"id": sid, "number": str(number), "slug": slug, "title": title,
               "reference_module": files.reference_module}
     targets = {role: path for role, path in files.sources().items()}
-    for role, path in targets.items():
+    for path in targets.values():
         if path.exists():
             raise FileExistsError(f"{layout.rel(path)} exists already")
     written = []

@@ -144,6 +144,8 @@ class Violation:
 
 
 NOT_AN_EVENT = Violation("a line that is not a grading event")
+# the events that are a phase and nothing else
+_BARE_PHASES: dict[str, type[Ready | CellsDone | Done]] = {"ready": Ready, "cells_done": CellsDone, "done": Done}
 
 
 # -- the wire form ---------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def encode(event: Event) -> bytes:
     return (_dumps(obj) + "\n").encode()
 
 
-def decode(line: bytes) -> Event | Violation:
+def decode(line: bytes | bytearray) -> Event | Violation:
     """The event one line (without its newline) stands for, or the :class:`Violation` it is.
 
     Only the line's shape is judged here; whether the event may come now is :class:`Channel`'s.
@@ -186,8 +188,7 @@ def decode(line: bytes) -> Event | Violation:
         return NOT_AN_EVENT
     keys = set(obj)
     if keys == {"phase"}:
-        simple = {"ready": Ready, "cells_done": CellsDone, "done": Done}.get(obj["phase"]) \
-            if type(obj["phase"]) is str else None
+        simple = _BARE_PHASES.get(obj["phase"]) if type(obj["phase"]) is str else None
         return simple() if simple is not None else NOT_AN_EVENT
     if keys == {"phase", "index"} and obj["phase"] == "cell" and type(obj["index"]) is int and obj["index"] >= 0:
         return CellStarted(obj["index"])
@@ -280,7 +281,7 @@ class Channel:
         if why not in self.tampering:
             self.tampering.append(why)
 
-    def _accept(self, line: bytes) -> Event | None:
+    def _accept(self, line: bytes | bytearray) -> Event | None:
         if self.done:
             self._flag("lines after 'done'")
             return None

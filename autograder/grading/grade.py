@@ -125,7 +125,7 @@ def child_payload_for(sub: Submission, todo: Todo) -> dict:
             "modules": child_modules(stage, todo), "preload": child_preload(sub, todo)}
 
 
-def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
+def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], object] | None,
                 how: Reporting, compose_now: bool = True) -> Graded:
     """The verdict on ``todo`` from a child of its own; with ``compose_now`` False, the child's report
     with a placeholder verdict that :func:`_disclosed` replaces (so the thread never waits for the
@@ -176,7 +176,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
     # about the mistake made) and the others are named after it.
     failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
-    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]
+    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]  # type: ignore[list-item]  # None: none failed
 
     verdicts, shown_of = [], {}
     for c, v, raw in judged:
@@ -187,7 +187,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
             # only the leading failure shows the learner's value (see autograder.grading.disclosure): the values
             # of the other failing checks, hidden ones included, never reach the report
             shows_value = v is lead and not (c.hidden and out.titles_only)
-            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,
+            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,  # type: ignore[arg-type]  # v, so raw
                                              take if shows_value else None)
             v = shown_of[id(v)]
         line = v.summary if v.passed else _one_line(v.summary, v.detail)
@@ -228,7 +228,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:
         verdicts = [replace(v, message=_title_only(c, lang)) if c.hidden and not v.passed and
-                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks)]
+                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks, strict=True)]
     elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
         message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
@@ -347,7 +347,7 @@ def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: L
     :mod:`autograder.grading.disclosure`); each item's ``shown`` is what its messages show of the child's text."""
     out: list[Graded] = []
     budget = Disclosure(guard, how.feedback, withhold=withhold)
-    for todo, g in zip(todos, items):
+    for todo, g in zip(todos, items, strict=True):
         before = len(budget.shown)
         if g.report is not None:
             try:
@@ -458,7 +458,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
 
     def finish(gi: int) -> None:
         i, sub = subs[gi]
-        items = graded[i]
+        items: list[Graded] = graded[i]  # type: ignore[assignment]  # all its TODOs have finished
         try:
             guard = leak_guard(sub.stage)
             items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)

@@ -53,7 +53,7 @@ def shard_count(submissions: int, cores: int) -> int:
     return max(1, min(math.ceil(cores / CORES_PER_GRADER), submissions // MIN_SUBMISSIONS_PER_GRADER))
 
 
-def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolation, hidden: Iterable[str],
+def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolation, hidden: Iterable[str | os.PathLike],
                     lang: str | None, grading: str | None, feedback: str | None,
                     on_done: Callable[[SubmissionResult], None] | None,
                     on_todo: Callable[[], None] | None,
@@ -105,14 +105,14 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
         finally:
             os.close(w)
         procs.append(proc)
-        proc.stdin.write((json.dumps(spec) + "\n").encode())
-        proc.stdin.flush()  # stdin stays open: its end is this part's stop
+        proc.stdin.write((json.dumps(spec) + "\n").encode())  # type: ignore[union-attr]  # stdin=PIPE
+        proc.stdin.flush()  # type: ignore[union-attr]  # stdin stays open: its end is this part's stop
         t = threading.Thread(target=read, args=(proc, r, indices), name="pcw-grader-part", daemon=True)
         t.start()
         readers.append(t)
 
     def watch() -> None:
-        stop.wait()
+        stop.wait()  # type: ignore[union-attr]  # started only with a stop
         for proc in procs:
             _close(proc.stdin)
 
@@ -124,13 +124,13 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
         _close(proc.stdin)
     out = []
     for i, f in enumerate(files):
-        r = results[i]
-        if r is None:  # its part's process ended without it
-            r = SubmissionResult.not_graded(str(f), "grader error: the grading process of its part of the class "
-                                                    "ended without a result")
+        res = results[i]
+        if res is None:  # its part's process ended without it
+            res = SubmissionResult.not_graded(str(f), "grader error: the grading process of its part of the class "
+                                                      "ended without a result")
             if on_done is not None:
-                on_done(r)
-        out.append(r)
+                on_done(res)
+        out.append(res)
     return out
 
 

@@ -156,7 +156,7 @@ class GradingRun:
         (a fork bomb cannot starve the others) or its files with another; None otherwise."""
         with self._lock:
             self._children += 1
-            uid = self._uid_base + self._children
+            uid: int | None = self._uid_base + self._children
         uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
         path = make_scratch(self.isolation, self.scratch_root, prefix="child-", uid=uid)
         if "namespaces" not in self.isolation.layers:
@@ -215,7 +215,7 @@ class GradingRun:
     def fork_server_pids(self) -> list[int]:
         """The process of each running fork server (its bubblewrap), as this process sees them."""
         with self._server_lock:
-            return [s.pid for s in self._servers.values() if s is not None and s.running]
+            return [s.pid for s in self._servers.values() if s is not None and s.running]  # type: ignore[misc]  # running: has a pid
 
     def close(self) -> None:
         if not self._closed:

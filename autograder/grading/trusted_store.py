@@ -150,7 +150,7 @@ def _installed() -> list[str]:
     """Every distribution's metadata entry in the package folders on ``sys.path`` (its name carries the
     distribution's name and version). Only ``site-packages``/``dist-packages`` folders are read, by
     name: the current directory on the path (``python -m`` from another folder) must not change the key."""
-    found = set()
+    found: set[str] = set()
     for entry in dict.fromkeys(sys.path):
         if not entry.rstrip("/").endswith(("site-packages", "dist-packages")):
             continue
@@ -180,7 +180,7 @@ def _origin(package: str) -> str:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return "-"
-    return repr(None if spec is None else list(spec.submodule_search_locations or [spec.origin]))
+    return repr(None if spec is None else list(spec.submodule_search_locations or [spec.origin]))  # type: ignore[list-item]  # repr'd
 
 
 def environment() -> dict[str, Any]:
@@ -223,7 +223,7 @@ def same(a: Any, b: Any) -> bool:
     if type(a) is float:
         return a.hex() == b.hex() if math.isfinite(a) else repr(a) == repr(b)
     if type(a) is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is dict:
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     return a == b

@@ -240,8 +240,8 @@ def result_for(path: Path, key_of: Callable[[str], BatchKey], config, assignment
         if batch is not None and path in batch.ready:
             result = batch.take(path)
             with _LOCK:
-                if not batch.ready and _BATCHES.get(key) is batch:
-                    del _BATCHES[key]  # drained: the next run in this process starts its own batch
+                if not batch.ready and _BATCHES.get(key) is batch:  # type: ignore[arg-type]  # set: a batch came of it
+                    del _BATCHES[key]  # type: ignore[arg-type]  # drained: the next run in this process starts its own batch
             if result is not None:
                 return result
     return grade_many([path])[0]

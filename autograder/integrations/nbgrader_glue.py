@@ -480,7 +480,7 @@ def share_gradebook_engines() -> None:
         names = tables.get(id(subject)) if id(subject) in shared_ids else None
         return _Known(names) if names else sqlalchemy.inspect(subject, *args, **kw)
 
-    shared.pcw_shared = True
+    shared.pcw_shared = True  # type: ignore[attr-defined]  # marks the patch as ours
     api.create_engine = shared
     api.Base.metadata.create_all = create_all_once
     api.inspect = inspect_known

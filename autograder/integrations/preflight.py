@@ -39,7 +39,7 @@ def check_course(course: Path, assignments: list[str] | None = None) -> list[Pro
         if assignments and assignment not in assignments or not folder.is_dir():
             continue
         def say(reason: str) -> None:
-            problems.append(Problem(student, assignment, reason))
+            problems.append(Problem(student, assignment, reason))  # noqa: B023 - called only in this iteration
 
         if assignment not in known:
             say(f"no assignment '{shown_path(assignment)}' in source/ (a renamed folder?); nbgrader will not grade it")

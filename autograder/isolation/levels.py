@@ -205,7 +205,7 @@ def detect(python: str = sys.executable) -> Offer:
             return offer
         for layer in layers:
             if layer == "namespaces" or len(layers) == len(base):
-                problems.setdefault(layer, f"{bwrap + ': ' if layer == 'namespaces' else ''}a probe child failed: {error}")
+                problems.setdefault(layer, f"{bwrap + ': ' if layer == 'namespaces' else ''}a probe child failed: {error}")  # type: ignore[operator]  # a namespaces try names a bwrap
     first = bwraps[0] if bwraps else (None, None)
     return Offer(python, (), first[0], first[1], abi, problems)
 

@@ -78,7 +78,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
         yield
         return
     try:
-        clock = time.pthread_getcpuclockid(main.ident)
+        clock = time.pthread_getcpuclockid(main.ident)  # type: ignore[arg-type]  # the main thread has started
         start = time.clock_gettime(clock)
     except (AttributeError, OSError):  # no per-thread CPU clock here (macOS): the clock alone, as long as
         clock = None                   # the CPU limit, and a message that does not claim to know which
@@ -101,7 +101,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
                 which.append(text(waited).format(s=wall))
             else:
                 continue
-            signal.pthread_kill(main.ident, signal.SIGALRM)
+            signal.pthread_kill(main.ident, signal.SIGALRM)  # type: ignore[arg-type]  # the main thread has started
             return
 
     old = signal.signal(signal.SIGALRM, on_alarm)

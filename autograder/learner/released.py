@@ -58,8 +58,8 @@ def show_released_sources(lang: str) -> list[Path]:
         lines = released_lines(text, lang)
         # the names a code object may carry for this file: as found on sys.path, and resolved
         names = {str(p), str(p.resolve())} | {
-            m.__file__ for m in list(sys.modules.values())
-            if isinstance(getattr(m, "__file__", None), str) and _same_file(m.__file__, p)}
+            file for m in list(sys.modules.values())
+            if isinstance(file := getattr(m, "__file__", None), str) and _same_file(file, p)}
         for name in names:
             # mtime None: linecache.checkcache keeps the entry (as it does for sources from a loader)
             linecache.cache[name] = (len(text), None, lines, name)

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from autograder.core import layout
 from autograder.core.i18n import L, set_language, text
@@ -94,7 +95,7 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     from autograder.learner.released import show_released_sources
 
     show_released_sources(lang)  # tracebacks through the course's code read as this edition does
-    found = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
+    found: dict[str, Any] = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
     if os.environ.get("PCW_GRADING"):
         return found  # a grading child only needs the language
     if sys.version_info < MIN_PYTHON:

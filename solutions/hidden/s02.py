@@ -120,7 +120,7 @@ def root_seed_is_passed_on(impl):
 def one_token_changes_every_key(impl):
     a = impl.chain_keys(list(range(16)), 4)
     b = impl.chain_keys([99] + list(range(1, 16)), 4)
-    return record(equal_positions=[x == y for x, y in zip(a, b)], keys_a=len(a), keys_b=len(b))
+    return record(equal_positions=[x == y for x, y in zip(a, b, strict=False)], keys_a=len(a), keys_b=len(b))  # lengths may differ: keys_a/b say
 
 
 @STAGE.check("s02.chain_keys", hidden=True, sibling="three_blocks")
