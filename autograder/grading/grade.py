@@ -411,6 +411,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         log = stderr_log()
     how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
+    hidden_paths = [os.fspath(h) for h in hidden]  # read per file and given to every part: once, as strings
     files = expand(paths)
     pins = {str(f): pin for f in files if (pin := stage(f) if callable(stage) else stage) is not None}
     # More cores than one grader process can feed: the class in parts, a process each (see shards).
@@ -418,7 +419,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     parts = shards.shard_count(len(files), batch.available_cores()) if chosen_log is None and only is None else 1
     if parts > 1:
         return shards.grade_in_shards(files, parts, workers=workers or batch.default_workers(), iso=level,
-                                      hidden=hidden, lang=lang, grading=grading, feedback=feedback, on_done=on_done,
+                                      hidden=hidden_paths, lang=lang, grading=grading, feedback=feedback, on_done=on_done,
                                       on_todo=on_todo, stop=stop, pins=pins)
     results: list[SubmissionResult] = []
     subs: list[tuple[int, Submission]] = []
@@ -426,7 +427,7 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     first_of: dict[tuple[int, int], Path] = {}  # one file reached by two paths (a linked folder) is graded once
     for i, path in enumerate(files):
         try:
-            sub = read_submission(path, hidden, pins.get(str(path)))
+            sub = read_submission(path, hidden_paths, pins.get(str(path)))
         except SubmissionError as exc:
             results.append(SubmissionResult.not_graded(str(path), exc.in_language(how.lang)))
             continue
@@ -490,13 +491,13 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     def failed(job: tuple[Submission, Todo], exc: Exception) -> Graded:
         return Graded(_grader_error(job[1], f"{type(exc).__name__}: {exc}"))
 
-    with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
+    with GradingRun.open(level, hidden=[*hidden_paths, *(str(s.path) for _, s in subs)]) as run:
         # the fork servers (where children are forked) start and import in the background
         run.start_fork_servers([child_preload(s, t) for _, s in subs for t in todos_of(s)],
                                child_env(os.path.realpath(run.scratch_root)))
         stages = list({s.stage.id: s.stage for _, s in subs}.values())
-        for stage in stages:
-            setup_cells(stage)  # every child's payload starts with them
+        for each in stages:
+            setup_cells(each)  # every child's payload starts with them
         # A verdict needs the stage's trusted material (the reference's outcomes, the leak guard), a child
         # does not: the material is computed stage by stage, in the order the jobs come, while children
         # run, and each submission's verdicts are composed on a thread of their own once its last child

@@ -242,25 +242,25 @@ def read_submission(path: Path, hidden: Iterable[str] = (), stage: str | None = 
         why = "" if any(metas) else (": no cell carries nbgrader metadata (e.g. after a jupytext round trip that "
                                      "filtered it), its name is no stage's, and no cell defines a TODO of any stage")
         raise SubmissionError(f"{name}: cannot tell which stage this notebook belongs to{why}")
-    stage = load_stage(sid, hidden=True)
+    graded = load_stage(sid, hidden=True)
     warnings = _stage_warnings(sid, by_meta, by_name, path)
     chosen = [i for i, _ in code if (metas[i] or {}).get("solution") is True]
     sources = dict(code)
     if not any(metas):  # every cell lost its nbgrader metadata (e.g. a jupytext round trip)
-        chosen = [code[k][0] for k in todocells.cells_defining([s for _, s in code], stage.owners)]
+        chosen = [code[k][0] for k in todocells.cells_defining([s for _, s in code], graded.owners)]
         if not chosen:
             raise SubmissionError(f"{name}: no TODO cells found: no cell carries nbgrader metadata (e.g. after a "
-                                  f"jupytext round trip that filtered it) and none defines {', '.join(stage.owners)}")
+                                  f"jupytext round trip that filtered it) and none defines {', '.join(graded.owners)}")
         warnings.append("no cell carries nbgrader metadata (a jupytext round trip?): graded the cells that define "
-                        + ", ".join(stage.owners))
+                        + ", ".join(graded.owners))
     else:
-        lacking = set(stage.owners) - set().union(*(todocells.defined_names(sources[i]) for i in chosen))
+        lacking = set(graded.owners) - set().union(*(todocells.defined_names(sources[i]) for i in chosen))
         others = [(i, s) for i, s in code if i not in chosen and metas[i] is None]
         found = [others[k][0] for k in todocells.cells_defining([s for _, s in others], lacking)]
         if found:
             chosen = sorted(chosen + found)
             warnings.append(f"{len(found)} TODO cell(s) had lost their nbgrader metadata; graded them too")
-    return Submission(path, stage, [sources[i] for i in chosen], hashlib.sha256(raw).hexdigest(), warnings,
+    return Submission(path, graded, [sources[i] for i in chosen], hashlib.sha256(raw).hexdigest(), warnings,
                       notebook_language(nb), identity)
 
 

@@ -90,9 +90,9 @@ class Entry:
         if not isinstance(value, dict):
             return None
         state, passed, checks, at = (value.get(k) for k in ("state", "passed", "checks", "at"))
-        counts = all(type(n) is int and 0 <= n <= MAX_CHECKS for n in (passed, checks))
-        if (isinstance(state, str) and state in STATES and counts and passed <= checks
-                and isinstance(at, str) and _AT.match(at)):
+        if not (type(passed) is int and type(checks) is int and 0 <= passed <= checks <= MAX_CHECKS):
+            return None
+        if isinstance(state, str) and state in STATES and isinstance(at, str) and _AT.match(at):
             return cls(state, passed, checks, at)
         return None
 
