@@ -586,3 +586,30 @@ def test_after_grading_nothing_the_run_made_is_left(level, tmp_path):
     graded = {s["path"].rsplit("/", 1)[-1]: s for s in json.loads(p.stdout)["submissions"]}
     assert set(graded) == {"honest.ipynb", "hostile.ipynb"} and graded["honest.ipynb"]["score"] == 12
     assert sorted(os.listdir(tmpdir)) == []
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_two_children_of_a_batch_share_no_lock(level, tmp_path):
+    """The attack corpus's lock pair, graded as one batch by the real grader: the holder takes no lock,
+    lease or write hint on any file the two share, and the sensor finds no way to look at one (each
+    reports what worked, so no race decides it); both then earn the TODO with the reference's code."""
+    import copy
+
+    import nbformat
+
+    from autograder.grading.grade import grade_paths
+    from tests import attack_corpus, hostile_corpus
+
+    iso = _select(level)
+    base = nbformat.read(layout.stage_files("s01").learner(), as_version=4)
+    paths = []
+    for case in attack_corpus.lock_pair():
+        nb = copy.deepcopy(base)
+        for cell in nb.cells:
+            if hostile_corpus.is_class_cell(cell):
+                cell.source = case.cell
+        paths.append(tmp_path / f"{case.name}.ipynb")
+        nbformat.write(nb, paths[-1])
+    results = grade_paths(paths, workers=2, iso=iso, only={str(p): {"s01.normalize"} for p in paths})
+    said = {Path(r.path).stem: [(t.id, t.passed, t.message) for t in r.todos] for r in results}
+    assert len(said) == 2 and all(todos == [("s01.normalize", True, todos[0][2])] for todos in said.values()), said
