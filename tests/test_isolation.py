@@ -300,6 +300,17 @@ def test_detection_names_a_level_and_how_to_get_the_rest():
         isolation.require_kernel_isolation(bare)
 
 
+def test_a_level_without_seccomp_says_children_can_share_locks():
+    """Only seccomp refuses locks, leases and write hints on the files every child shares: a level
+    without it says so in its description, in both languages; a level with it does not."""
+    offer = isolation.detect()
+    for layers in (("namespaces", "landlock"), ("landlock",), ("namespaces",)):
+        iso = isolation.Isolation(layers, offer)
+        assert "file locks" in iso.describe("en") and "文件锁" in iso.describe("zh"), layers
+    for layers in (("namespaces", "landlock", "seccomp"), ("landlock", "seccomp"), ()):
+        assert "file locks" not in isolation.Isolation(layers, offer).describe("en"), layers
+
+
 def test_plan_refuses_to_expose_a_hidden_path(tmp_path):
     iso = _select("fallback")
     spec = isolation.ChildSpec(sys.executable, "x:y", str(ROOT), str(tmp_path), hidden=[str(layout.SOLUTIONS)])
