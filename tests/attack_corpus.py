@@ -580,7 +580,7 @@ return {'hit_tokens': coded[:300], 'uncached_tokens': coded[300:600], 'reuse_rat
 
 
 def cases(root: str) -> list[Case]:
-    out = thieves(root) + survivors(root) + smugglers() + exfiltrators()
+    out = thieves(root) + survivors(root) + smugglers() + exfiltrators() + probe_text_smugglers() + lock_pair()
     # the cell-error smuggler must raise at cell level: re-raise it after the class is defined
     for c in out:
         if c.name == "smuggle_in_a_cell_error":
@@ -589,7 +589,6 @@ def cases(root: str) -> list[Case]:
 
 
 LEAKERS = {c.name for c in smugglers()}
-EXFILTRATORS = {c.name for c in exfiltrators()}
 
 
 # -- a hidden check's source text, out through an encoding no guard knows -----------------------------
@@ -599,7 +598,6 @@ EXFILTRATORS = {c.name for c in exfiltrators()}
 # finds it, makes ``_normalize`` raise with the probe's line encoded in its message; where it finds
 # nothing, ``_normalize`` is the reference's and the TODO earns its points. The child holds that
 # check's code, compiled by the grader, and no text of it, so every one finds nothing.
-PROBE_NAME = "generator_input"
 PROBE_TEXT = "._normalize(t for t in (4, 5, 6))"  # the probe's own words (solutions/hidden/s01.py)
 PROBE_LOOT = r'''
 def _pcw_probe_text():
@@ -788,3 +786,8 @@ def lock_pair() -> list[Case]:
                 + inject("_normalize", "if _pcw_worked:\n    raise ValueError(' '.join(_pcw_worked)[:190])"))
         out.append(Case(f"lock_{role}_of_a_pair", cell, set(ALL), {}))
     return out
+
+
+EXFILTRATORS = {c.name for c in exfiltrators()}
+PROBE_SMUGGLERS = {c.name for c in probe_text_smugglers()}
+LOCK_PAIR = {c.name for c in lock_pair()}
