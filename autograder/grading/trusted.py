@@ -97,7 +97,8 @@ def child_code(stage: Stage, todo: Todo) -> dict[str, str]:
     """``{module: base64 of the interpreter's magic number + marshalled code}`` for the modules a child
     gets compiled instead of as text: ``todo``'s hidden checks. Learner code runs in that child, so
     whatever text it holds can be read and encoded into a report; compiled here it holds no source
-    text at all: no docstring (``optimize=2``), every position line 1, column 0 (no layout), and the
+    text at all: no docstring (``optimize=2``), no function annotation (kept as strings under ``from
+    __future__ import annotations``), every position line 1, column 0 (no layout), and the
     file name :data:`HIDDEN_CODE_FILE` (no file, no line cache entry, nothing ``inspect.getsource`` finds).
     What a probe needs to run stays: its names and constants (the inputs it passes). Children run
     this very interpreter (``sys.executable``), whose marshal format the magic number pins."""
@@ -118,6 +119,12 @@ def _compiled(text: str) -> str:
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = 1
             node.col_offset = node.end_col_offset = 0
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # annotations would stay as text
+            node.returns = None
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
+                        node.args.kwarg):
+                if arg is not None:
+                    arg.annotation = None
     code = compile(tree, HIDDEN_CODE_FILE, "exec", optimize=2, dont_inherit=True)
     return base64.b64encode(importlib.util.MAGIC_NUMBER + marshal.dumps(code)).decode("ascii")
 
