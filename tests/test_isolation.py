@@ -420,16 +420,18 @@ def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
 def test_unconfined_pair_can_pass_a_bit_through_a_shared_file():
     """The control: without the filter each of these marks reaches the other child."""
     sent, got = _covert_pair(None)
-    assert {k: sent[k] for k in ("flock", "posix_lock", "ofd_lock", "lease", "open_and_read")} == \
-        dict.fromkeys(("flock", "posix_lock", "ofd_lock", "lease", "open_and_read"), "ok")
+    marks = ("flock", "posix_lock", "ofd_lock", "lease", "rw_hint", "open_and_read")
+    assert {k: sent[k] for k in marks} == dict.fromkeys(marks, "ok")
     assert got["seen"]["flock"] is True and got["seen"]["posix_lock"] is True and got["seen"]["ofd_lock"] is True
+    assert got["seen"]["rw_hint"] is True  # any reader may set the hint on a file it opened read-only
     assert got["seen"]["inotify"] is True and got["seen"]["dnotify"] is True
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
-    """Locks (flock, POSIX, open-file-description), leases, dnotify, inotify, fanotify and the page
-    cache of a read-only staged file: each refused to the sender or the receiver, and nothing seen."""
+    """Locks (flock, POSIX, open-file-description), leases, the inode's write hint, dnotify, inotify,
+    fanotify and the page cache of a read-only staged file: each refused to the sender or the
+    receiver, and nothing seen."""
     iso = _select(level)
     if "seccomp" not in iso.layers:
         pytest.skip("these kernel objects are refused by the seccomp layer, missing here")
@@ -439,8 +441,8 @@ def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
     assert all(v == "EPERM" for v in refused.values()), refused
     assert {k: got[k] for k in ("arm:dnotify", "arm:inotify", "arm:fanotify")} == \
         dict.fromkeys(("arm:dnotify", "arm:inotify", "arm:fanotify"), "EPERM")
-    assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "dnotify": False,
-                           "page_cache": "EPERM"}, got["seen"]
+    assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "rw_hint": "EPERM",
+                           "dnotify": False, "page_cache": "EPERM"}, got["seen"]
 
 
 # -- what one child may hold ------------------------------------------------------------------------
