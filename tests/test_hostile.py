@@ -64,6 +64,9 @@ MECHANISMS = {
     "output floods": ["output_flood_and_warnings"],
     "report channels: numbers, keys, shapes, forged fields, exit statuses, own encodings, spread pieces":
         sorted(attack_corpus.EXFILTRATORS),
+    "a hidden check's text in an encoding of the attacker's (atbash, xor + base64, filler, split in two)":
+        sorted(attack_corpus.PROBE_SMUGGLERS),
+    "a lock on a shared file, held by one child and sensed by another": sorted(attack_corpus.LOCK_PAIR),
 }
 # Under nbgrader, what differs from the CLI is around the child: nbgrader's process above it, the
 # course folder (source/, submitted/, gradebook.db) and the run's reports. The attacks on those run

@@ -489,15 +489,14 @@ def exfiltrated(tmp_path_factory):
 
 def _secrets_of_a_child() -> list[str]:
     """What the children of stage 1 hold that learners must not read: each TODO's stubbed reference
-    and its hidden checks, as the child's modules give them."""
-    from autograder.grading.trusted import child_modules
+    and the text of its hidden checks (which the child holds compiled only)."""
+    from autograder.grading.trusted import child_modules, hidden_checks_text
 
     stage = layout_stage()
     files = S01
     out = []
     for t in stage.todos:
-        mods = child_modules(stage, t)
-        out += [mods[files.reference_module], mods.get(files.hidden_module, "")]
+        out += [child_modules(stage, t)[files.reference_module], hidden_checks_text(stage, t)]
     return out
 
 
@@ -543,3 +542,42 @@ def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
                  "exfiltrate_small_pieces_across_every_todo"):
         recovered = attack_corpus.decipher(graded[name][1])
         assert sum(_carried(recovered, a, run=RUN) for a in answers) <= disclosure.BUDGET_BYTES, name
+
+
+@pytest.fixture(scope="module")
+def probe_smugglers(tmp_path_factory):
+    """The attack corpus's hidden-probe smugglers (atbash, xor then base64, filler interleaved, and
+    one split across two submissions), graded as one batch: name -> result."""
+    import copy
+
+    from autograder.grading.grade import grade_paths
+    from tests import attack_corpus, hostile_corpus
+
+    folder = tmp_path_factory.mktemp("probe_smugglers")
+    base = nbformat.read(S01.learner(), as_version=4)
+    cases = {c.name: c for c in attack_corpus.probe_text_smugglers()}
+    for case in cases.values():
+        nb = copy.deepcopy(base)
+        for cell in nb.cells:
+            if hostile_corpus.is_class_cell(cell):
+                cell.source = case.cell
+        nbformat.write(nb, folder / f"{case.name}.ipynb")
+    return cases, {Path(r.path).stem: r for r in grade_paths([folder], workers=2)}
+
+
+def test_no_encoding_carries_a_hidden_checks_text_out_of_its_child(probe_smugglers):
+    """The child holds its hidden checks compiled, with no source text anywhere (its modules, the
+    payload, the line cache, ``inspect``, its memory): each smuggler finds nothing to send, so it runs
+    the reference's code and earns every point, and no report decodes to the probe's words. Before,
+    the text was the child's loader's: each report carried the probe's line inside the budget."""
+    from tests import attack_corpus
+    from tests.hostile_corpus import ALL
+
+    cases, graded = probe_smugglers
+    assert set(graded) == set(cases)
+    messages = {name: next(t.message for t in r.todos if t.id == "s01.normalize") for name, r in graded.items()}
+    recovered = attack_corpus.probe_text_recovered(messages)
+    assert len(recovered) == 4
+    assert not [k for k, text in recovered.items() if attack_corpus.PROBE_TEXT in text], recovered
+    for name, r in graded.items():
+        assert {t.id for t in r.todos if t.passed and t.id in ALL} == cases[name].earns, (name, messages[name])

@@ -109,6 +109,8 @@ REPORT_WARNING = L("warning: {w}", "警告：{w}")
 REPORT_HIDDEN_CHECKS = L("hidden checks", "隐藏检查")
 ISO_ROOT_CHILD = L("child as uid 0 without capabilities", "子进程以无特权能力的 uid 0 运行")
 ISO_OWN_USER = L("each child as an unprivileged user of its own", "每个子进程各用一个独立的非特权用户")
+ISO_NO_SECCOMP = L("no seccomp: children of one run can pass bits to each other through file locks",
+                   "没有 seccomp：同一次评分的子进程之间可以借文件锁互相传递信息")
 CHECK_NAMED = L("{title} ({name})", "{title}（{name}）")
 # -- a learner's own grading report (python -m autograder grade --format learner; GitHub Classroom) ----
 LEARNER_ISOLATION = L("graded under isolation: {level}", "评分时的隔离级别：{level}")

@@ -36,7 +36,7 @@ from autograder.grading.staging import GradingRun, private_library_caches
 from autograder.grading.reports import shown_path
 from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, child_env, describe, run_child
-from autograder.grading.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
+from autograder.grading.trusted import child_code, child_modules, expected_outcomes, given_members, leak_guard, setup_cells
 from autograder.grading.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
@@ -118,11 +118,13 @@ def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[]
 
 def child_payload_for(sub: Submission, todo: Todo) -> dict:
     """What the child grading ``todo`` of ``sub`` is given: the setup cells, the learner's cells, the
-    modules it may import as text, and what to import before any learner code."""
+    modules it may import as text, its hidden checks compiled (never their text), and what to import
+    before any learner code."""
     stage = sub.stage
     cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
-            "modules": child_modules(stage, todo), "preload": child_preload(sub, todo)}
+            "modules": child_modules(stage, todo), "code": child_code(stage, todo),
+            "preload": child_preload(sub, todo)}
 
 
 def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], object] | None,
