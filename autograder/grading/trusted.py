@@ -116,9 +116,9 @@ def child_code(stage: Stage, todo: Todo) -> dict[str, str]:
 def _compiled(text: str) -> str:
     tree = ast.parse(text)
     for node in ast.walk(tree):
-        if "lineno" in node._attributes:
-            node.lineno = node.end_lineno = 1
-            node.col_offset = node.end_col_offset = 0
+        if "lineno" in node._attributes:  # every position the same: the layout of the text is not carried
+            for attr, value in (("lineno", 1), ("end_lineno", 1), ("col_offset", 0), ("end_col_offset", 0)):
+                setattr(node, attr, value)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # annotations would stay as text
             node.returns = None
             for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
