@@ -61,7 +61,7 @@ def message_sites(path: Path) -> list[tuple[int, ast.expr]]:
     for node in ast.walk(ast.parse(text)):
         msg = None
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            # ResultError(todo, English, 中文) says both itself (solutions/contract.py)
+            # ResultError(todo, English, 中文) says both itself (workbook/contract.py)
             msg = node.exc if _called(node.exc, "ResultError") else node.exc.args[0]
         elif isinstance(node, ast.Assert) and node.msg is not None:
             msg = node.msg

@@ -24,6 +24,8 @@ import resource
 import sys
 from collections.abc import Iterable
 
+from autograder.core.layout import COURSE_PACKAGES
+
 BLOCKED_EVENTS = {
     "os.system": "starting a shell",
     "os.exec": "starting a program",
@@ -52,15 +54,17 @@ BLOCKED_EVENTS = {
 
 
 class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves modules from source strings, and nothing else for the ``solutions`` package."""
+    """Serves modules from source strings, and nothing else for the course's packages (``workbook``,
+    ``solutions``). A package's own source, when given, runs as its ``__init__``: ``solutions``'s
+    then resolves the given modules' former names to the ``workbook`` modules served here."""
 
     def __init__(self, sources: dict[str, str], root: str) -> None:
         self.sources = sources
         self.root = root
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "solutions" or fullname.startswith("solutions."):
-            is_pkg = fullname in ("solutions", "solutions.hidden")
+        if fullname.partition(".")[0] in COURSE_PACKAGES:
+            is_pkg = fullname in COURSE_PACKAGES or fullname == "solutions.hidden"
             if fullname in self.sources or is_pkg:
                 return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
@@ -179,7 +183,7 @@ def main() -> None:
             del b[k]
         b.update(pristine_builtins)
 
-    denied = [*payload["denied_dirs"], os.path.join(payload["root"], "solutions")]
+    denied = [*payload["denied_dirs"], *(os.path.join(payload["root"], name) for name in COURSE_PACKAGES)]
     _install_audit_hook(denied, payload["workdir"], payload.get("salt", ""), payload.get("denied_digests", ()))
     emit(p.Ready())
 
