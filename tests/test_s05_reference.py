@@ -504,7 +504,7 @@ def test_s05_view_records_every_step_and_renders_without_widgets(monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from solutions import radix_view
+    from workbook import radix_view
 
     view = radix_view.RadixView(RadixCache(), decode=lambda t: "".join(map(chr, t)))
     view.insert([ord(c) for c in "abcd"])
