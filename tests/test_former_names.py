@@ -102,3 +102,16 @@ def test_a_notebook_of_the_previous_release_runs(tmp_path, monkeypatch):
               for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
     assert "same modules" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+
+
+@pytest.mark.slow
+def test_a_graded_cell_may_import_a_former_name():
+    """In a grading child too (which gets the course modules as text), a learner's cell that imports
+    given code by its former name gets the workbook module, and earns every point."""
+    from autograder.grading.testing import assert_all_pass, grade_variant
+
+    line = "        normalized = list(tokens)\n"
+    former = ("        from solutions.predictions import why as former_why\n"
+              "        from workbook.predictions import why\n"
+              "        assert former_why is why\n")
+    assert_all_pass(grade_variant("s01", [(line, former + line)]))
