@@ -160,8 +160,8 @@ def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp
     from autograder.core.course import load_course
     from autograder.integrations.classroom import setup_script
 
-    src = tmp_path / "src"  # the course as tracked (hidden checks included), in a git repository
-    files = subprocess.run(["git", "ls-files", "-z", "autograder/__init__.py", "pyproject.toml", "solutions/hidden"],
+    src = tmp_path / "course"  # the course as tracked (hidden checks included), in a git repository
+    files = subprocess.run(["git", "ls-files", "-z", "autograder/__init__.py", "pyproject.toml", layout.rel(layout.HIDDEN)],
                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, files):
         (src / name).parent.mkdir(parents=True, exist_ok=True)

@@ -63,7 +63,8 @@ def _path_literals(path: Path) -> list[str]:
 def test_no_stage_path_is_built_outside_the_layout_module():
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    allowed = {"autograder/core/layout.py", "tests/test_layout.py"}
+    # test_former_names.py names where the previous release kept a notebook: history, not today's layout
+    allowed = {"autograder/core/layout.py", "tests/test_layout.py", "tests/test_former_names.py"}
     # notebook sources are prose for learners; mutation data quotes reference code
     found = [hit for f in files if f not in allowed and not f.startswith(("solutions/src/", "tests/mutants_"))
              and (ROOT / f).exists() for hit in _path_literals(ROOT / f)]
