@@ -47,9 +47,9 @@ def sum_key(block) -> bytes:
 
 
 def truncated_first_block_key(bits: int):
-    """Stage 2's key of a first block, cut to its top ``bits`` bits (what :mod:`workbook.weak_keys`
+    """Stage 2's key of a first block, cut to its top ``bits`` bits (what :mod:`solutions.weak_keys`
     does, written here so the checks need neither torch nor the given modules)."""
-    from workbook.block_hash import hash_block
+    from solutions.s02_block_hash import hash_block
 
     def key_of(block) -> bytes:
         top = int.from_bytes(hash_block(None, block), "big") >> (256 - bits)
@@ -104,7 +104,7 @@ def pool_hits(impl, sends):
     """Admit + commit + release each ``(label, tenant, tokens, extra keys)`` in order through a fresh
     stage-3 ``BlockPool(64, 4)``, keyed with ``tenant_extra_keys(tenant, extra keys)``; the hit tokens
     of each, as a record by label."""
-    from workbook.block_pool import BlockPool
+    from solutions.s03_block_pool import BlockPool
 
     pool = BlockPool(64, 4)
     out = {}
@@ -290,7 +290,7 @@ def ids_kept_exactly(impl):
 
 @STAGE.check("s08.tenant_extra_keys", specificity=1)
 def fresh_list_per_call(impl):
-    from workbook.block_hash import chain_keys
+    from solutions.s02_block_hash import chain_keys
 
     salt = [("salt", "s")]
     first = impl.tenant_extra_keys("bob", salt)
