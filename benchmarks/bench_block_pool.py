@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks.rounds import Rounds, interleaved, summary  # noqa: E402
 from solutions.s02_block_hash import ROOT_SEED, chain_keys, hash_block, split_blocks  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
-from solutions.workload import make_workload  # noqa: E402
+from workbook.workload import make_workload  # noqa: E402
 
 TARGET_CYCLES_PER_S = 4_000
 FULL = dict(num_prompts=200, prompt_len=2048, num_requests=10_000, fresh_tokens=64, block_size=16,

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.rounds import interleaved, summary  # noqa: E402
 from solutions.s04_eviction import LRU, Policy, belady, simulate  # noqa: E402
-from solutions.traces import load_mooncake, trace_stats  # noqa: E402
+from workbook.traces import load_mooncake, trace_stats  # noqa: E402
 
 #: Capacities as fractions of the trace's distinct blocks.
 FRACTIONS = (0.025, 0.1, 0.4)

@@ -11,7 +11,7 @@
    plus a 64-token question: logits of the cached path (stage 6's ``PagedPrefiller`` with the Triton
    kernel) against a full prefill (SDPA ``is_causal=True``) in fp32, then TTFT of both in bf16, the
    measured speedup, and the FLOP model's prediction.
-3. **Serving loop** (``solutions/serving.py``) at Qwen2.5-0.5B's shape: cache on vs off on a
+3. **Serving loop** (``workbook/serving.py``) at Qwen2.5-0.5B's shape: cache on vs off on a
    shared-prefix workload (fp32: identical generated tokens; bf16: TTFT p50/p90, TPOT p50, throughput
    and their on/off ratios) and on unique prompts (the cache must not make them slower).
 
@@ -49,10 +49,10 @@ from kernels.paged_attention import (causal_attention, fused_attention_only, pag
                                      paged_decode_attention_torch)
 from kernels.timing import timed  # noqa: E402
 from kernels.triton_paged_attention import paged_attention_triton  # noqa: E402
-from solutions import serving_workloads as W  # noqa: E402
+from workbook import serving_workloads as W  # noqa: E402
 from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention, pool_attention  # noqa: E402
 from solutions.s07_serving import summarize_run  # noqa: E402
-from solutions.serving import compare_outputs, serve, warm_up  # noqa: E402
+from workbook.serving import compare_outputs, serve, warm_up  # noqa: E402
 
 FAILURES: list[str] = []
 

@@ -134,7 +134,7 @@ def _checked_prefill(answer: object, full_logits: Tensor, prompt: Sequence[int],
     """The learner's ``prefill`` answer (TODO 5), checked before it is timed or compared: a pair of the last
     token's logits (the full prefill's shape, finite) and a ledger whose hit and computed tokens add up
     to the prompt. A wrong answer stops with one line naming the TODO instead of an error further on."""
-    from solutions.contract import ResultError
+    from workbook.contract import ResultError
 
     todo = "s06.prefill"
     if not (isinstance(answer, tuple) and len(answer) == 2):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from autograder.i18n import tr
-from solutions.s02_block_hash import ROOT_SEED, chain_keys, encode_tokens
+from workbook.block_hash import ROOT_SEED, chain_keys, encode_tokens
 
 
 @dataclass(eq=False, slots=True)

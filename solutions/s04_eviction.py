@@ -16,9 +16,9 @@ and overwrites them when it needs room. This stage decides *which* free block go
   - *minimum residence*: a newly computed block is not evicted before ``min_residence`` seconds
     (of an injectable clock) have passed.
 * :func:`simulate` -- replay a trace (pre-hashed block ids in Mooncake's format, see
-  :mod:`solutions.traces`) through :class:`EvictionPool` and measure hit rates; :func:`belady` is
+  :mod:`workbook.traces`) through :class:`EvictionPool` and measure hit rates; :func:`belady` is
   the offline optimum (evict the block needed farthest in the future) that bounds every policy.
-  Both are given code from :mod:`solutions.cache_sim`.
+  Both are given code from :mod:`workbook.cache_sim`.
 
 Held references are recorded as pseudo-requests whose ids start with ``#`` (``#pinned``,
 ``#young:<n>``), so stage 3's invariant "``ref_count`` = number of live block tables holding the
@@ -32,11 +32,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
 from autograder.i18n import tr
-from solutions.cache_sim import LRU, Policy, SimResult, belady, prehashed
-from solutions.cache_sim import simulate as simulate_with
-from solutions.s02_block_hash import ROOT_SEED
-from solutions.s03_block_pool import Admission, Block, BlockPool, PoolFullError, RequestState
-from solutions.traces import TraceRequest
+from workbook.cache_sim import LRU, Policy, SimResult, belady, prehashed
+from workbook.cache_sim import simulate as simulate_with
+from workbook.block_hash import ROOT_SEED
+from workbook.block_pool import Admission, Block, BlockPool, PoolFullError, RequestState
+from workbook.traces import TraceRequest
 
 __all__ = [
     "LRUFreeQueue",
@@ -510,5 +510,5 @@ PrehashedPool = prehashed(EvictionPool)
 
 def simulate(trace: Sequence[TraceRequest], num_blocks: int, policy: Policy = LRU, *,
              mode: str = "keys") -> SimResult:
-    """Replay ``trace`` through this stage's :class:`EvictionPool` (see :func:`solutions.cache_sim.simulate`)."""
+    """Replay ``trace`` through this stage's :class:`EvictionPool` (see :func:`workbook.cache_sim.simulate`)."""
     return simulate_with(trace, num_blocks, policy, pool_cls=EvictionPool, mode=mode)

@@ -17,7 +17,7 @@ import itertools
 from typing import Callable, Iterator, Sequence
 
 from autograder.i18n import tr
-from solutions.radix_node import PrefixMatch, Tokens, TreeNode
+from workbook.radix_node import PrefixMatch, Tokens, TreeNode
 
 
 class RadixCache:

@@ -38,8 +38,8 @@ from autograder.i18n import tr
 from kernels.kv_pool import KVPool
 from kernels.model import DecoderLM
 from kernels.prefill import PagedAttention, full_prefill, generate_full, pool_attention  # noqa: F401 (re-exported)
-from solutions.s03_block_pool import BlockPool
-from solutions.s04_eviction import EvictionPool
+from workbook.block_pool import BlockPool
+from workbook.eviction import EvictionPool
 
 
 def suffix_positions(hit_tokens: int, num_tokens: int, device: str | torch.device | None = None) -> Tensor:

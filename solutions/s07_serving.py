@@ -1,6 +1,6 @@
 """Stage 7 reference: measure a prefix cache under traffic, explain the numbers, decide a setting.
 
-A serving loop (given: :mod:`solutions.serving`) runs requests through stage 6's prefill with the
+A serving loop (given: :mod:`workbook.serving`) runs requests through stage 6's prefill with the
 cache on or off and records what every request saw. This stage turns those records into an
 engineering decision, with four pure functions over measurements:
 
@@ -26,7 +26,7 @@ from autograder.i18n import tr
 from kernels.calibration import Calibration
 from kernels.flops import prefill_flops
 from kernels.config import ModelConfig
-from solutions.contract import ResultError
+from workbook.contract import ResultError
 
 #: The percentiles :func:`latency_summary` reports by default.
 # zh: :func:`latency_summary` 默认给出的分位数。
@@ -262,14 +262,14 @@ def _checked_accounting(ledger: Sequence[Mapping[str, int]], cfg: ModelConfig) -
 
 
 def summarize_run(record: Any, cfg: ModelConfig | None = None) -> dict[str, Any]:
-    """One row of a results table from a :class:`solutions.serving.RunRecord`.
+    """One row of a results table from a :class:`workbook.serving.RunRecord`.
 
     Latency percentiles (TTFT, TPOT, end to end) by :func:`latency_summary`, hit rate and saved
     FLOPs by :func:`cache_accounting` (``cfg`` defaults to the run's model), throughput and memory
     from the run's own statistics.
 
     [zh]
-    由一条 :class:`solutions.serving.RunRecord` 得到结果表中的一行：延迟分位数（TTFT、TPOT、端到端）
+    由一条 :class:`workbook.serving.RunRecord` 得到结果表中的一行：延迟分位数（TTFT、TPOT、端到端）
     来自 :func:`latency_summary`，命中率和省下的 FLOPs 来自 :func:`cache_accounting`（``cfg`` 默认是这次
     运行的模型），吞吐量和显存来自运行自己的统计。
     """

@@ -4,7 +4,7 @@ Sharing KV blocks across requests shares information across users. Four pieces, 
 
 1. :func:`birthday_search` -- with block keys cut to ``k`` bits, two *different* prefixes with the
    same key turn up after about ``2**(k/2)`` random tries; an engine keyed that way serves one
-   prompt's KV to the other (the given :mod:`solutions.weak_keys` shows it on stage 6's engine).
+   prompt's KV to the other (the given :mod:`workbook.weak_keys` shows it on stage 6's engine).
 2. :func:`fit_threshold` -- a prefix hit shortens the time to first token (TTFT); from labelled
    samples, the threshold below which a TTFT says "hit" (scored with :func:`accuracy`).
 3. :func:`detect_sharing` -- the audit of Gu et al. (ICML 2025): a one-sided two-sample
@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from autograder.i18n import tr
-from solutions.contract import ResultError
+from workbook.contract import ResultError
 
 #: The messages the reference raises inside its TODO regions, in Chinese: the grader shows a Chinese-edition
 #: learner "expected: raises ..." with them (a learner writes their own message; only the type is graded).

@@ -219,3 +219,53 @@ def test_a_later_step_grades_honestly_whatever_an_earlier_steps_learner_code_set
     shutil.copy(layout.stage_files("s01").instructor(), template / layout.stage_files("s01").learner().name)
     assert run_step(template, step, tmp_path / "runner", env=poisoned).returncode == 0  # and passes a right answer
     assert not marker.exists()
+
+
+def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp_path):
+    """The course's wheel carries no hidden check, so a runner installs an editable copy of the source:
+    from a git URL (pinned to a ref), an archive URL, or a folder. Run offline: a stand-in for the
+    venv's python records what pip would install and runs everything else for real."""
+    import dataclasses
+    import functools
+    import http.server
+    import tarfile
+    import threading
+
+    from autograder.core.course import load_course
+    from autograder.integrations.classroom import setup_script
+
+    src = tmp_path / "course"  # the course as tracked (hidden checks included), in a git repository
+    files = subprocess.run(["git", "ls-files", "-z", "autograder/__init__.py", "pyproject.toml", layout.rel(layout.HIDDEN)],
+                           cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "course"], check=True)
+    with tarfile.open(tmp_path / "course.tar.gz", "w:gz") as tar:
+        tar.add(src, arcname="course-main", filter=lambda t: None if "/.git" in t.name else t)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hidden = next(p.relative_to(ROOT) for p in sorted(layout.HIDDEN.glob("s*.py")))
+    try:
+        for source in (f"git+file://{src}@main", f"http://127.0.0.1:{server.server_port}/course.tar.gz", str(src)):
+            home = tmp_path / f"home-{len(source)}"
+            v = tmp_path / f"runner-{len(source)}" / "pcw-classroom"  # the folder the setup command names
+            (v / "bin").mkdir(parents=True)
+            (v / "bin" / "python").write_text(  # pip: say what it would install; anything else: the real python
+                f'#!/bin/sh\nif [ "$2" = pip ]; then echo "pip $*" >> "{v}/pip.log"; exit 0; fi\n'
+                f'[ "$2" = autograder ] && exit 0\nexec {sys.executable} "$@"\n')
+            (v / "bin" / "python").chmod(0o755)
+            script = tmp_path / "setup.sh"
+            script.write_text(setup_script("s01", dataclasses.replace(load_course(), sources=("/nowhere/dead", source))))
+            p = subprocess.run(["sh", str(script), str(v)], env={"PATH": os.environ["PATH"], "HOME": str(home)},
+                               capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, (source, p.stdout, p.stderr)
+            assert f"installing the course from: {source}" in p.stdout
+            assert (v / "course" / hidden).is_file(), (source, p.stdout, p.stderr)
+            assert f'-e {v}/course[grader]' in (v / "pip.log").read_text()
+    finally:
+        server.shutdown()

@@ -63,7 +63,8 @@ def _path_literals(path: Path) -> list[str]:
 def test_no_stage_path_is_built_outside_the_layout_module():
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    allowed = {"autograder/core/layout.py", "tests/test_layout.py"}
+    # test_former_names.py names where the previous release kept a notebook: history, not today's layout
+    allowed = {"autograder/core/layout.py", "tests/test_layout.py", "tests/test_former_names.py"}
     # notebook sources are prose for learners; mutation data quotes reference code
     found = [hit for f in files if f not in allowed and not f.startswith(("solutions/src/", "tests/mutants_"))
              and (ROOT / f).exists() for hit in _path_literals(ROOT / f)]
@@ -84,10 +85,29 @@ def test_visible_modules_never_include_this_or_a_later_reference(stage_id):
 
 def test_a_stage_sees_what_it_uses_and_nothing_built_for_later_stages():
     # stage 4 uses cache_sim, which imports stage 3's reference: visible there, never to stages 1-3
-    assert "solutions.cache_sim" not in layout.visible_modules("s03")
-    assert "solutions.cache_sim" in layout.visible_modules("s04")
+    assert "workbook.cache_sim" not in layout.visible_modules("s03")
+    assert "workbook.cache_sim" in layout.visible_modules("s04")
     assert "solutions.s02_block_hash" in layout.visible_modules("s03")   # stage 3 builds on stage 2
     assert "solutions.s01_prefix_match" not in layout.visible_modules("s03")  # ...but not on stage 1
+
+
+def test_a_reexported_reference_shows_only_to_the_stages_after_its_own():
+    # workbook.block_pool re-exports stage 3's reference: given code for stage 4, never seen by stage 3
+    assert "workbook.block_pool" in layout.visible_modules("s04")
+    assert "workbook.block_pool" not in layout.visible_modules("s03")
+    owner = {s.reference_module: s.number for s in layout.all_stages() if s.slug is not None}
+    reexports = {name: owner[m] for name, path in layout.given_modules().items()
+                 for m in layout._course_imports(path) if m in owner}
+    assert set(reexports) >= {"workbook.block_hash", "workbook.block_pool", "workbook.eviction", "workbook.paged_prefill"}
+    for sid in layout.stage_ids():
+        visible = layout.visible_modules(sid)
+        assert not [m for m, n in reexports.items() if m in visible and n >= layout.stage_number(sid)], sid
+
+
+def test_from_package_import_counts_as_importing_the_module(tmp_path):
+    src = tmp_path / "uses.py"
+    src.write_text("from workbook import traces\nimport workbook.workload as W\nfrom solutions.s02_block_hash import x\n")
+    assert layout._course_imports(src) == {"workbook.traces", "workbook.workload", "solutions.s02_block_hash"}
 
 
 # -- releases ---------------------------------------------------------------------------------------

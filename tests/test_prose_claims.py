@@ -132,8 +132,8 @@ def test_s04_what_the_plots_show():
 def test_s08_isolation_costs():
     """"With room for everything, isolation costs little ... When memory is tight it costs a lot"."""
     from solutions.s08_cache_attacks import tenant_extra_keys
-    from solutions.tenant_isolation import make_tenant_workload, replay
-    from solutions.weak_keys import expected_birthday_tries
+    from workbook.tenant_isolation import make_tenant_workload, replay
+    from workbook.weak_keys import expected_birthday_tries
 
     workload = make_tenant_workload(0, num_requests=2000)
     drop = {}

@@ -27,7 +27,7 @@ from solutions.s04_eviction import (
     belady,
     simulate,
 )
-from solutions.traces import (
+from workbook.traces import (
     KeyInterner,
     TraceRequest,
     load_mooncake,

@@ -1,4 +1,4 @@
-"""The serving loop (solutions/serving.py) and its workloads: identical outputs with and without the
+"""The serving loop (workbook/serving.py) and its workloads: identical outputs with and without the
 cache, exact accounting, a pool that never overflows and ends empty. Tiny model, seconds."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import torch
 from kernels.model import DecoderLM, ModelConfig
 from kernels.paged_attention import fused_attention_only
 from kernels.prefill import generate_full
-from solutions import serving_workloads as W
-from solutions.serving import Request, RunRecord, ServingEngine, blocks_for, compare_outputs, serve
+from workbook import serving_workloads as W
+from workbook.serving import Request, RunRecord, ServingEngine, blocks_for, compare_outputs, serve
 
 VOCAB = 512
 

@@ -28,6 +28,8 @@ import resource
 import sys
 from collections.abc import Iterable
 
+from autograder.core.layout import COURSE_PACKAGES
+
 BLOCKED_EVENTS = {
     "os.system": "starting a shell",
     "os.exec": "starting a program",
@@ -57,7 +59,9 @@ BLOCKED_EVENTS = {
 
 class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves modules from source strings or from code the grader compiled, and nothing else for the
-    ``solutions`` package.
+    course's packages (``workbook``, ``solutions``). A package's own source, when given, runs as its
+    ``__init__``: ``solutions``'s then resolves the given modules' former names to the ``workbook``
+    modules served here.
 
     Invariant: a compiled module's code is held only until its one import (then dropped), and no text
     of it ever exists in this process: the grader sends marshalled code (see
@@ -71,8 +75,8 @@ class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._code = dict(code or {})
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "solutions" or fullname.startswith("solutions."):
-            is_pkg = fullname in ("solutions", "solutions.hidden")
+        if fullname.partition(".")[0] in COURSE_PACKAGES:
+            is_pkg = fullname in COURSE_PACKAGES or fullname == "solutions.hidden"
             if fullname in self.sources or fullname in self._code or is_pkg:
                 return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
@@ -203,7 +207,7 @@ def main() -> None:
             del b[k]
         b.update(pristine_builtins)
 
-    denied = [*payload["denied_dirs"], os.path.join(payload["root"], "solutions")]
+    denied = [*payload["denied_dirs"], *(os.path.join(payload["root"], name) for name in COURSE_PACKAGES)]
     _install_audit_hook(denied, payload["workdir"], payload.get("salt", ""), payload.get("denied_digests", ()))
     emit(p.Ready())
 

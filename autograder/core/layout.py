@@ -23,6 +23,7 @@ AUTOGRADER = ROOT / "autograder"
 CHECKS = AUTOGRADER / "checks"
 EXPECTED = AUTOGRADER / "expected"
 SOLUTIONS = ROOT / "solutions"
+WORKBOOK = ROOT / "workbook"  # the course's library of given code
 SOURCES = SOLUTIONS / "src"
 HIDDEN = SOLUTIONS / "hidden"
 NOTEBOOKS = ROOT / "notebooks"
@@ -34,6 +35,10 @@ README = ROOT / "README.md"
 README_ZH = ROOT / "README.zh.md"
 COURSE_TOML = ROOT / "course.toml"
 REQUIREMENTS = ROOT / "requirements.txt"
+
+#: The course's packages whose modules a stage's files import by name: ``workbook`` (given code) and
+#: ``solutions`` (references, hidden checks). A grading child gets their modules as text, never files.
+COURSE_PACKAGES = ("solutions", "workbook")
 
 #: Editions of every notebook: the default one (English) lives at the top of ``notebooks/`` and
 #: ``solutions/``; every other one in a subfolder named after its language.
@@ -297,70 +302,89 @@ def stage_of_notebook(stem: str) -> str | None:
 
 
 # -- which modules a stage may see --------------------------------------------------------------
-def _solutions_imports(path: Path) -> set[str]:
-    """The ``solutions.*`` modules a file imports (by name, at any depth of its code)."""
+def _course_imports(path: Path) -> set[str]:
+    """The modules of the course's packages a file imports (by name, at any depth of its code)."""
     st = path.stat()
     return set(_imports_of_version(str(path), st.st_mtime_ns, st.st_size))
 
 
+def _is_course_module(name: str) -> bool:
+    return name.partition(".")[0] in COURSE_PACKAGES and "." in name
+
+
 @lru_cache(maxsize=512)
 def _imports_of_version(path: str, mtime_ns: int, size: int) -> frozenset[str]:
-    """:func:`_solutions_imports` of one version of a file (a changed file is a new key: read again)."""
+    """:func:`_course_imports` of one version of a file (a changed file is a new key: read again)."""
     names: set[str] = set()
     for node in ast.walk(pysource.parse(Path(path).read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("solutions."):
+        if isinstance(node, ast.ImportFrom) and node.module in COURSE_PACKAGES:  # from workbook import traces
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and _is_course_module(node.module):
             names.add(node.module)
         elif isinstance(node, ast.Import):
-            names |= {a.name for a in node.names if a.name.startswith("solutions.")}
+            names |= {a.name for a in node.names if _is_course_module(a.name)}
     return frozenset(names)
 
 
-def solutions_modules() -> dict[str, Path]:
-    """Every importable module directly in ``solutions/`` (references and given modules)."""
-    return {f"solutions.{p.stem}": p for p in sorted(SOLUTIONS.glob("*.py")) if p.name != "__init__.py"}
+def given_modules() -> dict[str, Path]:
+    """Every module of ``workbook/``: given code, and the re-exports of earlier stages' references."""
+    return {f"workbook.{p.stem}": p for p in sorted(WORKBOOK.glob("*.py")) if p.name != "__init__.py"}
 
 
-def _owner_number(module: str) -> int | None:
-    m = _REFERENCE.match(module.split(".")[-1] + ".py")
-    return int(m.group(1)) if m else None
+def reference_modules() -> dict[str, Path]:
+    """Every stage's reference module, by its module name (``solutions.sNN_<name>``)."""
+    return {s.reference_module: s.reference for s in all_stages() if s.slug is not None and s.reference.exists()}
+
+
+def course_modules() -> dict[str, Path]:
+    """Every module a stage's files may import by name: the given modules and the references."""
+    return {**given_modules(), **reference_modules()}
+
+
+def package_inits() -> dict[str, Path]:
+    """The ``__init__.py`` of each course package (``solutions``'s maps the given modules' former names)."""
+    return {name: ROOT / name / "__init__.py" for name in COURSE_PACKAGES}
 
 
 @lru_cache(maxsize=None)
 def _closure(module: str) -> frozenset[str]:
-    """``module`` and every ``solutions`` module it imports, transitively."""
-    mods = solutions_modules()
+    """``module`` and every course module it imports, transitively."""
+    mods = course_modules()
     seen, todo = set(), [module]
     while todo:
         m = todo.pop()
         if m in seen or m not in mods:
             continue
         seen.add(m)
-        todo += sorted(_solutions_imports(mods[m]))
+        todo += sorted(_course_imports(mods[m]))
     return frozenset(seen)
 
 
 def _used_modules(sid: str) -> set[str]:
-    """``solutions`` modules stage ``sid``'s own files import, transitively (what it needs)."""
+    """Course modules stage ``sid``'s own files import, transitively (what it needs)."""
     files = stage_files(sid)
     roots = [files.spec, files.hidden] + ([files.reference, files.source] if files.slug is not None else [])
-    names = {m for p in roots if p.exists() for m in _solutions_imports(p)}
+    names = {m for p in roots if p.exists() for m in _course_imports(p)}
     return set().union(*(_closure(m) for m in names)) if names else set()
 
 
 def visible_modules(sid: str) -> dict[str, Path]:
-    """The ``solutions`` modules that stage ``sid``'s grading child and its release may see.
+    """The course modules (given modules of ``workbook``, references) that stage ``sid``'s grading
+    child and its release may see.
 
     The one rule: a module is visible to stage N when stage N's own files (reference, notebook
     source, checks) import it, directly or not, and neither it nor anything it imports is the
     reference of stage N or of a later stage. So the earlier references and given modules the stage
     builds on are visible; its own reference (the answers) never is, and neither is a given module
-    of a later stage (which may re-implement this stage's TODOs).
+    of a later stage (which may re-implement this stage's TODOs), nor ``workbook``'s re-export of a
+    reference, which depends on that stage's reference and so shows only to the stages after it.
     """
     n = stage_number(sid)
-    mods = solutions_modules()
+    mods = course_modules()
+    owner = {s.reference_module: s.number for s in all_stages() if s.slug is not None}  # reference -> its stage
     out = {}
     for name in sorted(_used_modules(sid)):
-        owners = [o for o in map(_owner_number, _closure(name)) if o is not None]
+        owners = [owner[m] for m in _closure(name) if m in owner]
         if name in mods and all(o < n for o in owners):
             out[name] = mods[name]
     return out
@@ -376,18 +400,18 @@ def _runtime_files() -> list[Path]:
 
 def child_files() -> list[Path]:
     """What a grading child may read from disk: the runtime's Python files and the stages' text files (never ``solutions/``,
-    ``tests/`` or generated expected values; the ``solutions`` modules it may see arrive as text)."""
+    ``workbook/``, ``tests/`` or generated expected values; the course modules it may see arrive as text)."""
     return [p for p in _runtime_files() if (p.suffix == ".py" or p.parent == CHECKS and p.suffix == ".toml")
             and "templates" not in p.relative_to(ROOT).parts]
 
 
 def release_files(sid: str) -> list[tuple[Path, str]]:
     """``(source path, path inside the release)`` of everything a learner's copy of stage ``sid``
-    needs besides its notebook: the runtime, the visible ``solutions`` modules, and the data files
-    those modules or the notebook name. Never this stage's or a later stage's reference, nor hidden
-    checks."""
+    needs besides its notebook: the runtime, the course packages, the visible course modules, and the
+    data files those modules or the notebook name. Never this stage's or a later stage's reference,
+    nor hidden checks."""
     visible = visible_modules(sid)
-    files = _runtime_files() + [SOLUTIONS / "__init__.py", *visible.values()]
+    files = _runtime_files() + [*package_inits().values(), *visible.values()]
     sf = stage_files(sid)
     # data: what the notebook and the modules it loads may read
     texts = [p.read_text(encoding="utf-8") for p in (sf.source, *visible.values()) if p.exists()]
@@ -398,9 +422,9 @@ def release_files(sid: str) -> list[tuple[Path, str]]:
 
 
 def grader_files() -> list[Path]:
-    """Everything a grading machine (e.g. a Gradescope image) needs: runtime, every reference,
-    hidden check and instructor notebook, the data, and the requirements."""
+    """Everything a grading machine (e.g. a Gradescope image) needs: runtime, the given modules, every
+    reference, hidden check and instructor notebook, the data, and the requirements."""
     files = _runtime_files()
-    files += [p for p in sorted(SOLUTIONS.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [p for d in (WORKBOOK, SOLUTIONS) for p in sorted(d.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
     files += [p for p in sorted(DATA.iterdir()) if p.is_file()] if DATA.is_dir() else []
     return files + [REQUIREMENTS]

@@ -86,9 +86,10 @@ def private_library_caches() -> None:
 
 def always_hidden() -> list[str]:
     """What a child must never see, whatever is graded: answers, hidden checks, tests, history, and
-    the store of trusted material (expected outcomes of hidden checks; :mod:`autograder.grading.trusted_store`)."""
+    the store of trusted material (expected outcomes of hidden checks; :mod:`autograder.grading.trusted_store`).
+    The given modules too: a later stage's may do this stage's TODOs (the visible ones arrive as text)."""
     store = trusted_store.cache_dir()
-    return [str(layout.SOLUTIONS), str(layout.TESTS), str(layout.ROOT / ".git"), *([str(store)] if store else [])]
+    return [str(layout.SOLUTIONS), str(layout.WORKBOOK), str(layout.TESTS), str(layout.ROOT / ".git"), *([str(store)] if store else [])]
 
 
 @dataclass

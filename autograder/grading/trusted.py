@@ -1,10 +1,10 @@
 """Trusted material for grading a stage, computed in the grader and cached per stage or TODO.
 
 The reference's outcome of every check, the setup cells (from the instructor notebook, never from a
-submission), and the ``solutions`` modules a child may import, the stage's own reference stubbed at
-the TODO under test (see :func:`autograder.core.layout.visible_modules` for the rule), and of the hidden
-checks only the TODO's own (a child never holds another TODO's hidden checks), compiled here: a child
-gets their code, never their source text (:func:`child_code`).
+submission), the course modules a child may import (given modules, earlier references; the stage's own
+reference stubbed at the TODO under test: see :func:`autograder.core.layout.visible_modules` for the
+rule), and of the hidden checks only the TODO's own (a child never holds another TODO's hidden checks),
+compiled here: a child gets their code, never their source text (:func:`child_code`).
 """
 from __future__ import annotations
 
@@ -72,15 +72,18 @@ def setup_cells(stage: Stage) -> list[str]:
 
 
 def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
-    """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``.
-    The hidden checks are not among them: the child gets their code (:func:`child_code`)."""
+    """Source of every course module the child may import, and of the course packages (``solutions``'s
+    maps the given modules' former names, which a notebook of an earlier release imports); the stage's
+    own reference is stubbed at ``todo``. The hidden checks are not among them: the child gets their
+    code (:func:`child_code`)."""
     key = (stage.id, todo.id)
     if (done := _modules.get(key)) is not None:
         return done
     with _lock:
         if key not in _modules:
             files = layout.stage_files(stage.id)
-            modules = {name: path.read_text(encoding="utf-8") for name, path in layout.visible_modules(stage.id).items()}
+            paths = {**layout.package_inits(), **layout.visible_modules(stage.id)}
+            modules = {name: path.read_text(encoding="utf-8") for name, path in paths.items()}
             modules[files.reference_module] = stub_region(files.reference, todo.target)
             _modules[key] = modules
         return _modules[key]

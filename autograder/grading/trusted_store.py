@@ -11,8 +11,8 @@ result in a file named by a digest of everything it depends on, so a second proc
 
 * the bytes of every file a grader may read (:func:`course_files`): :func:`autograder.core.layout.grader_files`
   (the whole runtime ``autograder/`` with every stage's checks ``sNN.py``, text ``sNN.toml`` and
-  generated public expected values, ``kernels/``, all of ``solutions/``: references, given modules,
-  hidden checks, instructor notebooks; the data files; ``course.toml``; ``requirements.txt``) and the
+  generated public expected values, ``kernels/``, the given modules of ``workbook/``, all of
+  ``solutions/``: references, hidden checks, instructor notebooks; the data files; ``course.toml``; ``requirements.txt``) and the
   learner notebooks under ``notebooks/`` (which the leak guard reads as public text). Each file enters
   by its path relative to the repository and a digest of its bytes, so adding, removing, renaming or
   changing any byte of any of them changes the key. The set is the whole course, not the stage's own
@@ -21,7 +21,7 @@ result in a file named by a digest of everything it depends on, so a second proc
   (Editing one stage makes every stage recompute once; that is the price of a key that is obviously
   complete.)
 * where the course's top-level packages are imported from (``autograder``, ``solutions``,
-  ``kernels``): the files hashed are the ones that run;
+  ``workbook``, ``kernels``): the files hashed are the ones that run;
 * the interpreter: ``sys.version`` (version and build), the implementation's cache tag, the platform
   and machine, the byte order;
 * the installed packages: the name of every ``*.dist-info`` / ``*.egg-info`` entry in the package
@@ -189,7 +189,7 @@ def environment() -> dict[str, Any]:
         "python": sys.version, "cache_tag": sys.implementation.cache_tag, "platform": platform.platform(),
         "machine": platform.machine(), "byteorder": sys.byteorder, "cpu": _cpu(), "cpus": os.cpu_count(),
         "packages": _installed(), "env": {k: os.environ[k] for k in NUMERIC_ENV if k in os.environ},
-        "origins": {p: _origin(p) for p in ("autograder", "solutions", "kernels")},
+        "origins": {p: _origin(p) for p in ("autograder", "solutions", "workbook", "kernels")},
     }
 
 

@@ -14,8 +14,11 @@ Either way the max-scores add up to the stage's points. Every step's ``setup-com
 script that installs the course runtime and its grader into a virtual environment once per job
 (later steps find it ready), from ``course.toml``'s ``[install]`` sources in order; the environment
 sees the runner's own packages, so a runner that has torch keeps it, and torch is installed only for
-a stage that needs it on a runner without one. The grader runs isolated (``python -I``: nothing in
-the student's repository is importable) with the grading mode written into the command (never read
+a stage that needs it on a runner without one. The hidden checks are not in the course's wheel (a
+learner installs that one), so the script fetches a copy of the course's source (a git clone, an
+unpacked archive, or a local folder) and installs it editable: the grader then imports the hidden
+checks from that copy, which lives in the environment's folder, outside the student's repository. The
+grader runs isolated (``python -I``: nothing in the student's repository is importable) with the grading mode written into the command (never read
 from the repository), under the best isolation the runner offers.
 
 No step trusts what an earlier step's learner code could set. On a runner without kernel isolation
@@ -101,17 +104,50 @@ def needs_torch(stage_id: str) -> bool:
     return False
 
 
-def _pip_spec(source: str, course: Course) -> str:
-    """A course.toml source with the grader's extra: ``name[grader] @ URL``, or ``path[grader]``."""
+def _fetch_command(source: str) -> str:
+    """The sh command that puts a copy of the course's source from ``source`` (a course.toml
+    ``[install]`` source: ``git+URL[@ref]``, an archive URL, or a local path) into ``$V/course``."""
+    if source.startswith("git+"):
+        url, ref = source[4:], ""
+        path = urlparse(url).path
+        if "@" in path:  # git+https://host/repo.git@main: the ref follows the repository's path
+            url, ref = url[: len(url) - len(path)] + path.rsplit("@", 1)[0], path.rsplit("@", 1)[1]
+        return f"fetch_git {_sh_quote(url)} {_sh_quote(ref)}"
     if "://" in source:
-        return f"{course.name}[grader] @ {source}"
-    return f"{source}[grader]"
+        return f"fetch_archive {_sh_quote(source)}"
+    return f"fetch_path {_sh_quote(source)}"
+
+
+_FETCH = r"""# A copy of the course's source in $V/course (the hidden checks ship only there, never in the wheel).
+fetch_git() {  # URL REF: a shallow clone of a branch or tag, else a full clone checked out at REF
+  rm -rf "$V/course"
+  if [ -z "$2" ]; then git clone -q --depth 1 "$1" "$V/course"; return; fi
+  git clone -q --depth 1 --branch "$2" "$1" "$V/course" 2>/dev/null && return
+  rm -rf "$V/course"
+  git clone -q "$1" "$V/course" && git -C "$V/course" checkout -q "$2"
+}
+fetch_archive() {  # URL of a .zip or .tar.gz whose one top folder (or root) holds pyproject.toml
+  rm -rf "$V/course" "$V/unpack"
+  "$V/bin/python" - "$1" "$V/unpack" <<'PY' && mv "$(dirname "$(ls -d "$V"/unpack/pyproject.toml "$V"/unpack/*/pyproject.toml | head -n 1)")" "$V/course"
+import pathlib, shutil, sys, tempfile, urllib.request
+url, dest = sys.argv[1], pathlib.Path(sys.argv[2])
+suffix = ".zip" if url.split("?")[0].endswith(".zip") else ".tar.gz"
+with tempfile.NamedTemporaryFile(suffix=suffix) as f, urllib.request.urlopen(url, timeout=300) as r:
+    shutil.copyfileobj(r, f)
+    f.flush()
+    shutil.unpack_archive(f.name, dest)
+PY
+}
+fetch_path() {  # a folder on this machine
+  rm -rf "$V/course" && cp -R "$1" "$V/course"
+}
+"""
 
 
 def setup_script(stage_id: str, course: Course) -> str:
     """The POSIX sh script every step's setup-command runs: install once, then only say it is ready."""
     build = _build_id(stage_id)
-    sources = " ".join(_sh_quote(_pip_spec(s, course)) for s in course.sources)
+    tries = "\n".join(f"try_source {_sh_quote(s)} {_fetch_command(s)}" for s in course.sources)
     torch = ""
     if needs_torch(stage_id):
         index = f" --index-url {_sh_quote(course.gradescope_torch_index)}" if course.gradescope_torch_index else ""
@@ -131,11 +167,14 @@ READY="$V/ready-{build}"
 if [ ! -x "$V/bin/python" ]; then
   python3 -m venv --system-site-packages "$V" || exit 1
 fi
-ok=0
-for src in {sources}; do
+{_FETCH}ok=0
+try_source() {{  # SOURCE FETCH ARGS...: fetch a copy from SOURCE, then install it editable with the grader
+  [ "$ok" = 1 ] && return
+  src="$1"; shift
   echo "installing the course from: $src"
-  if "$V/bin/python" -m pip install -q --disable-pip-version-check "$src"; then ok=1; break; fi
-done
+  if "$@" && "$V/bin/python" -m pip install -q --disable-pip-version-check -e "$V/course[grader]"; then ok=1; fi
+}}
+{tries}
 if [ "$ok" != 1 ]; then
   echo "could not install the course from any source (see above)"
   exit 1

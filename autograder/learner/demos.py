@@ -13,7 +13,7 @@ code. While one of them is unfinished or fails, the cell prints one line naming 
 
 When the body runs, it runs under two bounds, so that no learner bug can hang or kill the kernel: a
 time limit, and a cap on the memory the kernel may add. Whatever stops it (a bound, a
-:class:`~solutions.contract.ResultError` from given code that checked a learner's value, any other
+:class:`~workbook.contract.ResultError` from given code that checked a learner's value, any other
 exception) ends the cell with one line that names the TODO to look at, never a traceback through
 the course's code. ``KeyboardInterrupt`` (the stop button) is left alone.
 

@@ -7,7 +7,7 @@ import random
 from autograder.checks.common import record, within_budget
 from autograder.checks.s03 import Prefill
 from autograder.checks.s04 import STAGE, Clock, cached_ids, caught, ids, run
-from solutions.traces import TraceRequest, rag_traffic, thrashing_traffic
+from workbook.traces import TraceRequest, rag_traffic, thrashing_traffic
 
 # -- O(1) guards ---------------------------------------------------------------------------------------
 # A linked-list operation costs well under 10 us in Python; an O(n) one on a 200k-block queue costs

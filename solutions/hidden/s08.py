@@ -127,7 +127,7 @@ def unequal_sizes(impl):
 # -- TODO 4: tenant_extra_keys ----------------------------------------------------------------------
 @STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="fresh_list_per_call")
 def keys_are_reproducible(impl):
-    from solutions.s02_block_hash import chain_keys
+    from workbook.block_hash import chain_keys
 
     return record(alice=digest(chain_keys(PROMPT, 4, impl.tenant_extra_keys("alice"))),
                   bob_lora=digest(chain_keys(PROMPT, 4, impl.tenant_extra_keys("bob", [("lora", "a")]))))

@@ -50,7 +50,7 @@
 # 卡住了就调用 `hint("s01.match_prefix")` 看提示，再调用一次会给出下一条更具体的提示。
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 
 # %% [markdown] lang="en"
 # ## Why shared prefixes repeat work

@@ -69,7 +69,7 @@
 # | 4 | `longest_cached_run` | 表里有开头连续的几个 key |
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 from autograder.textwidth import pad
 
 # %% given="ROOT_SEED,MAX_TOKEN_ID,_TOKEN_STRUCTS,frame,encode_tokens,normalize_extra_keys"

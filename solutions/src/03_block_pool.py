@@ -93,7 +93,7 @@
 # | 6 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 
 # %% given="Block,FreeQueue,SimpleFreeQueue,PoolFullError,Admission,RequestState"
 

@@ -66,7 +66,7 @@
 # 模拟器（`simulate_with`、`belady`、`Policy`）都是给定的，setup 单元已经导入好了。
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
@@ -427,7 +427,7 @@ my_guess_2 = None  # your prediction: a hit rate between 0 and 1
 import matplotlib.pyplot as plt
 
 from autograder.plots import log_axis
-from solutions.traces import (load_mooncake, multiturn_traffic, rag_traffic, system_prompt_traffic,
+from workbook.traces import (load_mooncake, multiturn_traffic, rag_traffic, system_prompt_traffic,
                               thrashing_traffic, trace_stats)
 
 # How each policy is drawn, and its label in the notebook's language.

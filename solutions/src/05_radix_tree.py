@@ -79,7 +79,7 @@
 # | 7 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
@@ -223,7 +223,7 @@ from autograder.textwidth import pad
 # %%
 import matplotlib.pyplot as plt
 
-from solutions.radix_view import draw_tree, snapshot
+from workbook.radix_view import draw_tree, snapshot
 
 
 def toks(text: str) -> list[int]:
@@ -406,7 +406,7 @@ with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.evict"):
 # %%
 from IPython.display import display
 
-from solutions.radix_view import RadixView
+from workbook.radix_view import RadixView
 
 SYSTEM = "Be brief. "
 with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref", "s05.dec_lock_ref", "s05.evict"):
@@ -441,7 +441,7 @@ with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref
 # %% [markdown] lang="en"
 # ## Radix tree or block pool?
 #
-# The same seeded workload (`solutions/workload.py`: a few shared prompts, each request one of them
+# The same seeded workload (`workbook/workload.py`: a few shared prompts, each request one of them
 # plus fresh tokens) through stage 3's `BlockPool` (block size 16) and through the radix tree with
 # page size 16 and 1. The prompts are 300 tokens long on purpose: 18 full blocks and 12 tokens
 # more. Both caches leave at least one token to compute (a prompt must produce logits), so the tree
@@ -455,7 +455,7 @@ with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref
 # %% [markdown] lang="zh"
 # ## 基数树还是块池？
 #
-# 用同一个固定种子的负载（`solutions/workload.py`：几条共享的提示词，每个请求取其中一条，再接上一些新
+# 用同一个固定种子的负载（`workbook/workload.py`：几条共享的提示词，每个请求取其中一条，再接上一些新
 # token），分别跑第 3 阶段的 `BlockPool`（块大小 16）和页大小为 16、1 的基数树。提示词故意取 300 个
 # token：18 个满块，外加 12 个 token。两种缓存都至少留一个 token 现算（提示词必须产出 logits），所以
 # 基数树也和块池一样，用 `tokens[:-1]` 来匹配。
@@ -471,8 +471,8 @@ my_guess_3 = None  # your prediction: a number of tokens
 # %%
 import time
 
-from solutions.s03_block_pool import BlockPool
-from solutions.workload import make_workload
+from workbook.block_pool import BlockPool
+from workbook.workload import make_workload
 
 requests = make_workload(seed=0, num_prompts=10, prompt_len=300, num_requests=400, fresh_tokens=20)
 
@@ -632,8 +632,8 @@ my_guess_4 = None  # your prediction: "A", "B" or "C"
 import itertools
 import statistics
 
-from solutions.radix_sim import RadixServer
-from solutions.workload import iter_workload
+from workbook.radix_sim import RadixServer
+from workbook.workload import iter_workload
 
 
 def full_server(cache, capacity: int):

@@ -86,7 +86,7 @@
 # | 6 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 import random
 
 from autograder.textwidth import pad

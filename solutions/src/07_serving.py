@@ -94,7 +94,7 @@
 # | 5 | `quiz` | 最后的概念小测 |
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 from autograder.plots import log_axis
 from autograder.textwidth import pad as pad_columns
 
@@ -117,9 +117,9 @@ from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM
 from kernels.prefill import pool_attention
 from kernels.timing import synchronize
-import solutions.serving_workloads as W
-from solutions.s06_paged_prefill import PagedPrefiller, write_kv
-from solutions.serving import SERVING_MODEL, ServingEngine, ServingPool, compare_outputs, warm_up
+import workbook.serving_workloads as W
+from workbook.paged_prefill import PagedPrefiller, write_kv
+from workbook.serving import SERVING_MODEL, ServingEngine, ServingPool, compare_outputs, warm_up
 
 # %% [markdown] lang="en"
 # ## The machine, the model and the clock
@@ -232,7 +232,7 @@ print(tr(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg
 # %% [markdown] lang="en"
 # ## The serving loop (given)
 #
-# `solutions/serving.py` serves a list of requests the way a production engine without chunked
+# `workbook/serving.py` serves a list of requests the way a production engine without chunked
 # prefill does, on the pieces you built:
 # - **Admission**, first come first served: the oldest waiting request is admitted when the batch has
 #   room (at most 8 running) and stage 4's LRU pool can give it every block it will need, prompt *and*
@@ -256,7 +256,7 @@ print(tr(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg
 # %% [markdown] lang="zh"
 # ## 服务循环（给定）
 #
-# `solutions/serving.py` 用你在前面各阶段实现的部件，按没有分块 prefill（chunked prefill）的生产引擎的方式服务一批请求：
+# `workbook/serving.py` 用你在前面各阶段实现的部件，按没有分块 prefill（chunked prefill）的生产引擎的方式服务一批请求：
 # - **接纳**，先来先服务：当批次还有空位（最多同时运行 8 个）、并且第 4 阶段的 LRU 块池能一次给出它需要的所有块
 #   （提示词的*和*输出的，命中的缓存块也算在内）时，最早等待的请求被接纳。放不下的请求就等着，它后面的请求也一起等。
 # - **Prefill**：第 6 阶段的 `PagedPrefiller` 只计算命中之后的 token。第一个输出 token 来自 prefill 的 logits，
@@ -273,7 +273,7 @@ print(tr(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg
 # %% [markdown] lang="en"
 # ## Four workloads
 #
-# `solutions/serving_workloads.py` builds four kinds of traffic, scaled so that each run takes a
+# `workbook/serving_workloads.py` builds four kinds of traffic, scaled so that each run takes a
 # second or two on a 2-core CPU (token ids are random; a shared prefix is the *same* list of ids):
 # - **Shared prefix**: 4 system prompts of 512 tokens, 12 questions of 16–48 tokens each, shuffled,
 #   arriving as a Poisson process at 12 requests/s. It follows SGLang's *generated shared prefix*
@@ -293,7 +293,7 @@ print(tr(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg
 # %% [markdown] lang="zh"
 # ## 四种负载
 #
-# `solutions/serving_workloads.py` 生成四种流量，规模调到在 2 核 CPU 上每次运行一两秒（token id 是随机的；
+# `workbook/serving_workloads.py` 生成四种流量，规模调到在 2 核 CPU 上每次运行一两秒（token id 是随机的；
 # 共享前缀就是*同一串* id）：
 # - **共享前缀**：4 个 512 token 的 system prompt，每个配 12 个 16–48 token 的问题，打乱顺序，按每秒 12 个请求的
 #   泊松过程到达。它仿照 SGLang 的 `generated shared prefix` 基准测试，正是前缀缓存要解决的典型场景。

@@ -92,7 +92,7 @@
 # **用时：** 约 75 分钟。
 
 # %% setup="course"
-from solutions.predictions import why
+from workbook.predictions import why
 from autograder.textwidth import pad
 
 # %% [markdown] lang="en"
@@ -117,11 +117,11 @@ import statistics
 import matplotlib.pyplot as plt
 
 from kernels.model import DecoderLM, ModelConfig
-from solutions.collision_demo import collision_demo, colliding_prompts
-from solutions.s03_block_pool import BlockPool
-from solutions.tenant_isolation import make_tenant_workload, replay
-from solutions.timing_attack import SharedEngine, effect_size, prefix_sweep, recover_secret, sample_hit_miss
-from solutions.weak_keys import (TokenCheckedPool, WeakKeyPool, expected_birthday_tries, first_block_key, key_costs,
+from workbook.collision_demo import collision_demo, colliding_prompts
+from workbook.block_pool import BlockPool
+from workbook.tenant_isolation import make_tenant_workload, replay
+from workbook.timing_attack import SharedEngine, effect_size, prefix_sweep, recover_secret, sample_hit_miss
+from workbook.weak_keys import (TokenCheckedPool, WeakKeyPool, expected_birthday_tries, first_block_key, key_costs,
                                  random_blocks, verification_cost)
 
 model = DecoderLM.random(ModelConfig.tiny(), seed=0)
@@ -139,7 +139,7 @@ measured = {}
 # which Python 3.12 made a fixed constant, so anyone could compute the keys offline and search for
 # collisions at leisure (CVE-2025-25183).
 #
-# Here we shorten the keys on purpose: `solutions.weak_keys` keeps the top *k* bits of each chained key.
+# Here we shorten the keys on purpose: `workbook.weak_keys` keeps the top *k* bits of each chained key.
 # How many random blocks does it take until two of them share one of the 2^k keys? Not 2^k: **any pair** may
 # collide, and the number of pairs grows with the square of the number of tries. This is the birthday
 # paradox: the expected number of tries is about √(π/2 · 2^k), about 320 at 16 bits. Hitting one *given*
@@ -154,7 +154,7 @@ measured = {}
 # 这种又快又只有 64 位的哈希。vLLM 的哈希链起点是 `hash(None)`，而 Python 3.12 把它变成了一个固定常数，
 # 于是任何人都能离线算出这些 key，慢慢搜索碰撞（CVE-2025-25183）。
 #
-# 这里我们故意把 key 变短：`solutions.weak_keys` 只保留每个链式 key 的高 *k* 位。要试多少个随机块，
+# 这里我们故意把 key 变短：`workbook.weak_keys` 只保留每个链式 key 的高 *k* 位。要试多少个随机块，
 # 才会有两个块落到 2^k 个 key 中的同一个上？不是 2^k 个：**任意一对**块都可能碰撞，而块对的数量随尝试
 # 次数的平方增长。这就是生日悖论：期望的尝试次数约为 √(π/2 · 2^k)，16 位时大约 320 次。如果要撞上
 # *某一个指定的*受害者块（第二原像），则需要大约 2^k 次。
@@ -343,7 +343,7 @@ for bits in (32, 64, 128, 256):
 # a diagnosis). The attacker sends a guess and times it: if the first token comes back fast, the guess's
 # prefix was in the cache, so somebody sent it.
 #
-# The harness (`solutions.timing_attack`) plays both sides against stage 6's engine. A **hit trial**: the
+# The harness (`workbook.timing_attack`) plays both sides against stage 6's engine. A **hit trial**: the
 # victim sends a fresh random prompt, then the attacker sends a prompt whose first *L* tokens are the
 # victim's and whose rest is its own; the attacker's TTFT is recorded with the label "hit". A **miss
 # trial** is the same with nothing shared. Hit and miss trials are interleaved in a seeded random order
@@ -372,7 +372,7 @@ for bits in (32, 64, 128, 256):
 # 隐私内容（一份文档、一个名字、一条诊断）。攻击者发出一个猜测并计时：首 token 回来得快，说明这个猜测
 # 的前缀已经在缓存里——有人发过它。
 #
-# 实验代码（`solutions.timing_attack`）在第 6 阶段的引擎上同时扮演双方。一次**命中试验**：受害者发一个
+# 实验代码（`workbook.timing_attack`）在第 6 阶段的引擎上同时扮演双方。一次**命中试验**：受害者发一个
 # 新的随机提示词，攻击者随后发一个提示词，前 *L* 个 token 与受害者的相同，其余是自己的；攻击者的 TTFT
 # 记下来，标签为“命中”。**未命中试验**也一样，只是什么都不共享。命中和未命中试验按固定种子的随机顺序
 # 交错进行（这样别处来的负载对两者影响相同），每次试验都用全新的提示词。

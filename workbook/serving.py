@@ -1,10 +1,10 @@
 """A small serving loop over the course's pieces (given code, not a TODO).
 
 Requests arrive over time; a scheduler admits them against a block pool, prefills each one (stage
-6's :class:`~solutions.s06_paged_prefill.PagedPrefiller`, which skips the cached prefix), then
+6's :class:`~workbook.paged_prefill.PagedPrefiller`, which skips the cached prefix), then
 decodes all running requests together, one token per step, and releases a request's blocks when it
-ends. The block pool is stage 3's :class:`~solutions.s03_block_pool.BlockPool` with stage 4's LRU
-free queue and tail-first release (:class:`~solutions.s04_eviction.EvictionPool`); with
+ends. The block pool is stage 3's :class:`~workbook.block_pool.BlockPool` with stage 4's LRU
+free queue and tail-first release (:class:`~workbook.eviction.EvictionPool`); with
 ``cache=False`` the same pool never reports a hit, so "cache off" differs from "cache on" in
 exactly one thing.
 
@@ -57,9 +57,9 @@ from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM, ModelConfig
 from kernels.paged_attention import decode_slots, paged_decode_attention_torch
 from kernels.timing import synchronize
-from solutions.s03_block_pool import Block
-from solutions.s04_eviction import EvictionPool
-from solutions.s06_paged_prefill import PagedPrefiller, pool_attention, write_kv
+from workbook.block_pool import Block
+from workbook.eviction import EvictionPool
+from workbook.paged_prefill import PagedPrefiller, pool_attention, write_kv
 
 __all__ = [
     "SERVING_MODEL",

@@ -13,7 +13,7 @@ serves one prompt's KV to another:
   request's tokens *after the same verified parent block*: a collision becomes a miss;
 - :func:`key_costs` / :func:`verification_cost` -- what SHA-256 keys and token checks cost.
 
-:mod:`solutions.collision_demo` runs two colliding prompts through stage 6's engine on these
+:mod:`workbook.collision_demo` runs two colliding prompts through stage 6's engine on these
 pools. Nothing here imports stage 8's reference: the search itself (stage 8's TODO) is passed in,
 and nothing here needs torch.
 """
@@ -28,9 +28,9 @@ import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from autograder.i18n import tr
-from solutions.s02_block_hash import ROOT_SEED, hash_block, split_blocks
-from solutions.s03_block_pool import Admission, Block, BlockPool
-from solutions.s04_eviction import LRUFreeQueue
+from workbook.block_hash import ROOT_SEED, hash_block, split_blocks
+from workbook.block_pool import Admission, Block, BlockPool
+from workbook.eviction import LRUFreeQueue
 
 Block0 = tuple[int, ...]
 

@@ -1,6 +1,6 @@
 """Trace-driven cache simulation (given code, not a TODO): replay, hit rates, the Belady bound.
 
-:func:`simulate` replays a trace (:mod:`solutions.traces`) one request at a time -- admit, commit,
+:func:`simulate` replays a trace (:mod:`workbook.traces`) one request at a time -- admit, commit,
 release -- through a real block pool: any class with stage 4's ``EvictionPool`` interface
 (``pin``, ``num_pinned``, ``min_residence`` and ``clock`` keywords), passed as ``pool_cls`` so the
 notebook can replay through the learner's own pool. :func:`belady` is the offline optimum that
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autograder.i18n import tr
-from solutions.contract import ResultError
-from solutions.s03_block_pool import PoolFullError
-from solutions.traces import TraceRequest, request_tokens
+from workbook.contract import ResultError
+from workbook.block_pool import PoolFullError
+from workbook.traces import TraceRequest, request_tokens
 
 __all__ = ["Policy", "LRU", "SimResult", "prehashed", "simulate", "belady"]
 
@@ -137,7 +137,7 @@ def simulate(
     """Replay ``trace`` one request at a time (admit, commit, release) through a ``pool_cls`` pool.
 
     ``mode="keys"`` replays the chained block ids through :func:`prehashed` ``(pool_cls)`` (fast: no
-    hashing); ``mode="tokens"`` turns each request into tokens (:func:`~solutions.traces.request_tokens`)
+    hashing); ``mode="tokens"`` turns each request into tokens (:func:`~workbook.traces.request_tokens`)
     and replays them through ``pool_cls`` itself with stage 2's real hashing (slow; for
     cross-checks on small traces). The pool's clock is the trace's timestamps.
     """

@@ -1,6 +1,6 @@
 """Four kinds of traffic for the serving loop (given code, not a TODO), sized for a 2-core CPU.
 
-Each function returns a list of :class:`~solutions.serving.Request` (token ids, arrival time in
+Each function returns a list of :class:`~workbook.serving.Request` (token ids, arrival time in
 seconds, output length), deterministic given ``seed``:
 
 - :func:`shared_prefix` -- groups of prompts that share a long prefix (a system prompt, a
@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from autograder.i18n import tr
-from solutions.serving import SERVING_MODEL, Request
-from solutions.traces import MOONCAKE_BLOCK_SIZE, MOONCAKE_TRACES, data_dir
+from workbook.serving import SERVING_MODEL, Request
+from workbook.traces import MOONCAKE_BLOCK_SIZE, MOONCAKE_TRACES, data_dir
 
 __all__ = ["shared_prefix", "multiturn", "unique", "thrashing", "WORKLOADS", "describe", "poisson_arrivals"]
 

@@ -2,7 +2,7 @@
 
 :func:`collision_demo` prefills one prompt (its blocks get cached), then a second prompt whose first
 block has the same *key* but other tokens, on a block pool of the caller's choice from
-:mod:`solutions.weak_keys`, and compares the second prompt's logits with a full prefill of it. With
+:mod:`workbook.weak_keys`, and compares the second prompt's logits with a full prefill of it. With
 truncated keys the engine serves the first prompt's KV: the logits differ (often the first generated
 token too). With full SHA-256 keys, or with token checks on a hit, the second prompt misses and its
 logits equal a full prefill's.
@@ -19,8 +19,8 @@ import torch
 from autograder.i18n import tr
 from kernels.model import DecoderLM
 from kernels.prefill import full_prefill
-from solutions.s03_block_pool import BlockPool
-from solutions.s06_paged_prefill import PagedPrefiller
+from workbook.block_pool import BlockPool
+from workbook.paged_prefill import PagedPrefiller
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from autograder.i18n import tr
-from solutions.contract import ResultError, expect
+from workbook.contract import ResultError, expect
 
 Decode = Callable[[Sequence[int]], str]
 
@@ -65,7 +65,7 @@ def snapshot(cache: Any, after: str | None = None) -> tuple[NodeSnapshot, ...]:
 
     ``after`` is the TODO whose operation just ran: a tree that reaches a node twice (a cycle, or a
     node filed under two parents) or a node whose tokens and slots differ in number stops with a
-    :class:`~solutions.contract.ResultError` naming it, instead of a walk that never ends.
+    :class:`~workbook.contract.ResultError` naming it, instead of a walk that never ends.
     """
     out: list[NodeSnapshot] = []
     seen: set[int] = set()

@@ -40,8 +40,8 @@ from scipy import stats
 
 from autograder.i18n import tr
 from kernels.model import DecoderLM, ModelConfig
-from solutions.s06_paged_prefill import PagedPrefiller
-from solutions.tenant_isolation import ExtraKeysFor, TenantPool
+from workbook.paged_prefill import PagedPrefiller
+from workbook.tenant_isolation import ExtraKeysFor, TenantPool
 
 VOCAB = 512
 #: "wall": what a remote client sees (plus its network's noise); "cpu": the serving thread's CPU

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from autograder.i18n import tr
-from solutions.contract import ResultError
+from workbook.contract import ResultError
 
 
 
@@ -26,7 +26,7 @@ class RadixServer:
     Invariant (checked by :meth:`check`): tokens in the tree + free slots == ``capacity``.
 
     What the cache returns is checked before it is used (a match's and an eviction's slots, the
-    count ``insert`` returns), so that a wrong answer stops with a :class:`~solutions.contract.ResultError` naming its
+    count ``insert`` returns), so that a wrong answer stops with a :class:`~workbook.contract.ResultError` naming its
     TODO instead of corrupting the free list (and ``fill`` is bounded by ``capacity`` requests).
     """
 
