@@ -108,7 +108,7 @@ def test_a_notebook_of_the_previous_release_runs(tmp_path, monkeypatch):
 def test_a_graded_cell_may_import_a_former_name():
     """In a grading child too (which gets the course modules as text), a learner's cell that imports
     given code by its former name gets the workbook module, and earns every point."""
-    from autograder.grading.testing import assert_all_pass, grade_variant
+    from tests.support.variants import assert_all_pass, grade_variant
 
     line = "        normalized = list(tokens)\n"
     former = ("        from solutions.predictions import why as former_why\n"

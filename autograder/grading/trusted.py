@@ -117,7 +117,7 @@ def child_code(stage: Stage, todo: Todo) -> dict[str, str]:
 
 
 def _compiled(text: str) -> str:
-    tree = ast.parse(text)
+    tree = parse(text)
     for node in ast.walk(tree):
         if "lineno" in node._attributes:  # every position the same: the layout of the text is not carried
             for attr, value in (("lineno", 1), ("end_lineno", 1), ("col_offset", 0), ("end_col_offset", 0)):
