@@ -171,4 +171,4 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
     (repo / layout.rel(layout.StageFiles(sid, "shared_prefix").mutants)).unlink()
     probe = ("import sys; sys.path.insert(0, '.'); from tests.conftest import stage_params; "
              f"p = [x for x in stage_params() if x.values[0] == {sid!r}][0]; print(p.marks[0].kwargs['reason'])")
-    assert f"{sid}: write tests/mutants_{sid}.py" in run(sys.executable, "-c", probe).stdout
+    assert f"{sid}: write {layout.rel(layout.StageFiles(sid, 'shared_prefix').mutants)}" in run(sys.executable, "-c", probe).stdout
