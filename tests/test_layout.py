@@ -113,6 +113,28 @@ def test_release_of_every_stage_builds_and_imports(tmp_path):
         assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (sid, p.stderr[-2000:])
 
 
+def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_path):
+    """The first cell reads ``gpu`` from the stage's ``stage.toml``: in the folder here, and where a
+    release ships it (a learner's copy has no stage folders)."""
+    import tomllib
+
+    from autograder.learner.runtime import wants_gpu
+
+    says = {f.id: tomllib.loads(f.meta.read_text(encoding="utf-8"))["gpu"] for f in layout.all_stages()}
+    assert {sid for sid, gpu in says.items() if gpu} and {sid for sid, gpu in says.items() if not gpu}, says
+    assert {sid: wants_gpu(sid) for sid in says} == says
+    sid = max(says, key=lambda s: (says[s], s))  # a GPU stage: its release must say so too
+    for src, dest in layout.release_files(sid):
+        (tmp_path / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, tmp_path / dest)
+    query = ("import json; from autograder.learner.runtime import wants_gpu; from autograder.core import layout; "
+             "print(json.dumps({s: wants_gpu(s) for s in layout.stage_ids()}))")
+    p = subprocess.run([sys.executable, "-c", query], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=""))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout) == says
+
+
 # -- a new stage from the template ------------------------------------------------------------------
 def _copy_checkout(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
