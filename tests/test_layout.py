@@ -65,7 +65,8 @@ def test_no_stage_path_is_built_outside_the_layout_module():
                            text=True, check=True).stdout.split()
     allowed = {"autograder/core/layout.py", "tests/test_layout.py"}
     # notebook sources are prose for learners; mutation data quotes reference code
-    found = [hit for f in files if f not in allowed and not f.startswith(("solutions/src/", "tests/mutants_"))
+    quoting = {layout.rel(f.path(role)) for f in layout.all_stages() if f.slug is not None for role in ("source", "mutants")}
+    found = [hit for f in files if f not in allowed and f not in quoting
              and (ROOT / f).exists() for hit in _path_literals(ROOT / f)]
     assert not found, "build these paths with autograder.core.layout:\n" + "\n".join(found)
 
@@ -194,3 +195,38 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
     probe = ("import sys; sys.path.insert(0, '.'); from tests.conftest import stage_params; "
              f"p = [x for x in stage_params() if x.values[0] == {sid!r}][0]; print(p.marks[0].kwargs['reason'])")
     assert f"{sid}: write {layout.rel(layout.StageFiles(sid, 'shared_prefix').mutants)}" in run(sys.executable, "-c", probe).stdout
+
+
+#: The generic tests: every stage's, parametrized by stage (or TODO) id, and the course-wide ones.
+GENERIC_TESTS = ("tests/test_layout.py", "tests/test_stages.py", "tests/test_mutants.py", "tests/test_hint_skeletons.py",
+                 "tests/test_course_quality.py", "tests/test_learning_design.py", "tests/test_editions.py")
+
+
+@pytest.mark.slow
+def test_a_new_stage_passes_the_generic_tests_as_written(tmp_path):
+    """``new-stage`` writes one folder (and the reference tests), and the stage it writes passes every
+    generic test at once: its own parametrized cases, and the course-wide tests with it in the course.
+    Run in a copy of the checkout made a git work tree (some tests ask git which files exist)."""
+    repo = tmp_path / "repo"
+    _copy_checkout(repo)
+    sid = layout.stage_id(max(layout.stage_number(s) for s in layout.stage_ids()) + 1)
+    env = dict(os.environ, PYTHONPATH="")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(list(args), cwd=repo, capture_output=True, text=True, timeout=1500, env=env)
+
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"]):
+        assert run(*cmd).returncode == 0
+    made = run(sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes")
+    assert made.returncode == 0, made.stderr[-2000:]
+    folder = layout.StageFiles(sid, "shared_prefix").folder
+    written = sorted(line.removeprefix("wrote: ") for line in made.stdout.splitlines() if line.startswith("wrote: "))
+    assert written == sorted([*(layout.rel(folder / r.file) for r in layout.ROLES.values()),
+                              layout.rel(layout.StageFiles(sid, "shared_prefix").reference_tests)])
+    assert run(sys.executable, "-m", "autograder", "build").returncode == 0
+    others = " or ".join(s for s in layout.stage_ids())
+    p = run(sys.executable, "-m", "pytest", "-n", "0", "-v", "-p", "no:cacheprovider", "-m", "not slow",
+            "-k", f"{sid} or not ({others})", *GENERIC_TESTS)
+    assert p.returncode == 0, p.stdout[-6000:]
+    own = [line for line in p.stdout.splitlines() if sid in line and " PASSED" in line]
+    assert len(own) >= 20, p.stdout[-6000:]  # the new stage's own cases ran (TODOs, checks, wrong answers, fills)
