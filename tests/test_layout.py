@@ -136,6 +136,21 @@ def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_pa
     assert json.loads(p.stdout) == says
 
 
+def test_the_names_a_stage_is_imported_by_resolve_to_its_folder():
+    """In a fresh interpreter, as a notebook of an earlier release imports them (``from
+    solutions.s03_block_pool import BlockPool``), and as the engine and the tests do."""
+    f = layout.stage_files("s03")
+    names = {f.reference_module: f.reference, f.spec_module: f.spec, f.hidden_module: f.hidden,
+             f.mutants_module: f.mutants, f.alternatives_module: f.alternatives}
+    query = ("import importlib, json, sys; from solutions.s03_block_pool import BlockPool; "
+             f"print(json.dumps({{n: importlib.import_module(n).__file__ for n in {sorted(names)!r}}}))")
+    p = subprocess.run([sys.executable, "-c", query], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=""))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout) == {n: str(path) for n, path in names.items()}
+    assert all(path.parent == f.folder for path in names.values())
+
+
 # -- a new stage from the template ------------------------------------------------------------------
 def _copy_checkout(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
