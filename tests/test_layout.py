@@ -136,6 +136,13 @@ def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_pa
     assert json.loads(p.stdout) == says
 
 
+def test_a_roles_shipped_path_is_where_its_module_name_points():
+    """A copy without stage folders imports a stage's modules the ordinary way, by the same names."""
+    f = layout.stage_files("s04")
+    pairs = [(layout.rel(f.shipped(role)), f.module(role)) for role, r in layout.ROLES.items() if r.shipped and r.module]
+    assert len(pairs) == 3 and all(path == module.replace(".", "/") + ".py" for path, module in pairs), pairs
+
+
 def test_the_names_a_stage_is_imported_by_resolve_to_its_folder():
     """In a fresh interpreter, as a notebook of an earlier release imports them (``from
     solutions.s03_block_pool import BlockPool``), and as the engine and the tests do."""

@@ -67,7 +67,8 @@ class Role:
     release, a grading child's staging dir, the wheel; ``None`` for a file no copy carries. ``module``
     is the name it is imported by, in a checkout and in every copy alike; ``None`` for data.
 
-    Invariant: ``shipped`` and ``module`` name the same place (``a/b/c.py`` is module ``a.b.c``).
+    Invariant: where both are given, ``shipped`` and ``module`` name the same place (``a/b/c.py`` is
+    module ``a.b.c``), so a copy imports the file the ordinary way by the name a checkout serves it under.
     """
 
     file: str
@@ -148,11 +149,9 @@ class StageFiles:
         where = ROLES[role].shipped
         if where is None:
             raise LookupError(f"no copy of the course carries a stage's {role}")
-        if "{slug}" in where or "{stem}" in where:
-            where = where.format(id=self.id, slug=self.slug, stem=self.notebook) if self.slug else None
-            if where is None:
-                raise LookupError(f"{self.id} has no name yet: its {role} has no path")
-        return ROOT / where.format(id=self.id)
+        if self.slug is None and ("{slug}" in where or "{stem}" in where):
+            raise LookupError(f"{self.id} has no name yet: its {role} has no path")
+        return ROOT / where.format(id=self.id, slug=self.slug, stem=self.notebook if self.slug is not None else "")
 
     def path(self, role: str) -> Path:
         """The file of ``role``: in the stage folder, or where a shipped copy holds it."""
