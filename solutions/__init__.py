@@ -1,4 +1,9 @@
-"""The instructor's side of the course: reference answers, notebook sources, hidden checks.
+"""The instructor's side of the course: one folder per stage (``NN_<name>/``: notebook source,
+reference, checks, hidden checks, wrong answers, alternatives, fills, metadata).
+
+A stage's reference is imported as ``solutions.sNN_<name>`` (what a notebook of an earlier release
+imports): importing this package lets :class:`autograder.core.layout.StageModules` serve that name from
+the stage folder's ``reference.py``.
 
 Given code moved to :mod:`workbook`. A notebook saved from an earlier release still imports it by
 its former name (``from solutions.predictions import why``); :class:`FormerNames` resolves each such
@@ -11,6 +16,8 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+
+from autograder.core import layout as _layout  # noqa: F401  (importing it installs the stage folders' finder)
 
 #: Modules that lived in this package until they moved to :mod:`workbook` (same module name there).
 MOVED_TO_WORKBOOK = ("cache_sim", "collision_demo", "contract", "predictions", "radix_node", "radix_sim", "radix_view",

@@ -217,7 +217,7 @@ def test_pad_counts_wide_characters_twice():
 _ALIGNED = re.compile(r"\{([^{}:]*?(?:\btr\(|['\"][^'\"]*[\u4e00-\u9fff])[^{}]*?):[<>^]\d+\}")
 
 
-@pytest.mark.parametrize("path", sorted(layout.SOURCES.glob("*.py")) + sorted(layout.course_modules().values()),
+@pytest.mark.parametrize("path", sorted(s.source for s in layout.all_stages() if s.slug) + sorted(layout.course_modules().values()),
                          ids=lambda p: p.name)
 def test_printed_tables_pad_by_display_width(path):
     """A column holding Chinese text is padded with autograder.textwidth.pad, not with a format spec."""

@@ -235,7 +235,8 @@ def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp
     from autograder.integrations.classroom import setup_script
 
     src = tmp_path / "course"  # the course as tracked (hidden checks included), in a git repository
-    files = subprocess.run(["git", "ls-files", "-z", "autograder/__init__.py", "pyproject.toml", layout.rel(layout.HIDDEN)],
+    files = subprocess.run(["git", "ls-files", "-z", "autograder/__init__.py", "pyproject.toml",
+                            layout.rel(layout.stage_files("s01").hidden)],
                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, files):
         (src / name).parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +250,7 @@ def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
         http.server.SimpleHTTPRequestHandler, directory=str(tmp_path)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    hidden = next(p.relative_to(ROOT) for p in sorted(layout.HIDDEN.glob("s*.py")))
+    hidden = layout.stage_files("s01").hidden.relative_to(ROOT)
     try:
         for source in (f"git+file://{src}@main", f"http://127.0.0.1:{server.server_port}/course.tar.gz", str(src)):
             home = tmp_path / f"home-{len(source)}"

@@ -82,7 +82,7 @@ def test_release_is_the_committed_learner_notebook(course):
     assert [c.source for c in release.cells] == [c.source for c in ours.cells]
     assert "BEGIN HIDDEN TESTS" not in json.dumps([c.source for c in release.cells])
     released = {layout.rel(p.relative_to(course / "release" / ASSIGNMENT)) for p in (course / "release" / ASSIGNMENT).rglob("*")}
-    assert layout.rel(S01.reference) not in released and not any(r.startswith(layout.rel(layout.HIDDEN)) for r in released)
+    assert layout.shipped_as(S01.reference) not in released and not any(r.startswith(layout.rel(layout.HIDDEN)) for r in released)
 
 
 @pytest.mark.parametrize("student,expected_total", [("correct", 12), ("stub", 0), ("wrong_match", 8)])  # wrong_match leaves the quiz unanswered

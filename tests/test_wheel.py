@@ -40,10 +40,10 @@ def test_the_wheel_holds_the_library_the_runtime_kernels_and_data(wheel_names):
     names = set(wheel_names)
     assert {f"workbook/{p.name}" for p in layout.given_modules().values()} <= names
     assert {"workbook/__init__.py", "solutions/__init__.py", "autograder/__init__.py", "kernels/__init__.py"} <= names
-    assert {layout.rel(p) for s in layout.all_stages() for p in (s.spec, s.text)} <= names  # public checks and words
+    assert {layout.shipped_as(p) for s in layout.all_stages() for p in (s.spec, s.text)} <= names  # public checks and words
     assert {f"pcw_data/{p.name}" for p in layout.DATA.glob("*.jsonl")} <= names
     # later stages' given code imports earlier references by module name; the grader reads setup cells
-    assert {layout.rel(s.reference) for s in layout.all_stages() if s.slug} <= names
+    assert {layout.shipped_as(s.reference) for s in layout.all_stages() if s.slug} <= names
     assert {layout.rel(s.instructor()) for s in layout.all_stages() if s.slug} <= names
 
 
@@ -51,4 +51,5 @@ def test_the_wheel_holds_no_hidden_check_nor_its_words(wheel_names):
     hidden = layout.rel(layout.HIDDEN) + "/"
     assert not [n for n in wheel_names if n.startswith(hidden)]
     for s in layout.all_stages():
-        assert layout.rel(s.hidden) not in wheel_names and layout.rel(s.hidden_text) not in wheel_names
+        for p in (s.hidden, s.hidden_text):
+            assert layout.shipped_as(p) not in wheel_names and layout.rel(p) not in wheel_names

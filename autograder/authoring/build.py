@@ -1,7 +1,7 @@
 """Build every generated file from its one source, or check that none has drifted.
 
-Sources: the reference modules ``solutions/sNN_*.py``, the notebook sources ``solutions/src/NN_*.py``
-(jupytext percent format), the stage specs ``autograder/checks/sNN.py`` and ``course.toml``.
+Sources: each stage folder ``solutions/NN_<name>/`` (its reference ``reference.py``, its notebook source
+``notebook.py`` in jupytext percent format, its spec ``checks.py`` and words ``checks.toml``) and ``course.toml``.
 Generated: instructor notebooks ``solutions/NN_*.ipynb``, learner notebooks ``notebooks/NN_*.ipynb``
 (stripped by nbgrader's own ClearSolutions/ClearHiddenTests preprocessors, so a classroom release
 and a self-paced copy are the same notebook), expected values ``autograder/expected/sNN.json``, and

@@ -1,6 +1,6 @@
 """Assembling one edition of a stage's notebooks from its sources.
 
-The notebook source (``solutions/src/NN_name.py``, jupytext percent format) says what goes where:
+The notebook source (a stage folder's ``notebook.py``, jupytext percent format) says what goes where:
 
 - ``# %% [markdown] lang="en"`` then ``# %% [markdown] lang="zh"``: one block of prose in both languages;
 - ``# %% setup="course"``: the generated setup cell (course helpers, the edition's language, the

@@ -1,7 +1,8 @@
 """What a stage is made of: its TODOs and the checks that judge each of them.
 
-A stage spec lives in ``autograder/checks/sNN.py`` (public checks, which learners may read) and is
-extended by ``solutions/hidden/sNN.py`` (hidden checks, which ship to the grader only). Every report,
+A stage spec lives in its folder's ``checks.py`` (public checks, which learners may read; imported as
+``autograder.checks.sNN``) and is extended by its ``hidden.py`` (hidden checks, which ship to the grader
+only; imported as ``solutions.hidden.sNN``); :mod:`autograder.core.layout` owns those names. Every report,
 pytest name, nbgrader ``grade_id`` and inline ``check()`` call names a TODO by the same id.
 """
 from __future__ import annotations
@@ -286,21 +287,21 @@ def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = No
     was imported before. ``reference`` names the reference module where the layout cannot be read
     (the grading child sees no ``solutions/`` folder).
     """
-    module = importlib.import_module(f"autograder.checks.{stage_id}")
+    files = layout.stage_files(stage_id)
+    module = importlib.import_module(files.spec_module)
     stage: Stage = module.STAGE
     stage_text.apply(stage, layout.stage_text_file(stage_id))  # the words, before hidden checks join
     if hidden:
         try:
-            importlib.import_module(f"solutions.hidden.{stage_id}")
+            importlib.import_module(files.hidden_module)
         except ModuleNotFoundError as exc:
-            if exc.name not in ("solutions", "solutions.hidden", f"solutions.hidden.{stage_id}"):
+            if exc.name not in ("solutions", "solutions.hidden", files.hidden_module):
                 raise
         else:  # a grading child has the checks but not their words: it shows none
             stage_text.apply(stage, layout.hidden_text_file(stage_id), hidden=True)
     if reference is not None:
         stage.reference = reference
     elif not stage.reference:
-        files = layout.stage_files(stage_id)
         if files.slug is not None:
             stage.notebook, stage.reference = files.notebook, files.reference_module
     if not hidden:
@@ -310,7 +311,7 @@ def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = No
 
 def has_hidden_checks(stage_id: str) -> bool:
     return importlib.util.find_spec("solutions") is not None and \
-        importlib.util.find_spec(f"solutions.hidden.{stage_id}") is not None
+        importlib.util.find_spec(layout.stage_files(stage_id).hidden_module) is not None
 
 
 def stage_of(todo_id: str) -> str:

@@ -11,7 +11,8 @@ each launch re-checks it against what the child can read (:func:`autograder.isol
 A TODO with twins (given code that already does it, :mod:`autograder.child.twins`) gets its own copy of
 the staging dir in which those twins' definitions are replaced (:meth:`GradingRun.staging_for`).
 
-Invariants: ``staging`` holds only :func:`autograder.core.layout.child_files`; every scratch dir lies
+Invariants: ``staging`` holds only :func:`autograder.core.layout.child_files`, at their shipped paths
+(:func:`autograder.core.layout.shipped_as`: a stage's public checks where the child imports them); every scratch dir lies
 below ``base``; after :meth:`GradingRun.close` nothing of the run is left on disk.
 """
 from __future__ import annotations
@@ -117,7 +118,7 @@ class GradingRun:
         try:
             os.chmod(base, 0o755)
             os.mkdir(os.path.join(base, CHILDREN), 0o755)
-            files = {layout.rel(p): p for p in layout.child_files()}
+            files = {layout.shipped_as(p): p for p in layout.child_files()}
             staging = stage_tree(Path(base) / "staging", files, cache=trusted_store.StoredBytecode())
         except BaseException:
             shutil.rmtree(base, ignore_errors=True)
