@@ -245,6 +245,7 @@ GENERIC_TESTS = ("tests/test_layout.py", "tests/test_stages.py", "tests/test_mut
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the generic tests of a whole course, in a subprocess: 2.6 min quiet, 8.5 at load 15
 def test_a_new_stage_passes_the_generic_tests_as_written(tmp_path):
     """``new-stage`` writes one folder (and the reference tests), and the stage it writes passes every
     generic test at once: its own parametrized cases, and the course-wide tests with it in the course.
