@@ -8,8 +8,10 @@ is the limit that matters (it does not depend on how busy the machine is); the w
 code that waits forever without computing. The child's stdout and stderr go to a pipe that this
 module drains continuously: the first :data:`OUTPUT_KEEP` bytes are kept for diagnosis and the rest
 is dropped, so printing never blocks, fills a disk, or raises inside learner code. The child's
-events are read under :mod:`autograder.child.protocol`; :func:`describe` says, for a grader's log, how
-each child ran (its isolation, exit status and kept output).
+events are read under :mod:`autograder.child.protocol`: at its first broken rule, or once it sent
+more than a channel holds, nothing more is read and the child is ended, so that what a child costs
+the grader is bounded whatever it writes. :func:`describe` says, for a grader's log, how each child
+ran (its isolation, exit status and kept output).
 """
 from __future__ import annotations
 
@@ -230,7 +232,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, payload_bytes(payload), channel, limits,
                                               on_event)
-        if not timed_out:  # the pipe closed: let the child's own exit status arrive before the kill
+        if not timed_out and not channel.stopped:  # the pipe closed: let the child's own exit status arrive
             try:
                 proc.wait(timeout=AFTER_DONE_S)
             except subprocess.TimeoutExpired:
@@ -315,7 +317,7 @@ def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, chann
                 for event in channel.feed(chunk):
                     if on_event is not None:
                         on_event(event)
-                if channel.too_large:
+                if channel.stopped:  # a broken rule, or too much: nothing more is read, and the child is ended
                     return finish(False)
                 if channel.done and done_at is None:
                     done_at = time.monotonic()
@@ -342,7 +344,7 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         return report
     if channel.too_large:
         report.stopped = messages.STOP_TOO_LARGE
-    elif channel.tampered and channel.done and rc in (0, -signal.SIGKILL):
+    elif channel.tampered:  # ended at its first broken rule: its exit status says nothing more
         report.stopped = messages.STOP_TAMPERED
     elif timed_out:
         report.stopped = messages.STOP_WAITED.format(s=f"{limits.wall_s:.0f}")
