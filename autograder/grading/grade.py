@@ -79,7 +79,12 @@ def limits_for(stage: Stage, preload: Collection[str] | None = None) -> ChildLim
 @dataclass
 class Graded:
     """One TODO's result, and what the batch needs to revisit it: the child's report (None when it
-    never ran) and every piece of child text the message shows."""
+    never ran) and every piece of child text the message shows.
+
+    Invariant: once its submission's verdicts are composed, ``report`` is None (see
+    :func:`grade_paths`): a child's events, which may hold what its channel allows
+    (:data:`autograder.child.protocol.MAX_CHANNEL_UNITS`), are kept until then and no longer, so what
+    a run holds does not grow with the submissions already graded."""
 
     result: TodoResult
     report: ChildReport | None = None
@@ -446,7 +451,16 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
 
     def finish(gi: int) -> None:
         i, sub = subs[gi]
-        items = graded[i]
+        with lock:
+            items = graded.pop(i)
+        try:
+            _compose_all(sub, items, i)
+        finally:
+            for g in items:  # the batch keeps each job's result to the end: its child's events go now
+                if g is not None:
+                    g.report = None
+
+    def _compose_all(sub: Submission, items: list[Graded | None], i: int) -> None:
         try:
             guard = leak_guard(sub.stage)
             items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)
