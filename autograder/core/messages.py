@@ -133,3 +133,7 @@ SUBMISSION_SAME_FILE = L("{name} is the same file as {other}, reached through a 
                          "{name} 和 {other} 是同一个文件（经由链接到达）：只按 {other} 评分一次")
 LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
                          "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")
+
+# -- appended for issue 44: a line the child's word decides is charged to the report's budget ---------
+TAMPERING_UNSAID = L("tampering: the grading process's result channel broke the grading protocol (the TODO earns nothing)",
+                     "篡改：评分进程的结果通道违反了评分协议（这个 TODO 不得分）")

@@ -12,6 +12,7 @@ level (:mod:`autograder.isolation.levels`), which every result states.
 """
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import threading
@@ -29,7 +30,8 @@ from autograder.grading.disclosure import Disclosure, unlimited
 from autograder.core.i18n import L, text
 from autograder.grading.leaks import LeakGuard
 from autograder.child.protocol import CellError, CellsDone, Event
-from autograder.core.pysource import imported_modules, reaches_only_through
+from autograder.child.sandbox import _strip_magics as strip_magics  # how the child reads a cell: one owner
+from autograder.core.pysource import imported_modules, names_defined, parse, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
@@ -202,8 +204,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     quiet = out.titles_only and hidden_fail  # a failed hidden check says its title and hint, nothing the child said
     if report.grader_error is not None:
         status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
-    elif report.tampering:
-        status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what="; ".join(report.tampering))
+    elif report.tampering:  # which rule it broke is the child's choice: named only while the budget pays for it
+        what = "; ".join(report.tampering)
+        status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what=what) if out.charge(what) \
+            else text(messages.TAMPERING_UNSAID, lang)
     elif checks and all(v.passed for v in verdicts) and report.stopped is None:
         status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
     elif said.missing:
@@ -234,12 +238,36 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
         message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
-        given = given_members(stage, todo.owner)
-        for name in (n for n in said.course_versions if n in given):  # only names the course has: no child text
-            message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
+        # The grader's own fact (what the learner's cells lack), at most narrowed by what the child said:
+        # each name once, in a fixed order, each line charged (whether it shows is the child's choice).
+        for name in sorted(members_lacking(sub, todo.owner) & set(said.course_versions)):
+            if out.charge(name):
+                message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
     return Graded(result, report, list(out.shown) if disclosure is None else [])
+
+
+def members_lacking(sub: Submission, owner: str) -> frozenset[str]:
+    """The given members of the course's class ``owner`` (:func:`given_members`, ``Owner.member``) that
+    the learner's cells lack: bound in the body of no top-level ``class Owner`` of any of them. Read
+    from the source, never from the child; empty when no cell defines ``class Owner`` at top level
+    (nothing is claimed then). A cell that does not parse defines nothing: the child cannot run it either."""
+    given = given_members(sub.stage, owner)
+    classes = [node for src in sub.cells for node in _top_level(src) if isinstance(node, ast.ClassDef) and node.name == owner]
+    if not given or not classes:
+        return frozenset()
+    defined = set().union(*(names_defined(c.body) for c in classes))
+    return frozenset(name for name in given if name.split(".", 1)[1] not in defined)
+
+
+def _top_level(source: str) -> list[ast.stmt]:
+    """The top-level statements of a cell as the child runs it (IPython magics commented out); none
+    when it does not parse."""
+    try:
+        return parse(strip_magics(source)).body
+    except (SyntaxError, ValueError):
+        return []
 
 
 def _shown_verdict(stage: Stage, check: Check, expected: dict, display: dict, v: CheckVerdict, lang: str | None,
