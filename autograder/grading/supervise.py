@@ -75,7 +75,7 @@ class ChildReport:
     stopped: L | str | None
     """Why it stopped early, in both languages (``"not started"``: it never ran); None: it did not."""
     tampering: list[str] = field(default_factory=list)
-    """Each rule of the protocol the child broke, once, in order (the grader's words)."""
+    """The first rule of the protocol the child broke (the grader's words; nothing after it was read)."""
     grader_error: str | None = None
     """Why the grader could not run the child (its own fault); None when it could."""
     output: bytes = b""
