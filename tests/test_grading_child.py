@@ -138,7 +138,7 @@ def test_a_member_really_missing_is_said_once_in_a_fixed_order_and_charged(tmp_p
     assert note not in _versions_said(sub, todo, defined[:3])  # the child may only narrow the fact
     budget = Disclosure(leak_guard(sub.stage))
     _versions_said(sub, todo, [HELPER], budget)
-    assert budget.used == len(HELPER) and budget.shown == [HELPER]  # charged to the report's budget...
+    assert budget.used == len(HELPER) and not budget.shown  # charged to the report's budget (not learner text)...
     _versions_said(sub, todo, [HELPER], budget)
     assert budget.used == 2 * len(HELPER)  # ...every time it shows: whether it shows is the child's choice
     spent = Disclosure(leak_guard(sub.stage), limit=len(HELPER) - 1)
@@ -195,3 +195,22 @@ def test_verbose_logs_each_child_and_changes_no_report(printing_notebook):
             assert f"  output ({OUTPUT_KEEP} bytes, " in b and "more dropped):" in b
             assert "  | hello from a TODO cell \\x1b[31mred" in b
         assert "\x1b" not in log
+
+
+def test_where_a_child_stopped_and_which_rule_it_broke_are_charged():
+    """Which protocol rule a child broke, and where and why it stopped, are the grader's words but the
+    child's choice (learner code picks the cell or check it stops in): each such line is charged to the
+    submission's budget, and a generic line stands in once the budget cannot pay for it."""
+    stage = load_stage("s01", hidden=True)
+    sub = read_submission(layout.stage_files("s01").instructor())
+    todo, guard = stage.todos[0], leak_guard(stage)
+    cells = [Ready(), *(CellStarted(i) for i in range(len(setup_cells(stage)) + 1))]
+    stopped = ChildReport(cells, messages.STOP_EXIT)
+    tampered = ChildReport([*cells, CellsDone()], None, tampering=["lines after 'done'"])
+    for report, told, unsaid in ((stopped, "during your TODO cell 1", messages.STOPPED_UNSAID),
+                                 (tampered, "lines after 'done'", messages.TAMPERING_UNSAID)):
+        budget = Disclosure(guard)
+        message = compose(sub, todo, report, guard, disclosure=budget).result.message
+        assert told in message and budget.used >= len(told), (message, budget.used)
+        spent = Disclosure(guard, limit=len(told) - 1)
+        assert compose(sub, todo, report, guard, disclosure=spent).result.message == text(unsaid, sub.lang)

@@ -137,3 +137,5 @@ LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it w
 # -- appended for issue 44: a line the child's word decides is charged to the report's budget ---------
 TAMPERING_UNSAID = L("tampering: the grading process's result channel broke the grading protocol (the TODO earns nothing)",
                      "篡改：评分进程的结果通道违反了评分协议（这个 TODO 不得分）")
+STOPPED_UNSAID = L("stopped before it finished (this report already shows all it may of what your code chose to do)",
+                   "没有运行完就停止了（这份报告里由你的代码决定的内容已经显示到上限）")

@@ -13,6 +13,7 @@ level (:mod:`autograder.isolation.levels`), which every result states.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 import threading
@@ -136,6 +137,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
     stage's trusted material: a verdict needs it, a child does not)."""
     stage = sub.stage
     payload = child_payload_for(sub, todo)
+    members_lacking(sub, todo.owner)  # read from the cells here, with the rest of what the child needs of them
 
     def on_event(event: Event) -> None:
         if on_cells is not None and isinstance(event, CellsDone):
@@ -213,11 +215,14 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     elif said.missing:
         status, message = TodoStatus.MISSING, take(guard.fragment(said.missing))
     elif report.stopped is not None and quiet and stopped_in is not None:
-        status, message = TodoStatus.STOPPED, _title_only(stopped_in, lang)
+        # where it stopped (and why) is the child's choice: told only while the budget pays for it
+        status, message = TodoStatus.STOPPED, _title_only(stopped_in, lang) if out.charge(stopped_in.name) \
+            else text(messages.STOPPED_UNSAID, lang)
     elif report.stopped is not None:
         index = said.cell if type(said.cell) is int and 0 <= said.cell < n_cells else None
         where = _check_name(said.check) or _cell_name(index, n_setup) or messages.WHERE_BEFORE
-        status, message = TodoStatus.STOPPED, text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
+        line = text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
+        status, message = TodoStatus.STOPPED, line if out.charge(line) else text(messages.STOPPED_UNSAID, lang)
     elif first_fail is not None and first_fail.not_implemented:
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
     elif first_fail is not None and quiet:
@@ -254,11 +259,19 @@ def members_lacking(sub: Submission, owner: str) -> frozenset[str]:
     from the source, never from the child; empty when no cell defines ``class Owner`` at top level
     (nothing is claimed then). A cell that does not parse defines nothing: the child cannot run it either."""
     given = given_members(sub.stage, owner)
-    classes = [node for src in sub.cells for node in _top_level(src) if isinstance(node, ast.ClassDef) and node.name == owner]
-    if not given or not classes:
+    defined = _class_members(tuple(sub.cells), owner) if given else None
+    if defined is None:
         return frozenset()
-    defined = set().union(*(names_defined(c.body) for c in classes))
     return frozenset(name for name in given if name.split(".", 1)[1] not in defined)
+
+
+@functools.lru_cache(maxsize=256)
+def _class_members(cells: tuple[str, ...], owner: str) -> frozenset[str] | None:
+    """The names bound in the body of any top-level ``class owner`` of ``cells`` (None: no such class).
+    Cached: :func:`_grade_todo` asks first, on the worker thread that reads the cells before the child
+    starts (as :func:`child_preload` does), so that composing the verdicts parses nothing again."""
+    classes = [node for src in cells for node in _top_level(src) if isinstance(node, ast.ClassDef) and node.name == owner]
+    return frozenset().union(*(names_defined(c.body) for c in classes)) if classes else None
 
 
 def _top_level(source: str) -> list[ast.stmt]:
