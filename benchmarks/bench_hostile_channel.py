@@ -16,7 +16,7 @@ never would:
 
 Every submission is graded by a process of its own (``grade_paths`` on that one notebook, at the best
 isolation this machine offers); its CPU time is ``RUSAGE_SELF`` (the grader's threads, not its children)
-and its memory ``ru_maxrss`` (its peak resident size), both read by that process as it ends. The worst
+and its peak resident size (``VmHWM``), both read by that process as it ends. The worst
 case of each column is printed last.
 
     python benchmarks/bench_hostile_channel.py            # every attack, 1 run each (about a minute)
@@ -107,11 +107,15 @@ def write_notebook(dest: Path, attack: str | None) -> Path:
     return path
 
 
-_GRADE = '''import json, resource, sys
+# The peak is the process's own VmHWM: ru_maxrss would carry over, through exec, the size of the process
+# that started it (a test runner of several hundred MB), VmHWM belongs to this process's memory alone.
+_GRADE = '''import json, re, resource, sys
 from autograder.grading.grade import grade_paths
 [r] = grade_paths([sys.argv[1]])
 u = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime, "peak_mb": u.ru_maxrss / 1024, "score": r.score,
+status = open("/proc/self/status").read()
+peak_kb = int(re.search(r"VmHWM:\\s*(\\d+)", status).group(1))
+print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime, "peak_mb": peak_kb / 1024, "score": r.score,
                   "statuses": {t.id: t.status.value for t in r.todos}}))
 '''
 
