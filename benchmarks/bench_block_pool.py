@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks.rounds import Rounds, interleaved, summary  # noqa: E402
 from solutions.s02_block_hash import ROOT_SEED, chain_keys, hash_block, split_blocks  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
-from solutions.workload import make_workload  # noqa: E402
+from workbook.workload import make_workload  # noqa: E402
 
 TARGET_CYCLES_PER_S = 4_000
 FULL = dict(num_prompts=200, prompt_len=2048, num_requests=10_000, fresh_tokens=64, block_size=16,
@@ -149,14 +149,14 @@ def measure(cfg: dict, *, rounds: int, seed: int = 0) -> tuple[Rounds, dict, lis
 
 
 def speedup_line(r: Rounds, label: str, slow: str, fast: str) -> str:
-    per_round = [s / f for s, f in zip(r.seconds[slow], r.seconds[fast])]
+    per_round = [s / f for s, f in zip(r.seconds[slow], r.seconds[fast], strict=True)]
     return f"  {label:<62} {summary(per_round)}"
 
 
 def report(r: Rounds, info: dict, cfg: dict, *, target: bool = True) -> str:
     n = info["requests"]
     sizes = info["round_sizes"]
-    per_req = {name: statistics.median(t / k for t, k in zip(r.seconds[name], sizes)) * 1e6 for name in r.seconds}
+    per_req = {name: statistics.median(t / k for t, k in zip(r.seconds[name], sizes, strict=True)) * 1e6 for name in r.seconds}
     lines = [
         f"workload: {n:,} requests = one of {cfg['num_prompts']} prompts x {cfg['prompt_len']} tokens + "
         f"{cfg['fresh_tokens']} fresh; block size {cfg['block_size']}; pool {cfg['num_blocks']:,} blocks",

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             fns, count = contenders(n, op, ops)
             r = interleaved(fns, baseline="linked list", rounds=rounds, clock="cpu")
             per_op = {name: [t / count[name] * 1e9 for t in r.seconds[name]] for name in NAMES}
-            ratios = {name: [a / b for a, b in zip(per_op[name], per_op["linked list"])] for name in NAMES[1:]}
+            ratios = {name: [a / b for a, b in zip(per_op[name], per_op["linked list"], strict=True)] for name in NAMES[1:]}
             print(f"{n:>9}  {op:<22}" + "".join(f"{statistics.median(per_op[name]):>13.0f}" for name in NAMES)
                   + "".join(f"  {summary(ratios[name]):<29}" for name in NAMES[1:]))
             for name in NAMES[1:]:

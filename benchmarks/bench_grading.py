@@ -55,7 +55,7 @@ from autograder.child.protocol import CellsDone, CheckStarted, Done, Ready  # no
 from autograder.grading.staging import GradingRun  # noqa: E402
 from autograder.grading.submission import read_submission  # noqa: E402
 from autograder.grading.supervise import run_child  # noqa: E402
-from autograder.grading.testing import variant_notebook  # noqa: E402
+from tests.support.variants import variant_notebook  # noqa: E402
 
 KINDS = ("honest", "wrong", "unfilled", "wrong", "hostile")
 HOSTILE = '''
@@ -120,7 +120,7 @@ def filled(release: nbformat.NotebookNode, nb: nbformat.NotebookNode, extra: str
     codes = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
     out = nbformat.from_dict(json.loads(json.dumps(release)))
     sol = [c for c in out.cells if c.metadata.get("nbgrader", {}).get("solution")]
-    for i, (cell, code) in enumerate(zip(sol, codes)):
+    for i, (cell, code) in enumerate(zip(sol, codes, strict=True)):
         cell.source = code + (extra if i == 0 else "")
     return out
 
@@ -237,7 +237,7 @@ def child_phases(notebook: Path, forked: bool) -> Phases:
                         servers.append(TreeCPU(run.fork_server_pids))
 
                 payload = child_payload_for(sub, todo)
-                run_child(payload, limits_for(sub.stage, payload["preload"]), run,
+                run_child(payload, limits_for(sub.stage), run,
                           [c.key for c in sub.stage.checks_for(todo.id)], on_event, staging=run.staging_for(todo),
                           on_start=on_start)
                 total = sampler[0].finish()

@@ -23,7 +23,7 @@ import nbformat  # noqa: E402
 
 from autograder.isolation import levels as isolation  # noqa: E402
 from autograder.grading.grade import grade_paths  # noqa: E402
-from autograder.grading.testing import variant_notebook  # noqa: E402
+from tests.support.variants import variant_notebook  # noqa: E402
 from benchmarks.rounds import interleaved  # noqa: E402
 
 STATS = "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"
@@ -61,7 +61,7 @@ def main() -> int:
     print(f"{'level':30} {'ms per TODO':>12} {'extra ms per TODO (median of rounds)':>38}")
     for name in levels:
         per = [s / todos * 1000 for s in r.seconds[name]]
-        extra = [(s - b) / todos * 1000 for s, b in zip(r.seconds[name], r.seconds["in-process"])]
+        extra = [(s - b) / todos * 1000 for s, b in zip(r.seconds[name], r.seconds["in-process"], strict=True)]
         print(f"{name:30} {statistics.median(per):12.1f} {statistics.median(extra):+30.1f} ms  "
               f"(x{statistics.median(r.ratios(name)):.2f})")
     same = len({tuple(v) for v in scores.values()}) == 1

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from autograder.core import layout  # noqa: E402
 from autograder.core.pysource import object_source  # noqa: E402
 from autograder.core.spec import load_stage  # noqa: E402
-from autograder.grading.testing import variant_notebook  # noqa: E402
+from tests.support.variants import variant_notebook  # noqa: E402
 
 STAGE = "s01"
 METHODS = {"s01.normalize": "_normalize", "s01.add_prefix": "add_prefix", "s01.match_prefix": "match_prefix",

@@ -81,7 +81,7 @@ def main() -> None:
         print(f"{'level':32} {'median':>8} {'min':>8} {'overhead (median of rounds)':>30}")
         for name in levels:
             per = [s / children * 1000 for s in r.seconds[name]]
-            extra = [(s - b) / children * 1000 for s, b in zip(r.seconds[name], r.seconds["plain subprocess"])]
+            extra = [(s - b) / children * 1000 for s, b in zip(r.seconds[name], r.seconds["plain subprocess"], strict=True)]
             ratio = statistics.median(r.ratios(name))
             print(f"{name:32} {statistics.median(per):8.1f} {min(per):8.1f} "
                   f"{statistics.median(extra):+9.1f} ms  (x{ratio:.2f})")

@@ -36,10 +36,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks.bench_block_pool import chunks, hash_all, pool_cycle  # noqa: E402
 from benchmarks.rounds import Rounds, interleaved, summary  # noqa: E402
 from solutions.s02_block_hash import chain_keys  # noqa: E402
-from solutions.radix_sim import RadixServer  # noqa: E402
+from workbook.radix_sim import RadixServer  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
 from solutions.s05_radix_tree import IncrementalRadixCache, RadixCache  # noqa: E402
-from solutions.workload import iter_workload, make_workload  # noqa: E402
+from workbook.workload import iter_workload, make_workload  # noqa: E402
 
 TARGET_CYCLES_PER_S = 4_000
 BLOCK = 16  # the block pool's block size, and the tree's page size where it uses pages
@@ -48,11 +48,11 @@ QUICK = dict(num_prompts=20, prompt_len=256, num_requests=300, fresh_tokens=64)
 
 
 def per_request(r: Rounds, name: str, sizes: Sequence[int]) -> list[float]:
-    return [t / k for t, k in zip(r.seconds[name], sizes)]
+    return [t / k for t, k in zip(r.seconds[name], sizes, strict=True)]
 
 
 def ratio_line(label: str, slow: list[float], fast: list[float]) -> str:
-    return f"  {label:<66} {summary([s / f for s, f in zip(slow, fast)])}"
+    return f"  {label:<66} {summary([s / f for s, f in zip(slow, fast, strict=True)])}"
 
 
 # -- part 1 and 2: the workload through every contender ---------------------------------------------

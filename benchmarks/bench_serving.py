@@ -1,8 +1,8 @@
 """Serving with the prefix cache on vs off, per workload: ratios from one run.
 
-For each of stage 7's workloads (``solutions/serving_workloads.py``: shared system prompts,
+For each of stage 7's workloads (``workbook/serving_workloads.py``: shared system prompts,
 multi-turn chat from the Mooncake trace, unique prompts, thrashing) this serves the same requests
-with the cache on and off on the same pool (``solutions/serving.py``), alternating on/off for
+with the cache on and off on the same pool (``workbook/serving.py``), alternating on/off for
 ``--repeats`` rounds, and prints per workload: the hit rate, on/off ratios of TTFT p50/p90, TPOT
 p50, end-to-end p50 and throughput (each round's on/off ratio, median over rounds, with the range of
 the TTFT p50 ratio as a measure of noise; below 1 means "on" is lower), peak KV blocks in use, and
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels.device import describe_device  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
 from kernels.timing import add_torch_arguments, apply_torch_arguments  # noqa: E402
-from solutions import serving_workloads as W  # noqa: E402
+from workbook import serving_workloads as W  # noqa: E402
 from solutions.s07_serving import summarize_run  # noqa: E402
-from solutions.serving import SERVING_MODEL, compare_outputs, serve, warm_up  # noqa: E402
+from workbook.serving import SERVING_MODEL, compare_outputs, serve, warm_up  # noqa: E402
 
 #: Pool size per workload (blocks of 16 tokens): room for a full batch and the hot prefixes, except
 #: for thrashing, whose 12 prefixes (192 blocks) cannot stay cached next to 8 running requests.
@@ -92,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
                 identical &= not compare_outputs(runs[True], runs[False])
 
             def med(cache: bool, key: str) -> float:
-                return statistics.median(row[key] for row in rows[cache])
+                return statistics.median(row[key] for row in rows[cache])  # noqa: B023 - used in this iteration
 
             def per_round(key: str) -> list[float]:  # on/off of the same round: load bursts hit both alike
-                return [ratio(a[key], b[key]) for a, b in zip(rows[True], rows[False])]
+                return [ratio(a[key], b[key]) for a, b in zip(rows[True], rows[False], strict=True)]  # noqa: B023 - used in this iteration
 
             if not identical:
                 failures.append(f"{name}@{blocks}")

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.rounds import interleaved, summary  # noqa: E402
 from solutions.s04_eviction import LRU, Policy, belady, simulate  # noqa: E402
-from solutions.traces import load_mooncake, trace_stats  # noqa: E402
+from workbook.traces import load_mooncake, trace_stats  # noqa: E402
 
 #: Capacities as fractions of the trace's distinct blocks.
 FRACTIONS = (0.025, 0.1, 0.4)
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{st['infinite_cache_block_hit_rate']:.4f}")
         for frac in fractions:
             cap = max(64, int(st["distinct_blocks"] * frac))
-            runs = {p.name: (lambda p=p: simulate(trace, cap, p)) for p in policies(cap)}
-            runs["Belady"] = lambda: belady(trace, cap)
+            runs = {p.name: (lambda p=p: simulate(trace, cap, p)) for p in policies(cap)}  # noqa: B023 - run in this iteration
+            runs["Belady"] = lambda: belady(trace, cap)  # noqa: B023 - run in this iteration
             r = interleaved(runs, baseline=LRU.name, rounds=args.rounds, clock="cpu", warmup=False)
             for policy in runs:
                 res = r.results[policy]

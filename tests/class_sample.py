@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.core import layout
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.ipynb"
 

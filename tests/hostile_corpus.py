@@ -134,6 +134,10 @@ def cases() -> list[Case]:
     c.append(Case("syntax_error", REF_CLASS.replace("def match_prefix(", "def match_prefix(((", 1), set(),
                   {t: "SyntaxError" for t in ALL}))
     c.append(Case("missing_todo_cell", None, set(), {t: "defines no `PrefixCacheManager`" for t in ALL}, drop_cell=True))
+    # an import that never runs once bought every child torch's budget (4,096 MB): the 768 MB held here
+    # fits that, not stage 1's 512 MB, so the class after it is never defined (issue 44)
+    c.append(Case("torch_budget_from_an_import_never_run", "if False:\n    import torch\n\n"
+                  "_held = bytearray(768 * 2**20)\n\n" + REF_CLASS, set(), {t: "MemoryError" for t in ALL}))
     c.append(Case("corrupt_notebook", None, set(), raw=b'{"cells": [ {"cell_type": "code", "sour'))
     c.append(Case("not_a_notebook", None, set(), raw=b"\x89PNG\r\n\x1a\n" + bytes(range(256))))
     return c

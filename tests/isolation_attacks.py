@@ -180,6 +180,7 @@ def linger() -> None:
 # content; the receiver, started first, watches the same file and then probes it. Both report what
 # each of their calls returned; the test decides whether a bit passed.
 _F_GETLK, _F_SETLK, _F_OFD_GETLK, _F_OFD_SETLK, _F_SETLEASE, _F_NOTIFY = 5, 6, 36, 37, 1024, 1026
+_F_GET_RW_HINT, _F_SET_RW_HINT, _RWH_WRITE_LIFE_EXTREME = 1035, 1036, 5  # the inode's write-lifetime hint
 _DN_ACCESS, _DN_MULTISHOT = 0x1, 0x80000000
 _IN_OPEN, _IN_ACCESS, _IN_NONBLOCK = 0x20, 0x1, 0o4000
 
@@ -208,6 +209,7 @@ def _lock_owner_seen(fd: int, cmd: int) -> bool:
 def covert_send() -> None:
     """Hold every mark it can on the shared file, say so, keep them until stdin closes."""
     import fcntl
+    import struct
 
     t = json.loads(sys.stdin.readline())
     path, out, held = t["shared"], {}, []
@@ -223,6 +225,7 @@ def covert_send() -> None:
     out["posix_lock"] = _try(lambda: fcntl.fcntl(opened(), _F_SETLK, _flock_struct(fcntl.F_RDLCK)))
     out["ofd_lock"] = _try(lambda: fcntl.fcntl(opened(), _F_OFD_SETLK, _flock_struct(fcntl.F_RDLCK)))
     out["lease"] = _try(lambda: fcntl.fcntl(opened(), _F_SETLEASE, fcntl.F_RDLCK))
+    out["rw_hint"] = _try(lambda: fcntl.fcntl(opened(), _F_SET_RW_HINT, struct.pack("Q", _RWH_WRITE_LIFE_EXTREME)))
     out["fadvise_dontneed"] = _try(lambda: os.posix_fadvise(opened(), 0, 0, os.POSIX_FADV_DONTNEED))  # last
     out["fanotify_init"] = _try(lambda: _errno_of(libc.fanotify_init(0, 0)))
     os.write(t["result_fd"], (json.dumps(out) + "\n").encode())
@@ -264,6 +267,13 @@ def covert_receive() -> None:
             seen[name] = _lock_owner_seen(fd, cmd)
         except OSError as exc:
             seen[name] = errno.errorcode.get(exc.errno, "?")
+    try:
+        import struct
+
+        hint = struct.unpack("Q", fcntl.fcntl(fd, _F_GET_RW_HINT, bytes(8)))[0]
+        seen["rw_hint"] = hint == _RWH_WRITE_LIFE_EXTREME
+    except OSError as exc:
+        seen["rw_hint"] = errno.errorcode.get(exc.errno, "?")
     if ino >= 0:
         try:
             seen["inotify"] = len(os.read(ino, 4096)) > 0

@@ -94,6 +94,19 @@ def test_every_import_runs_down_to_an_allowed_room():
     assert not bad, "imports the table in docs/ARCHITECTURE.md does not allow:\n" + "\n".join(bad)
 
 
+def test_the_package_ships_no_test_helper():
+    """Helpers of the project's own tests live in tests/ (tests/support/): the package a learner installs
+    never imports them, nor the test tools."""
+    test_only = {"tests", "pytest", "hypothesis"}
+    bad = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in test_only]
+    assert not bad, "the package imports test-only code:\n" + "\n".join(bad)
+
+
 def test_the_face_holds_no_code_of_its_own():
     """A module of the face only names what a room defines (so a fact never lives in two places)."""
     for path in PACKAGE.glob("*.py"):

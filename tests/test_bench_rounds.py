@@ -13,7 +13,7 @@ def test_rounds_rotate_order_and_compute_per_round_ratios():
     assert calls == ["a", "b", "b", "a", "a", "b"]
     assert len(r.seconds["a"]) == len(r.seconds["b"]) == 3
     assert r.results == {"a": 1, "b": 2}
-    assert r.ratios("b") == [t / b for t, b in zip(r.seconds["b"], r.seconds["a"])]
+    assert r.ratios("b") == [t / b for t, b in zip(r.seconds["b"], r.seconds["a"], strict=True)]
     assert r.speedups("b") == pytest.approx([1 / q for q in r.ratios("b")])
 
 

@@ -6,7 +6,7 @@ import nbformat
 
 from autograder.grading.grade import grade_paths
 from autograder.core.spec import load_stage
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.hostile_corpus import REF_CLASS, S01
 
 FULL = sum(t.points for t in load_stage("s01").todos)  # the quiz included

@@ -35,9 +35,9 @@ def lang():
 
 # -- the given code's messages ---------------------------------------------------------------------------
 def given_code_files() -> list[Path]:
-    """The modules a learner runs without writing them: every ``solutions`` module (the TODO regions of
-    the references are the learner's own code) and the kernels."""
-    return sorted(layout.SOLUTIONS.glob("*.py")) + sorted(layout.KERNELS.glob("*.py"))
+    """The modules a learner runs without writing them: every course module (the given modules, and
+    the references, whose TODO regions are the learner's own code) and the kernels."""
+    return sorted(layout.course_modules().values()) + sorted(layout.KERNELS.glob("*.py"))
 
 
 def _solution_lines(text: str) -> set[int]:
@@ -61,7 +61,7 @@ def message_sites(path: Path) -> list[tuple[int, ast.expr]]:
     for node in ast.walk(ast.parse(text)):
         msg = None
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            # ResultError(todo, English, 中文) says both itself (solutions/contract.py)
+            # ResultError(todo, English, 中文) says both itself (workbook/contract.py)
             msg = node.exc if _called(node.exc, "ResultError") else node.exc.args[0]
         elif isinstance(node, ast.Assert) and node.msg is not None:
             msg = node.msg
@@ -108,7 +108,8 @@ def test_every_message_of_given_code_is_bilingual():
 def _given_code_errors():
     """One call per kind of given code a learner reaches, each raising one of its messages."""
     from kernels import flops, kv_pool, model
-    from solutions import cache_sim, radix_sim, s03_block_pool, s04_eviction, serving, traces, workload
+    from solutions import s03_block_pool, s04_eviction
+    from workbook import cache_sim, radix_sim, serving, traces, workload
 
     def corrupt_pool():
         pool = s03_block_pool.BlockPool(4, 2)
@@ -216,7 +217,7 @@ def test_pad_counts_wide_characters_twice():
 _ALIGNED = re.compile(r"\{([^{}:]*?(?:\btr\(|['\"][^'\"]*[\u4e00-\u9fff])[^{}]*?):[<>^]\d+\}")
 
 
-@pytest.mark.parametrize("path", sorted(layout.SOLUTIONS.glob("src/*.py")) + sorted(layout.SOLUTIONS.glob("*.py")),
+@pytest.mark.parametrize("path", sorted(s.source for s in layout.all_stages() if s.slug) + sorted(layout.course_modules().values()),
                          ids=lambda p: p.name)
 def test_printed_tables_pad_by_display_width(path):
     """A column holding Chinese text is padded with autograder.textwidth.pad, not with a format spec."""
@@ -302,7 +303,7 @@ def test_an_expected_exception_reads_in_the_notebooks_language():
     raised = [(sid, key, out) for sid in (s.id for s in layout.all_stages() if s.is_built)
               for key, out in load_expected(sid)["checks"].items() if out["kind"] == "raised"]
     assert raised
-    for sid, key, out in raised:
+    for _sid, key, out in raised:
         en, zh = show(out, "en"), show(out, "zh")
         assert en.startswith(f"raises {out['type']}") and not HAN.search(en), (key, en)
         assert zh.startswith(f"抛出 {out['type']}"), (key, zh)

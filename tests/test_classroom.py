@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from autograder.core import layout
-from autograder.integrations.classroom import SETUP, WORKFLOW, needs_torch
+from autograder.integrations.classroom import SETUP, SETUP_COMMAND, WORKFLOW, needs_torch
 from autograder.core.spec import load_stage
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 
 S03 = layout.stage_files("s03")
@@ -39,10 +39,33 @@ def grading_steps(template: Path) -> tuple[list[dict], dict]:
     return graders, reporter
 
 
-def run_step(template: Path, step: dict, home: Path) -> subprocess.CompletedProcess:
-    """The step's command as the action runs it: a shell in the repository's root, PATH and HOME only."""
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PCW_PYTHON": sys.executable}
-    return subprocess.run(["sh", "-c", step["with"]["command"]], cwd=template, env=env, capture_output=True, text=True,
+RUNNER_TEMP = "${{ runner.temp }}"
+
+
+def installed_environment(runner_temp: Path, template: Path) -> Path:
+    """What the first step's setup leaves in the job's temporary folder, made without the network: a
+    virtual environment whose interpreter and packages are this test run's, marked ready."""
+    venv = runner_temp / "pcw-classroom"
+    if not venv.exists():
+        (venv / "bin").mkdir(parents=True)
+        shutil.copy(Path(sys.prefix) / "pyvenv.cfg", venv / "pyvenv.cfg")
+        (venv / "bin" / "python").symlink_to(sys.executable)
+        (venv / "lib").symlink_to(Path(sys.prefix) / "lib")
+    build = (template / SETUP).read_text().split("ready-", 1)[1].split('"', 1)[0]
+    (venv / f"ready-{build}").touch()
+    return venv
+
+
+def run_step(template: Path, step: dict, runner_temp: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The step as the runner and the action run it: ``${{ runner.temp }}`` filled in from the runner's
+    context, then the setup-command and the command, each a shell in the repository's root with the
+    step's environment (by default PATH and HOME only)."""
+    installed_environment(runner_temp, template)
+    env = env if env is not None else {"PATH": os.environ["PATH"], "HOME": str(runner_temp / "home")}
+    setup, command = (step["with"][k].replace(RUNNER_TEMP, str(runner_temp)) for k in ("setup-command", "command"))
+    ready = subprocess.run(["/bin/sh", "-c", setup], cwd=template, env=env, capture_output=True, text=True, timeout=60)
+    assert ready.returncode == 0 and ready.stdout == ready.stderr == "", ready.stdout + ready.stderr  # found it ready
+    return subprocess.run(["/bin/sh", "-c", command], cwd=template, env=env, capture_output=True, text=True,
                           timeout=step["with"]["timeout"] * 60)
 
 
@@ -53,11 +76,16 @@ def test_workflow_has_one_step_per_todo_and_a_reporter(tmp_path, edition):
     graders, reporter = grading_steps(t)
     assert [s["with"]["max-score"] for s in graders] == [todo.points for todo in stage.todos]
     assert sum(s["with"]["max-score"] for s in graders) == stage.max_score
-    for s, todo in zip(graders, stage.todos):
+    for s, todo in zip(graders, stage.todos, strict=True):
         w = s["with"]
         assert set(w) == {"test-name", "setup-command", "command", "timeout", "max-score"}
         assert todo.id in w["test-name"] and f"--todo {todo.id} " in w["command"] and w["timeout"] >= 1
-        assert w["setup-command"] == f"sh {SETUP}" and "--exit-code" in w["command"] and " -I " in w["command"]
+        assert w["setup-command"] == SETUP_COMMAND and "--exit-code" in w["command"] and " -I " in w["command"]
+        # nothing an earlier step can set decides what grades: the shell expands no variable, the grader
+        # starts from an empty environment, the interpreter's folder comes from the runner's context
+        assert "$" not in w["command"].replace(RUNNER_TEMP, "") and "$" not in w["setup-command"].replace(RUNNER_TEMP, "")
+        assert w["command"].startswith("/usr/bin/env -i ") and w["setup-command"].startswith("/bin/sh ")
+        assert f'"{RUNNER_TEMP}/pcw-classroom/bin/python" -I -m autograder grade ' in w["command"]
         assert "--grading all-or-nothing" in w["command"]  # never read from the student's repository
     assert reporter["uses"] == "classroom-resources/autograding-grading-reporter@v1"
     ids = [s["id"] for s in graders]
@@ -83,12 +111,9 @@ def test_setup_script_installs_from_course_sources_only_and_keeps_torch(tmp_path
     six = (make_template(tmp_path / "t6", "s06") / SETUP).read_text()
     assert needs_torch("s06") and not needs_torch("s03")
     assert 'if ! "$V/bin/python" -c "import torch"' in six  # installed only where the runner has none
-    # once set up, a later step's setup does nothing and says nothing
-    home = tmp_path / "home"
-    build = script.split("ready-", 1)[1].split('"', 1)[0]
-    (home / ".pcw-classroom").mkdir(parents=True)
-    (home / ".pcw-classroom" / f"ready-{build}").touch()
-    p = subprocess.run(["sh", SETUP], cwd=t, env={"PATH": os.environ["PATH"], "HOME": str(home)},
+    # once set up, a later step's setup does nothing and says nothing, whatever its PATH holds
+    venv = installed_environment(tmp_path / "runner", t)
+    p = subprocess.run(["/bin/sh", SETUP, str(venv)], cwd=t, env={"PATH": str(tmp_path / "nothing")},
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and p.stdout == p.stderr == ""
 
@@ -105,7 +130,7 @@ def test_every_step_passes_on_the_instructor_notebook_and_fails_on_the_stub(tmp_
         shutil.copy(source, repo / name)
         for step in graders:
             started = time.monotonic()
-            p = run_step(repo, step, tmp_path / "home")
+            p = run_step(repo, step, tmp_path / "runner")
             timings.append(time.monotonic() - started)
             assert (p.returncode == 0) == want_pass, (step["id"], p.stdout, p.stderr)
             todo = step["with"]["command"].split("--todo ", 1)[1].split()[0]
@@ -123,7 +148,7 @@ def test_a_notebook_that_links_to_the_installed_answers_fails_every_step(tmp_pat
     (template / s01.learner().name).unlink()
     (template / s01.learner().name).symlink_to(s01.instructor())
     for step in graders:
-        p = run_step(template, step, tmp_path / "home")
+        p = run_step(template, step, tmp_path / "runner")
         assert p.returncode != 0, (step["id"], p.stdout)
         assert "is a link (a symbolic link)" in p.stdout + p.stderr and "符号链接" in p.stdout + p.stderr
 
@@ -148,7 +173,7 @@ def test_partial_credit_is_one_step_per_point(tmp_path):
     earned = next(t for t in grade_paths([repo / layout.stage_files("s01").learner().name], grading="partial",
                                          only={str(repo / layout.stage_files("s01").learner().name): {"s01.match_prefix"}})[0].todos)
     assert 0 < earned.points < earned.max_points
-    passed = [run_step(repo, s, tmp_path / "home").returncode == 0 for s in match]
+    passed = [run_step(repo, s, tmp_path / "runner").returncode == 0 for s in match]
     assert sum(passed) == int(earned.points) and passed == sorted(passed, reverse=True)
 
 
@@ -156,6 +181,92 @@ def test_a_renamed_notebook_fails_its_step_saying_why_in_both_languages(tmp_path
     template = make_template(tmp_path / "template", "s03")
     step = grading_steps(template)[0][0]
     (template / S03.learner().name).rename(template / "my_work.ipynb")
-    p = run_step(template, step, tmp_path / "home")
+    p = run_step(template, step, tmp_path / "runner")
     assert p.returncode != 0
     assert f"{S03.learner().name} was not found" in p.stdout and f"没有找到 {S03.learner().name}" in p.stdout
+
+
+PLANTED = """#!/bin/sh
+echo planted >> "{marker}"
+exit 0
+"""
+
+
+def test_a_later_step_grades_honestly_whatever_an_earlier_steps_learner_code_set(tmp_path):
+    """Learner code on a runner without isolation can append to $GITHUB_ENV and $GITHUB_PATH, which set
+    every later step's environment: here an interpreter that always passes, named by PCW_PYTHON, found
+    first on PATH (python, python3, sh, env) and in a planted $HOME/.pcw-classroom (the environment's
+    old place), with PYTHONPATH, LD_LIBRARY_PATH and PCW_LANG to match. The step still runs the course's
+    grader, which fails the blank notebook, and nothing planted runs."""
+    template = make_template(tmp_path / "template", "s01")
+    step = grading_steps(template)[0][0]
+    marker = tmp_path / "planted-ran"
+    planted = tmp_path / "planted"
+    home = tmp_path / "home"
+    for folder in (planted / "bin", home / ".pcw-classroom" / "bin"):
+        folder.mkdir(parents=True)
+        for name in ("python", "python3", "sh", "env"):
+            (folder / name).write_text(PLANTED.format(marker=marker))
+            (folder / name).chmod(0o755)
+    (home / ".pcw-classroom" / "ready-anything").touch()
+    poisoned = {"PATH": f"{planted / 'bin'}:{os.environ['PATH']}", "HOME": str(home),
+                "PCW_PYTHON": str(planted / "bin" / "python"), "PYTHONPATH": str(planted),
+                "LD_LIBRARY_PATH": str(planted), "PCW_LANG": "zh"}
+    p = run_step(template, step, tmp_path / "runner", env=poisoned)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "graded under isolation:" in p.stdout and "not implemented yet" in p.stdout  # the real grader, in English
+    assert not marker.exists()
+    shutil.copy(layout.stage_files("s01").instructor(), template / layout.stage_files("s01").learner().name)
+    assert run_step(template, step, tmp_path / "runner", env=poisoned).returncode == 0  # and passes a right answer
+    assert not marker.exists()
+
+
+def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp_path):
+    """The course's wheel carries no hidden check, so a runner installs an editable copy of the source:
+    from a git URL (pinned to a ref), an archive URL, or a folder. Run offline: a stand-in for the
+    venv's python records what pip would install and runs everything else for real."""
+    import dataclasses
+    import functools
+    import http.server
+    import tarfile
+    import threading
+
+    from autograder.core.course import load_course
+    from autograder.integrations.classroom import setup_script
+
+    src = tmp_path / "course"  # the course as tracked (hidden checks included), in a git repository
+    files = subprocess.run(["git", "ls-files", "-z", "autograder/__init__.py", "pyproject.toml",
+                            layout.rel(layout.stage_files("s01").hidden)],
+                           cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "course"], check=True)
+    with tarfile.open(tmp_path / "course.tar.gz", "w:gz") as tar:
+        tar.add(src, arcname="course-main", filter=lambda t: None if "/.git" in t.name else t)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hidden = layout.stage_files("s01").hidden.relative_to(ROOT)
+    try:
+        for source in (f"git+file://{src}@main", f"http://127.0.0.1:{server.server_port}/course.tar.gz", str(src)):
+            home = tmp_path / f"home-{len(source)}"
+            v = tmp_path / f"runner-{len(source)}" / "pcw-classroom"  # the folder the setup command names
+            (v / "bin").mkdir(parents=True)
+            (v / "bin" / "python").write_text(  # pip: say what it would install; anything else: the real python
+                f'#!/bin/sh\nif [ "$2" = pip ]; then echo "pip $*" >> "{v}/pip.log"; exit 0; fi\n'
+                f'[ "$2" = autograder ] && exit 0\nexec {sys.executable} "$@"\n')
+            (v / "bin" / "python").chmod(0o755)
+            script = tmp_path / "setup.sh"
+            script.write_text(setup_script("s01", dataclasses.replace(load_course(), sources=("/nowhere/dead", source))))
+            p = subprocess.run(["sh", str(script), str(v)], env={"PATH": os.environ["PATH"], "HOME": str(home)},
+                               capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, (source, p.stdout, p.stderr)
+            assert f"installing the course from: {source}" in p.stdout
+            assert (v / "course" / hidden).is_file(), (source, p.stdout, p.stderr)
+            assert f'-e {v}/course[grader]' in (v / "pip.log").read_text()
+    finally:
+        server.shutdown()

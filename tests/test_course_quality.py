@@ -89,7 +89,7 @@ def test_prose_blocks_come_in_both_languages(stage_id):
     md = [c for c in src.cells if c.cell_type == "markdown"]
     langs = [c.metadata.get("lang") for c in md]
     assert all(lang in ("en", "zh") for lang in langs), f"{stage_id}: every prose cell needs lang=\"en\" or \"zh\""
-    pairs = list(zip(langs[::2], langs[1::2]))
+    pairs = list(zip(langs[::2], langs[1::2], strict=False))  # an odd count fails below, with the message
     assert len(langs) % 2 == 0 and all(p == ("en", "zh") for p in pairs), \
         f"{stage_id}: each English prose cell is followed by its Chinese twin"
 

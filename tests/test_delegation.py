@@ -16,7 +16,7 @@ from autograder.core import layout
 from autograder.learner.inline import run_check
 from autograder.core.pysource import solution_region
 from autograder.core.spec import load_stage
-from autograder.grading.testing import grade_variant
+from tests.support.variants import grade_variant
 from tests.conftest import built_stages
 from tests.delegation import Delegation, Judge, screen
 

@@ -21,7 +21,7 @@ from autograder.core.i18n import set_language
 from autograder.learner.inline import evaluate
 from autograder.learner.learn import reveal
 from autograder.core.spec import load_stage
-from solutions.contract import ResultError
+from workbook.contract import ResultError
 from tests.conftest import stage_params
 from tests.learner_ns import module_text, notebook_namespace
 
@@ -213,8 +213,8 @@ def s05_namespace(mutant: str | None):
 def serve(cache_cls, capacity=2048, requests=300):
     import itertools
 
-    from solutions.radix_sim import RadixServer
-    from solutions.workload import iter_workload
+    from workbook.radix_sim import RadixServer
+    from workbook.workload import iter_workload
 
     stream = iter_workload(seed=1, num_prompts=40, prompt_len=64, num_requests=None, fresh_tokens=16)
     server = RadixServer(cache_cls(), capacity)
@@ -259,7 +259,7 @@ def test_s05_server_accepts_the_reference():
 
 
 def test_s05_tree_view_names_the_todo_of_the_step():
-    from solutions.radix_view import RadixView
+    from workbook.radix_view import RadixView
 
     with s05_namespace(None) as ns:  # the reference: every count agrees with the view's own reading
         for page in (1, 2):
@@ -306,7 +306,7 @@ def test_s07_decision_record_names_choose_setting_for_a_setting_it_made_up():
 
 
 def test_s08_tenant_pool_checks_the_extra_keys():
-    from solutions.tenant_isolation import TenantPool
+    from workbook.tenant_isolation import TenantPool
 
     pool = TenantPool(8, 4, extra_keys_for=lambda tenant, keys: {"tenant": tenant})
     with pool.acting_for("a"), pytest.raises(ResultError) as caught:
@@ -453,8 +453,8 @@ def s04_namespace(mutant: str | None):
 
 def replay_s04(pool_cls) -> list[float]:
     """The notebook's replays, smaller: plain LRU, pinning and residence on two synthetic traces."""
-    from solutions.cache_sim import LRU, Policy, simulate
-    from solutions.traces import multiturn_traffic, thrashing_traffic
+    from workbook.cache_sim import LRU, Policy, simulate
+    from workbook.traces import multiturn_traffic, thrashing_traffic
 
     rates = []
     for trace in (thrashing_traffic(300, seed=0), multiturn_traffic(40, seed=0)):

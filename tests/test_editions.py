@@ -14,7 +14,7 @@ import pytest
 from autograder.core import layout
 from autograder.integrations.gradescope import results_json
 from autograder.grading.grade import grade_paths
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 
 

@@ -8,7 +8,7 @@ from autograder.core import layout
 from autograder.learner.inline import run_check
 from autograder.grading.leaks import WITHHELD
 from autograder.core.spec import load_stage
-from autograder.grading.testing import grade_variant
+from tests.support.variants import grade_variant
 from autograder.grading.verdict import check_title
 from tests import mutants_s08
 

@@ -361,7 +361,7 @@ def test_a_forked_child_imports_no_module_of_the_harness_itself(run, stage_id, t
     sub = read_submission(layout.stage_files(stage_id).instructor())
     todo = load_stage(stage_id).todos[0]
     payload = child_payload_for(sub, todo)
-    limits = limits_for(sub.stage, payload["preload"])
+    limits = limits_for(sub.stage)
     (tmp_path / "work").mkdir()
     payload.update(memory_limit_mb=limits.memory_limit_mb, cpu_limit_s=limits.cpu_s, workdir=str(tmp_path / "work"),
                    root=str(run.staging), denied_dirs=[], salt="", denied_digests=[])

@@ -76,7 +76,7 @@ def test_grade_gradescope_results_have_one_test_per_todo(tmp_path):
 
 
 def test_s01_normalize_hidden_failure_is_named_but_shows_no_values():
-    from autograder.grading.testing import grade_variant
+    from tests.support.variants import grade_variant
 
     keep_caller_list = ("        normalized = list(tokens)\n",
                         "        normalized = tokens if isinstance(tokens, list) else list(tokens)\n")
@@ -98,7 +98,7 @@ def test_s01_match_prefix_helper_outside_todo_cell_is_explained(tmp_path):
     import nbformat
 
     from autograder.grading.grade import grade_paths
-    from autograder.grading.testing import variant_notebook
+    from tests.support.variants import variant_notebook
 
     nb = variant_notebook("s01", [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",
                                    "is_match = starts_with(prompt, cached_prefix)")])

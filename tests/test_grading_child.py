@@ -21,7 +21,7 @@ from autograder.child.protocol import CellsDone, CellStarted, CourseVersions, Do
 from autograder.core.spec import load_stage
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import OUTPUT_KEEP, ChildReport, describe
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.grading.disclosure import Disclosure
 from autograder.grading.trusted import given_members, leak_guard, setup_cells
 from tests.conftest import ROOT
@@ -214,3 +214,67 @@ def test_where_a_child_stopped_and_which_rule_it_broke_are_charged():
         assert told in message and budget.used >= len(told), (message, budget.used)
         spent = Disclosure(guard, limit=len(told) - 1)
         assert compose(sub, todo, report, guard, disclosure=spent).result.message == text(unsaid, sub.lang)
+
+
+def _code_objects(code):
+    yield code
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            yield from _code_objects(c)
+
+
+@pytest.mark.parametrize("stage_id", ["s01", "s05"])
+def test_a_child_gets_its_hidden_checks_compiled_and_no_text_of_them(stage_id, tmp_path):
+    """What a child is sent holds no line of its hidden checks' source, only their code: no docstring,
+    every position line 1 (no layout), a file name no file or line cache has; loaded by the child's own
+    loader it runs, the loader keeps nothing of it, and ``inspect`` finds no source."""
+    import base64
+    import importlib.util
+    import marshal
+
+    from autograder.grading.grade import child_payload_for
+    from autograder.grading.trusted import HIDDEN_CODE_FILE, hidden_checks_text
+
+    files = layout.stage_files(stage_id)
+    path = tmp_path / "sub.ipynb"
+    nbformat.write(variant_notebook(stage_id, []), path)
+    sub = read_submission(path)
+    for todo in sub.stage.todos:
+        hidden = hidden_checks_text(sub.stage, todo)
+        payload = child_payload_for(sub, todo)
+        sent = json.dumps(payload)
+        bodies = [ln.strip() for ln in hidden.splitlines()
+                  if len(ln.strip()) > 24 and not ln.strip().startswith(("#", "from ", "import "))]
+        assert bodies and not [b for b in bodies if b in sent], todo.id
+        assert files.hidden_module not in payload["modules"]
+        data = base64.b64decode(payload["code"][files.hidden_module])
+        code = marshal.loads(data[len(importlib.util.MAGIC_NUMBER):])
+        for c in _code_objects(code):
+            assert c.co_filename == HIDDEN_CODE_FILE
+            assert {line for _, _, line in c.co_lines() if line is not None} <= {0, 1}  # 0: the RESUME before line 1
+            assert not [k for k in c.co_consts if isinstance(k, str) and k in hidden and len(k) > 40]
+        # the child's own loader, in an interpreter of its own (importing checks registers them)
+        out = subprocess.run([sys.executable, "-c", _LOAD_COMPILED], input=json.dumps([payload["code"], files.hidden_module]),
+                             capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert json.loads(out.stdout) == {"dropped": True, "probes": True, "docs": [], "lines": [], "sources": []}
+
+
+_LOAD_COMPILED = """
+import importlib.util, inspect, json, linecache, sys
+from autograder.child.sandbox import SourceModules
+code, name = json.loads(sys.stdin.read())
+loader = SourceModules({}, "/nonexistent", code)
+sys.meta_path.insert(0, loader)
+module = importlib.import_module(name)
+probes = [v for v in vars(module).values() if inspect.isfunction(v) and v.__module__ == name]
+found = []
+for fn in probes:
+    try:
+        found.append(inspect.getsource(fn))
+    except OSError:
+        pass
+print(json.dumps({"dropped": loader._code == {}, "probes": bool(probes), "docs": [f.__doc__ for f in probes if f.__doc__],
+                  "lines": [ln for f in probes for ln in linecache.getlines(f.__code__.co_filename, vars(module))],
+                  "sources": found}))
+"""

@@ -47,10 +47,13 @@ def test_the_torch_release_has_one_owner():
     version = load_course().torch_version
     assert re.fullmatch(r"\d+\.\d+\.\d+", version), "course.toml: [torch] version"
     pinned = re.compile(r"torch\s*==\s*\d")
+    # the performance pages record the torch the benchmarks ran on (the machine's, which may differ
+    # from the release the course names), as benchmarks/report.py found it installed
+    measured = {"docs/performance.md", "docs/performance.zh.md"}
     offenders = []
     for path in _tracked():
         f = ROOT / path
-        if path == "course.toml" or not f.is_file() or f.suffix in {".ipynb", ".jsonl", ".png"}:
+        if path == "course.toml" or path in measured or not f.is_file() or f.suffix in {".ipynb", ".jsonl", ".png"}:
             continue
         body = f.read_text(encoding="utf-8", errors="replace")
         if version in body or pinned.search(body):

@@ -4,8 +4,8 @@ Each code TODO's last hint tier is Python code with the key expressions left as 
 structure and the names, never the answer. The tests paste each tier-3 hint, in each language, into
 its TODO of the reference module (the rest of the module as the course has it) and run that TODO's
 visible checks the way ``check()`` does: with the blanks left as they are, or bound to a placeholder
-value, the hint is never a passing solution. Filled with the right expressions (``FILLS`` below, a
-developer's answer key), the same skeleton passes: the skeleton's structure and names are right.
+value, the hint is never a passing solution. Filled with the right expressions (each stage folder's
+``fills.toml``, a developer's answer key), the same skeleton passes: the skeleton's structure and names are right.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import ast
 import importlib
 import linecache
 import sys
+import tomllib
 import types
 
 import pytest
@@ -22,64 +23,17 @@ from autograder.core import layout
 from autograder.learner.inline import _run_limited, load_expected
 from autograder.child.probe import run_probe
 from autograder.core.spec import load_stage
-from autograder.grading.testing import graft
+from tests.support.variants import graft
 from autograder.grading.verdict import judge
 
 BLANK = "___"
 #: Values a placeholder name for the blanks may be bound to (unbound: NameError on the first one).
 PLACEHOLDERS = (None, 1)
 
-#: For every code TODO, the expressions that fill its skeleton's blanks, in order.
-FILLS: dict[str, list[str]] = {
-    "s01.normalize": ["not isinstance(token, int)"],
-    "s01.add_prefix": ["self._normalize(prefix_tokens)", "not prefix"],
-    "s01.match_prefix": ["tuple(prompt[: len(cached_prefix)])"],
-    "s01.split_prompt": ["hit_len", "hit_len"],
-    "s01.cache_stats": ["self.match_prefix(prompt)", "len(prompt) - hit_tokens", "hit_tokens / len(prompt)"],
-    "s02.split_blocks": ["len(tokens) // block_size", "i * block_size", "(i + 1) * block_size"],
-    "s02.hash_block": ["root_seed if parent is None else parent", "kind.encode()", "value.encode()", "data"],
-    "s02.chain_keys": ["parent", "extra_keys", "root_seed"],
-    "s02.longest_cached_run": ["key not in table"],
-    "s03.lookup": ["max_hits", "self.cached.get(key)"],
-    "s03.allocate_block": ["del self.cached[block.key]", "1"],
-    "s03.admit": ["block.ref_count == 0", "len(self.free_queue) - revived", "self.free_queue.remove(block)",
-                  "self.allocate_block()"],
-    "s03.commit": ["state.hit_blocks", "key not in self.cached", "self.cached[key] = block"],
-    "s03.release": ["block.ref_count == 0", "self.free_queue.append(block)"],
-    "s04.append": ["self._mid if block.key is None else self._tail"],
-    "s04.popleft": ["self._mid", "self._mid.next_free"],
-    "s04.remove": ["block.prev_free is None"],
-    "s04.release_blocks": ["reversed(blocks)", "self.free_queue.append(block)"],
-    "s04.pin": ["len(self._pinned) >= self.max_pinned", "self.free_queue.remove(block)",
-                "self.requests[self.PIN_ID].blocks.append(block)"],
-    "s04.expire": ["now - registered_at < self.min_residence"],
-    "s05._split_node": ["child.lock_ref", "child.key[split_len:]", "child.value[split_len:]", "new",
-                        "self._child_key(new.key)"],
-    "s05.match_prefix": ["matched < len(child.key)", "child.value", "matched"],
-    "s05.insert": ["key[pos:]", "value[pos:]", "len(leaf.key)", "matched < len(child.key)"],
-    "s05.inc_lock_ref": ["node.lock_ref == 0", "node.parent"],
-    "s05.dec_lock_ref": ["node.lock_ref == 0", "len(node.key)", "len(node.key)", "len(node.key)"],
-    "s05.evict": ["leaf.lock_ref == 0", "len(freed) < num_tokens",
-                  "parent is not self.root and not parent.children and parent.lock_ref == 0"],
-    "s06.suffix_positions": ["hit_tokens", "num_tokens", "torch.long", "device"],
-    "s06.slot_mapping": ["positions // block_size", "positions % block_size"],
-    "s06.write_kv": ["slots", "slots", "v"],
-    "s06.paged_attention": ["table[key_pos // pool.block_size] * pool.block_size + key_pos % pool.block_size",
-                            "group", "group", "offset", "key_pos[None, :] <= query_pos[:, None]"],
-    "s06.prefill": ["admission.hit_tokens", "len(tokens) - 1", "table", "positions", "slots", "hit",
-                    "tokens[hit:]", "self.blocks.commit(request_id)", "len(tokens) - hit"],
-    "s07.latency_summary": ["p / 100 * (len(ordered) - 1)", "(rank - lo) * (ordered[hi] - ordered[lo])"],
-    "s07.cache_accounting": ['e["prompt_tokens"]', 'e["computed_tokens"]', 'e["hit_tokens"]',
-                             "hit / prompt if prompt else 0.0", 'sum(1 for e in ledger if e["hit_tokens"] > 0)',
-                             "(without - with_cache) / without if without else 0.0"],
-    "s07.predict_ttft": ["computed", "computed", "computed + cached"],
-    "s07.choose_setting": ['m["num_blocks"]', "float(m[k])", 'bool(m["cache"])'],
-    "s08.birthday_search": ["seen[key] = block", "earlier != block"],
-    "s08.fit_threshold": ["(a + b) / 2", "sum(x >= t for x in hit) + sum(x < t for x in miss)",
-                          "errors < best_errors"],
-    "s08.detect_sharing": ['"greater"', "p_value < alpha"],
-    "s08.tenant_extra_keys": ["not tenant", "any(kind == TENANT_KIND for kind, _ in keys)", "(TENANT_KIND, tenant)"],
-}
+#: For every code TODO, the expressions that fill its skeleton's blanks, in order: each stage folder's
+#: ``fills.toml`` (its TODOs by name).
+FILLS: dict[str, list[str]] = {f"{f.id}.{name}": exprs for f in layout.all_stages() if f.slug is not None and f.fills.exists()
+                               for name, exprs in tomllib.loads(f.fills.read_text(encoding="utf-8")).items()}
 
 CODE_TODOS = [(sid, t) for sid in layout.built_stages() for t in load_stage(sid, hidden=False).todos
               if t.target != "quiz"]

@@ -26,7 +26,7 @@ import pytest
 from autograder.core import layout
 from autograder.grading import leaks
 from autograder.core.pysource import solution_region
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests import attack_corpus, hostile_corpus
 from tests.conftest import ROOT
 from tests.hostile_corpus import ALL, Case
@@ -64,6 +64,9 @@ MECHANISMS = {
     "output floods": ["output_flood_and_warnings"],
     "report channels: numbers, keys, shapes, forged fields, exit statuses, own encodings, spread pieces":
         sorted(attack_corpus.EXFILTRATORS),
+    "a hidden check's text in an encoding of the attacker's (atbash, xor + base64, filler, split in two)":
+        sorted(attack_corpus.PROBE_SMUGGLERS),
+    "a lock on a shared file, held by one child and sensed by another": sorted(attack_corpus.LOCK_PAIR),
 }
 # Under nbgrader, what differs from the CLI is around the child: nbgrader's process above it, the
 # course folder (source/, submitted/, gradebook.db) and the run's reports. The attacks on those run

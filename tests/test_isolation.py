@@ -300,6 +300,17 @@ def test_detection_names_a_level_and_how_to_get_the_rest():
         isolation.require_kernel_isolation(bare)
 
 
+def test_a_level_without_seccomp_says_children_can_share_locks():
+    """Only seccomp refuses locks, leases and write hints on the files every child shares: a level
+    without it says so in its description, in both languages; a level with it does not."""
+    offer = isolation.detect()
+    for layers in (("namespaces", "landlock"), ("landlock",), ("namespaces",)):
+        iso = isolation.Isolation(layers, offer)
+        assert "file locks" in iso.describe("en") and "文件锁" in iso.describe("zh"), layers
+    for layers in (("namespaces", "landlock", "seccomp"), ("landlock", "seccomp"), ()):
+        assert "file locks" not in isolation.Isolation(layers, offer).describe("en"), layers
+
+
 def test_plan_refuses_to_expose_a_hidden_path(tmp_path):
     iso = _select("fallback")
     spec = isolation.ChildSpec(sys.executable, "x:y", str(ROOT), str(tmp_path), hidden=[str(layout.SOLUTIONS)])
@@ -409,16 +420,18 @@ def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
 def test_unconfined_pair_can_pass_a_bit_through_a_shared_file():
     """The control: without the filter each of these marks reaches the other child."""
     sent, got = _covert_pair(None)
-    assert {k: sent[k] for k in ("flock", "posix_lock", "ofd_lock", "lease", "open_and_read")} == \
-        dict.fromkeys(("flock", "posix_lock", "ofd_lock", "lease", "open_and_read"), "ok")
+    marks = ("flock", "posix_lock", "ofd_lock", "lease", "rw_hint", "open_and_read")
+    assert {k: sent[k] for k in marks} == dict.fromkeys(marks, "ok")
     assert got["seen"]["flock"] is True and got["seen"]["posix_lock"] is True and got["seen"]["ofd_lock"] is True
+    assert got["seen"]["rw_hint"] is True  # any reader may set the hint on a file it opened read-only
     assert got["seen"]["inotify"] is True and got["seen"]["dnotify"] is True
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
-    """Locks (flock, POSIX, open-file-description), leases, dnotify, inotify, fanotify and the page
-    cache of a read-only staged file: each refused to the sender or the receiver, and nothing seen."""
+    """Locks (flock, POSIX, open-file-description), leases, the inode's write hint, dnotify, inotify,
+    fanotify and the page cache of a read-only staged file: each refused to the sender or the
+    receiver, and nothing seen."""
     iso = _select(level)
     if "seccomp" not in iso.layers:
         pytest.skip("these kernel objects are refused by the seccomp layer, missing here")
@@ -428,8 +441,8 @@ def test_children_cannot_pass_a_bit_through_the_staged_tree(level):
     assert all(v == "EPERM" for v in refused.values()), refused
     assert {k: got[k] for k in ("arm:dnotify", "arm:inotify", "arm:fanotify")} == \
         dict.fromkeys(("arm:dnotify", "arm:inotify", "arm:fanotify"), "EPERM")
-    assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "dnotify": False,
-                           "page_cache": "EPERM"}, got["seen"]
+    assert got["seen"] == {"flock": "EPERM", "posix_lock": "EPERM", "ofd_lock": "EPERM", "rw_hint": "EPERM",
+                           "dnotify": False, "page_cache": "EPERM"}, got["seen"]
 
 
 # -- what one child may hold ------------------------------------------------------------------------
@@ -586,3 +599,30 @@ def test_after_grading_nothing_the_run_made_is_left(level, tmp_path):
     graded = {s["path"].rsplit("/", 1)[-1]: s for s in json.loads(p.stdout)["submissions"]}
     assert set(graded) == {"honest.ipynb", "hostile.ipynb"} and graded["honest.ipynb"]["score"] == 12
     assert sorted(os.listdir(tmpdir)) == []
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_two_children_of_a_batch_share_no_lock(level, tmp_path):
+    """The attack corpus's lock pair, graded as one batch by the real grader: the holder takes no lock,
+    lease or write hint on any file the two share, and the sensor finds no way to look at one (each
+    reports what worked, so no race decides it); both then earn the TODO with the reference's code."""
+    import copy
+
+    import nbformat
+
+    from autograder.grading.grade import grade_paths
+    from tests import attack_corpus, hostile_corpus
+
+    iso = _select(level)
+    base = nbformat.read(layout.stage_files("s01").learner(), as_version=4)
+    paths = []
+    for case in attack_corpus.lock_pair():
+        nb = copy.deepcopy(base)
+        for cell in nb.cells:
+            if hostile_corpus.is_class_cell(cell):
+                cell.source = case.cell
+        paths.append(tmp_path / f"{case.name}.ipynb")
+        nbformat.write(nb, paths[-1])
+    results = grade_paths(paths, workers=2, iso=iso, only={str(p): {"s01.normalize"} for p in paths})
+    said = {Path(r.path).stem: [(t.id, t.passed, t.message) for t in r.todos] for r in results}
+    assert len(said) == 2 and all(todos == [("s01.normalize", True, todos[0][2])] for todos in said.values()), said

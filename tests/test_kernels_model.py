@@ -77,7 +77,7 @@ def test_kernels_model_load_refuses_layout_mismatch(tmp_path):
 def test_kernels_model_load_without_path_is_seeded_tiny_model():
     a, b = load_model(), load_model()
     assert a.config == ModelConfig.tiny()
-    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
     assert not torch.equal(load_model(seed=1).model.embed_tokens.weight, a.model.embed_tokens.weight)
 
 

@@ -63,9 +63,11 @@ def _path_literals(path: Path) -> list[str]:
 def test_no_stage_path_is_built_outside_the_layout_module():
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    allowed = {"autograder/core/layout.py", "tests/test_layout.py"}
+    # test_former_names.py names where the previous release kept a notebook: history, not today's layout
+    allowed = {"autograder/core/layout.py", "tests/test_layout.py", "tests/test_former_names.py"}
     # notebook sources are prose for learners; mutation data quotes reference code
-    found = [hit for f in files if f not in allowed and not f.startswith(("solutions/src/", "tests/mutants_"))
+    quoting = {layout.rel(f.path(role)) for f in layout.all_stages() if f.slug is not None for role in ("source", "mutants")}
+    found = [hit for f in files if f not in allowed and f not in quoting
              and (ROOT / f).exists() for hit in _path_literals(ROOT / f)]
     assert not found, "build these paths with autograder.core.layout:\n" + "\n".join(found)
 
@@ -84,10 +86,29 @@ def test_visible_modules_never_include_this_or_a_later_reference(stage_id):
 
 def test_a_stage_sees_what_it_uses_and_nothing_built_for_later_stages():
     # stage 4 uses cache_sim, which imports stage 3's reference: visible there, never to stages 1-3
-    assert "solutions.cache_sim" not in layout.visible_modules("s03")
-    assert "solutions.cache_sim" in layout.visible_modules("s04")
+    assert "workbook.cache_sim" not in layout.visible_modules("s03")
+    assert "workbook.cache_sim" in layout.visible_modules("s04")
     assert "solutions.s02_block_hash" in layout.visible_modules("s03")   # stage 3 builds on stage 2
     assert "solutions.s01_prefix_match" not in layout.visible_modules("s03")  # ...but not on stage 1
+
+
+def test_a_reexported_reference_shows_only_to_the_stages_after_its_own():
+    # workbook.block_pool re-exports stage 3's reference: given code for stage 4, never seen by stage 3
+    assert "workbook.block_pool" in layout.visible_modules("s04")
+    assert "workbook.block_pool" not in layout.visible_modules("s03")
+    owner = {s.reference_module: s.number for s in layout.all_stages() if s.slug is not None}
+    reexports = {name: owner[m] for name, path in layout.given_modules().items()
+                 for m in layout._course_imports(path) if m in owner}
+    assert set(reexports) >= {"workbook.block_hash", "workbook.block_pool", "workbook.eviction", "workbook.paged_prefill"}
+    for sid in layout.stage_ids():
+        visible = layout.visible_modules(sid)
+        assert not [m for m, n in reexports.items() if m in visible and n >= layout.stage_number(sid)], sid
+
+
+def test_from_package_import_counts_as_importing_the_module(tmp_path):
+    src = tmp_path / "uses.py"
+    src.write_text("from workbook import traces\nimport workbook.workload as W\nfrom solutions.s02_block_hash import x\n")
+    assert layout._course_imports(src) == {"workbook.traces", "workbook.workload", "solutions.s02_block_hash"}
 
 
 # -- releases ---------------------------------------------------------------------------------------
@@ -111,6 +132,50 @@ def test_release_of_every_stage_builds_and_imports(tmp_path):
         p = subprocess.run([sys.executable, "-c", script], cwd=release, capture_output=True, text=True, timeout=120,
                            env=env)
         assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (sid, p.stderr[-2000:])
+
+
+def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_path):
+    """The first cell reads ``gpu`` from the stage's ``stage.toml``: in the folder here, and where a
+    release ships it (a learner's copy has no stage folders)."""
+    import tomllib
+
+    from autograder.learner.runtime import wants_gpu
+
+    says = {f.id: tomllib.loads(f.meta.read_text(encoding="utf-8"))["gpu"] for f in layout.all_stages()}
+    assert {sid for sid, gpu in says.items() if gpu} and {sid for sid, gpu in says.items() if not gpu}, says
+    assert {sid: wants_gpu(sid) for sid in says} == says
+    sid = max(says, key=lambda s: (says[s], s))  # a GPU stage: its release must say so too
+    for src, dest in layout.release_files(sid):
+        (tmp_path / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, tmp_path / dest)
+    query = ("import json; from autograder.learner.runtime import wants_gpu; from autograder.core import layout; "
+             "print(json.dumps({s: wants_gpu(s) for s in layout.stage_ids()}))")
+    p = subprocess.run([sys.executable, "-c", query], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=""))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout) == says
+
+
+def test_a_roles_shipped_path_is_where_its_module_name_points():
+    """A copy without stage folders imports a stage's modules the ordinary way, by the same names."""
+    f = layout.stage_files("s04")
+    pairs = [(layout.rel(f.shipped(role)), f.module(role)) for role, r in layout.ROLES.items() if r.shipped and r.module]
+    assert len(pairs) == 3 and all(path == module.replace(".", "/") + ".py" for path, module in pairs), pairs
+
+
+def test_the_names_a_stage_is_imported_by_resolve_to_its_folder():
+    """In a fresh interpreter, as a notebook of an earlier release imports them (``from
+    solutions.s03_block_pool import BlockPool``), and as the engine and the tests do."""
+    f = layout.stage_files("s03")
+    names = {f.reference_module: f.reference, f.spec_module: f.spec, f.hidden_module: f.hidden,
+             f.mutants_module: f.mutants, f.alternatives_module: f.alternatives}
+    query = ("import importlib, json, sys; from solutions.s03_block_pool import BlockPool; "
+             f"print(json.dumps({{n: importlib.import_module(n).__file__ for n in {sorted(names)!r}}}))")
+    p = subprocess.run([sys.executable, "-c", query], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=""))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout) == {n: str(path) for n, path in names.items()}
+    assert all(path.parent == f.folder for path in names.values())
 
 
 # -- a new stage from the template ------------------------------------------------------------------
@@ -171,4 +236,39 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
     (repo / layout.rel(layout.StageFiles(sid, "shared_prefix").mutants)).unlink()
     probe = ("import sys; sys.path.insert(0, '.'); from tests.conftest import stage_params; "
              f"p = [x for x in stage_params() if x.values[0] == {sid!r}][0]; print(p.marks[0].kwargs['reason'])")
-    assert f"{sid}: write tests/mutants_{sid}.py" in run(sys.executable, "-c", probe).stdout
+    assert f"{sid}: write {layout.rel(layout.StageFiles(sid, 'shared_prefix').mutants)}" in run(sys.executable, "-c", probe).stdout
+
+
+#: The generic tests: every stage's, parametrized by stage (or TODO) id, and the course-wide ones.
+GENERIC_TESTS = ("tests/test_layout.py", "tests/test_stages.py", "tests/test_mutants.py", "tests/test_hint_skeletons.py",
+                 "tests/test_course_quality.py", "tests/test_learning_design.py", "tests/test_editions.py")
+
+
+@pytest.mark.slow
+def test_a_new_stage_passes_the_generic_tests_as_written(tmp_path):
+    """``new-stage`` writes one folder (and the reference tests), and the stage it writes passes every
+    generic test at once: its own parametrized cases, and the course-wide tests with it in the course.
+    Run in a copy of the checkout made a git work tree (some tests ask git which files exist)."""
+    repo = tmp_path / "repo"
+    _copy_checkout(repo)
+    sid = layout.stage_id(max(layout.stage_number(s) for s in layout.stage_ids()) + 1)
+    env = dict(os.environ, PYTHONPATH="")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(list(args), cwd=repo, capture_output=True, text=True, timeout=1500, env=env)
+
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"]):
+        assert run(*cmd).returncode == 0
+    made = run(sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes")
+    assert made.returncode == 0, made.stderr[-2000:]
+    folder = layout.StageFiles(sid, "shared_prefix").folder
+    written = sorted(line.removeprefix("wrote: ") for line in made.stdout.splitlines() if line.startswith("wrote: "))
+    assert written == sorted([*(layout.rel(folder / r.file) for r in layout.ROLES.values()),
+                              layout.rel(layout.StageFiles(sid, "shared_prefix").reference_tests)])
+    assert run(sys.executable, "-m", "autograder", "build").returncode == 0
+    others = " or ".join(s for s in layout.stage_ids())
+    p = run(sys.executable, "-m", "pytest", "-n", "0", "-v", "-p", "no:cacheprovider", "-m", "not slow",
+            "-k", f"{sid} or not ({others})", *GENERIC_TESTS)
+    assert p.returncode == 0, p.stdout[-6000:]
+    own = [line for line in p.stdout.splitlines() if sid in line and " PASSED" in line]
+    assert len(own) >= 20, p.stdout[-6000:]  # the new stage's own cases ran (TODOs, checks, wrong answers, fills)

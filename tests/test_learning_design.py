@@ -17,7 +17,7 @@ from autograder.core.i18n import set_language
 from autograder.learner.inline import run_check
 from autograder.learner.learn import hint, judged, reveal
 from autograder.core.spec import load_stage
-from autograder.grading.testing import apply_edits, grade_variant
+from tests.support.variants import apply_edits, grade_variant
 from tests.conftest import ROOT, stage_params
 
 
@@ -194,7 +194,7 @@ def test_partial_credit_gives_the_share_of_checks_passed():
 def test_partial_credit_through_the_cli_and_gradescope(tmp_path):
     import nbformat
 
-    from autograder.grading.testing import variant_notebook
+    from tests.support.variants import variant_notebook
 
     nb = tmp_path / layout.stage_files("s01").learner().name
     nbformat.write(variant_notebook("s01", WRONG_MATCH), nb)
@@ -233,7 +233,7 @@ def test_partial_credit_reaches_nbgraders_gradebook(tmp_path):
     import nbformat
     from nbgrader.api import Gradebook
 
-    from autograder.grading.testing import variant_notebook
+    from tests.support.variants import variant_notebook
 
     s01 = layout.stage_files("s01")
     course = tmp_path / "course"

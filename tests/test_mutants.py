@@ -1,6 +1,6 @@
 """Realistic wrong answers, per TODO, graded by the real grader: each fails its own TODO only.
 
-The wrong answers of stage NN live in ``tests/mutants_sNN.py``: ``MUTANTS`` maps
+The wrong answers of stage NN live in its folder's ``mutants.py`` (module ``tests.mutants_sNN``): ``MUTANTS`` maps
 ``"<todo id>/<what is wrong>"`` to ``(todo id, edits)`` (text replacements in the reference module),
 and an optional ``EQUIVALENT`` maps names to edits that are correct but written differently, which
 must earn every point. Each stage's variants are graded in one parallel run, once per session.
@@ -20,7 +20,7 @@ import pytest
 from autograder.core import layout
 from autograder.core.pysource import definition_span
 from autograder.core.spec import load_stage
-from autograder.grading.testing import assert_all_pass, assert_blamed_on, grade_variants
+from tests.support.variants import assert_all_pass, assert_blamed_on, grade_variants
 from autograder.grading.verdict import check_title
 
 # Built stages only: a half-written stage is named by tests/test_layout.py's completeness test.
@@ -28,7 +28,7 @@ DATA = {sid: importlib.import_module(layout.stage_files(sid).mutants_module) for
 
 
 def _alternatives(sid: str) -> dict:
-    """``tests/alternatives_sNN.py``'s ``ALTERNATIVES`` ({todo id: {name: edits}}), {} where not written yet."""
+    """The stage folder's ``alternatives.py``'s ``ALTERNATIVES`` ({todo id: {name: edits}}), {} where not written yet."""
     name = layout.stage_files(sid).alternatives_module
     try:
         return importlib.import_module(name).ALTERNATIVES
@@ -140,5 +140,5 @@ def test_todo_has_three_alternatives(stage_id, todo_id):
     if todo_id.endswith(".quiz"):
         pytest.skip("a quiz has one right answer per question")
     if stage_id not in AUDITED and not ALTS[stage_id]:
-        pytest.skip(f"{stage_id}: no tests/alternatives_{stage_id}.py yet")
+        pytest.skip(f"{stage_id}: no {layout.rel(layout.stage_files(stage_id).alternatives)} yet")
     assert len(ALTS[stage_id].get(todo_id, {})) >= 3, f"{todo_id}: write at least 3 correct alternatives"

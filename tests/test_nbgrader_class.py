@@ -33,7 +33,8 @@ def course(tmp_path_factory):
     run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01", "--stage", "s02"], ROOT)
     run([sys.executable, "-m", "nbgrader", "generate_assignment", A, "--create"], root)
     release = root / "release" / A
-    students = {"ann": S01.instructor(), "bob": release / f"{A}.ipynb", "cat": None, "dan": None, "eve": None, "fay": None}
+    students = {"ann": S01.instructor(), "bob": release / f"{A}.ipynb", "cat": None, "dan": None, "eve": None, "fay": None,
+                "gus": None}
     for student, nb in students.items():
         d = root / "submitted" / student / A
         shutil.copytree(release, d)  # what a student hands back: the whole release folder
@@ -44,6 +45,7 @@ def course(tmp_path_factory):
     shutil.copy(layout.stage_files("s02").learner(), root / "submitted" / "eve" / A / f"{A}.ipynb")  # another stage's
     shutil.copytree(root / "submitted" / "fay" / A, root / "submitted" / "fay" / "01_prefix-match")  # a renamed folder
     shutil.rmtree(root / "submitted" / "fay" / A)
+    shutil.copy(S01.instructor(), root / "submitted" / "gus" / A / f"{A} (1).ipynb")  # the work, beside the blank release
     return root
 
 
@@ -54,11 +56,12 @@ def test_preflight_lists_what_cannot_be_graded_one_line_per_submission(course):
     problems = {ln.split(":", 1)[0]: ln for ln in lines[:-1]}
     # cat's notebook was saved under another name, and it is the only notebook of its stage there:
     # autograde grades it under the released name (nbgrader_glue.find_renamed_notebooks)
-    assert set(problems) == {f"dan/{A}", f"eve/{A}", "fay/01_prefix-match"}, lines
+    assert set(problems) == {f"dan/{A}", f"eve/{A}", "fay/01_prefix-match", f"gus/{A}"}, lines
     assert "not a readable notebook" in problems[f"dan/{A}"]
     assert "stage s02" in problems[f"eve/{A}"]
     assert "no assignment" in problems["fay/01_prefix-match"]
-    assert lines[-1] == "3 of 6 submissions can be graded; 3 cannot (above)"
+    assert f"{A}.ipynb is as released (no TODO filled in), but {A} (1).ipynb beside it" in problems[f"gus/{A}"]
+    assert lines[-1] == "3 of 7 submissions can be graded; 4 cannot (above)"
     ok = run([sys.executable, "-m", "autograder", "course", "check", str(course), "--stage", "02_block_hash"], ROOT)
     assert ok.stdout.strip() == "0 of 0 submissions can be graded"
 

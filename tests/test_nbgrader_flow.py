@@ -11,8 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.core import layout
+from autograder.learner.standing import RECORD
 from tests.conftest import ROOT
 
 S01 = layout.stage_files("s01")
@@ -47,6 +48,10 @@ def course(tmp_path_factory):
         d = root / "submitted" / student / ASSIGNMENT
         shutil.copytree(root / "release" / ASSIGNMENT, d)
         nbformat.write(nb, d / f"{ASSIGNMENT}.ipynb")
+    # the student's progress record beside the notebook, and a FIFO named like a half-written one
+    # (copying a FIFO would block nbgrader)
+    (root / "submitted" / "correct" / ASSIGNMENT / RECORD).write_text('{"version": 1, "todos": {}}')
+    os.mkfifo(root / "submitted" / "correct" / ASSIGNMENT / f"{Path(RECORD).stem}.tmp1234")
     d = root / "submitted" / "linked" / ASSIGNMENT  # a link to the course's own instructor notebook
     d.mkdir(parents=True)
     (d / f"{ASSIGNMENT}.ipynb").symlink_to(os.path.relpath(S01.instructor(), d))
@@ -77,7 +82,7 @@ def test_release_is_the_committed_learner_notebook(course):
     assert [c.source for c in release.cells] == [c.source for c in ours.cells]
     assert "BEGIN HIDDEN TESTS" not in json.dumps([c.source for c in release.cells])
     released = {layout.rel(p.relative_to(course / "release" / ASSIGNMENT)) for p in (course / "release" / ASSIGNMENT).rglob("*")}
-    assert layout.rel(S01.reference) not in released and not any(r.startswith(layout.rel(layout.HIDDEN)) for r in released)
+    assert layout.shipped_as(S01.reference) not in released and not any(r.startswith(layout.rel(layout.HIDDEN)) for r in released)
 
 
 @pytest.mark.parametrize("student,expected_total", [("correct", 12), ("stub", 0), ("wrong_match", 8)])  # wrong_match leaves the quiz unanswered
@@ -92,6 +97,13 @@ def test_a_submission_that_links_to_the_answers_scores_0_and_the_log_says_why(co
     """nbgrader copies what the link names into autograded/; the grader grades the file handed in, a link."""
     assert sum(gradebook_points(course, "linked").values()) == 0
     assert "is a link (a symbolic link)" in (course / "autograde.log").read_text()
+
+
+def test_the_progress_record_is_not_copied_into_autograded(course):
+    """The record is the learner's alone, and whoever wrote the folder chose what it holds."""
+    graded = course / "autograded" / "correct" / ASSIGNMENT
+    assert (graded / f"{ASSIGNMENT}.ipynb").is_file()
+    assert not [p.name for p in graded.iterdir() if p.name.startswith(Path(RECORD).stem)]
 
 
 def test_feedback_never_shows_hidden_test_code(course):

@@ -14,7 +14,7 @@ import pytest
 
 from autograder.core import layout
 from autograder.learner.learn import judged
-from solutions.predictions import WHY, why
+from workbook.predictions import WHY, why
 
 #: (stage, guess variable) -> (the answer, the wrong answers it targets, what they stand for). The
 #: answers of s05.my_guess_4, s06.my_guess_3, s07.* and s08.my_guess_3 come from timed runs and vary by

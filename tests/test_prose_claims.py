@@ -83,7 +83,7 @@ def test_s02_recap_numbers():
     france, spain, chain_keys = ns["france"], ns["spain"], ns["chain_keys"]
     shared = next(i for i in range(1, len(spain) + 1) if france[-i] != spain[-i]) - 1
     kf, ks = chain_keys(france, 1), chain_keys(spain, 1)
-    assert shared == 23 and sum(a == b for a, b in zip(kf[-shared:], ks[-shared:])) == 0
+    assert shared == 23 and sum(a == b for a, b in zip(kf[-shared:], ks[-shared:], strict=True)) == 0
     assert (sum(ns["same_tokens"]), sum(ns["same_keys"]), len(ns["same_keys"])) == (7, 0, 8)
     results = list(ns["results"].values())
     assert results[0] == 5 and results[2] == 0
@@ -95,7 +95,7 @@ def test_s02_recap_numbers():
 @pytest.mark.slow
 def test_s03_stepper_and_pool_size_sentences():
     ns = _run("s03", "sizes = [8, 12, 16, 24, 32, 48]")
-    replay, shares = ns["replay"], dict(zip([8, 12, 16, 24, 32, 48], ns["shares"]))
+    replay, shares = ns["replay"], dict(zip([8, 12, 16, 24, 32, 48], ns["shares"], strict=True))
     assert 3 in [b.block_id for b in replay(10)[0].requests["D"].blocks]  # step 10: D takes #3
     assert replay(15)[0].requests["F"].hit_blocks == 2  # step 15: F hits only the system prompt
     assert round(shares[24], 1) == 0.6 and round(shares[8], 1) == 0.4
@@ -112,17 +112,17 @@ def test_s04_what_the_plots_show():
     caps = ns["capacities"]
     assert system["lru"] == system["belady"]  # LRU sits on the bound at every capacity
     assert max(loop["lru"]) == 0 and max(caps) < 40 * 32  # nothing until the cache holds all 40 prompts
-    assert all(p > 0 and r > 0 for p, r in zip(loop["pin"], loop["res"]))  # both recover part of it
-    assert all(abs(b / c - loop["belady"][0] / caps[0]) < 1e-3 for b, c in zip(loop["belady"], caps))  # proportional
-    assert all(0.02 <= p - lru <= 0.06 for p, lru in zip(rag["pin"][:2], rag["lru"][:2]))  # "a few points"
-    assert all(p <= lru for p, lru in zip(chats["pin"], chats["lru"]))  # pinning falls below LRU on chats
+    assert all(p > 0 and r > 0 for p, r in zip(loop["pin"], loop["res"], strict=True))  # both recover part of it
+    assert all(abs(b / c - loop["belady"][0] / caps[0]) < 1e-3 for b, c in zip(loop["belady"], caps, strict=True))  # proportional
+    assert all(0.02 <= p - lru <= 0.06 for p, lru in zip(rag["pin"][:2], rag["lru"][:2], strict=True))  # "a few points"
+    assert all(p <= lru for p, lru in zip(chats["pin"], chats["lru"], strict=True))  # pinning falls below LRU on chats
     assert max(r - lru for name in names[:3] for r, lru in
-               zip(ns["all_curves"][name]["res"], ns["all_curves"][name]["lru"])) <= 0  # residence: only the loop
+               zip(ns["all_curves"][name]["res"], ns["all_curves"][name]["lru"], strict=True)) <= 0  # residence: only the loop
     assert system["res"][0] < 0.2 and rag["res"][0] < 0.2  # rejections at small capacities
     conv, synth = ns["mooncake"]["conversation"], ns["mooncake"]["synthetic"]
     assert synth["pin"][0] < synth["lru"][0] and abs(conv["pin"][0] - conv["lru"][0]) < 0.01
     for curves in (conv, synth):
-        assert all(0.19 <= lru / bel <= 0.55 for lru, bel in zip(curves["lru"][:2], curves["belady"][:2]))
+        assert all(0.19 <= lru / bel <= 0.55 for lru, bel in zip(curves["lru"][:2], curves["belady"][:2], strict=True))
     assert (round(conv["lru"][0], 2), round(conv["belady"][0], 2)) == (0.04, 0.21)
     _says("s04", "LRU sits on the bound at", "LRU 在每个容量下都贴着上界")
     _says("s04", "a fifth to a half of Belady's hit rate", "LRU 只拿到 Belady 命中率的五分之一到一半")
@@ -132,8 +132,8 @@ def test_s04_what_the_plots_show():
 def test_s08_isolation_costs():
     """"With room for everything, isolation costs little ... When memory is tight it costs a lot"."""
     from solutions.s08_cache_attacks import tenant_extra_keys
-    from solutions.tenant_isolation import make_tenant_workload, replay
-    from solutions.weak_keys import expected_birthday_tries
+    from workbook.tenant_isolation import make_tenant_workload, replay
+    from workbook.weak_keys import expected_birthday_tries
 
     workload = make_tenant_workload(0, num_requests=2000)
     drop = {}

@@ -307,7 +307,7 @@ def test_legal_sequences_arrive_in_any_chunks(seq, data):
     wire = _wire(seq)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=8)))
     ch = Channel(KEYS, cells=N_CELLS)
-    for a, b in zip([0, *cuts], [*cuts, len(wire)]):
+    for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True):
         ch.feed(wire[a:b])
     ch.close()
     assert not ch.tampered and ch.done and ch.events == list(seq)

@@ -37,7 +37,7 @@ from autograder.grading.leaks import WITHHELD, LeakGuard
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from autograder.grading.trusted import expected_outcomes, leak_guard
 
 S01 = layout.stage_files("s01")
@@ -72,7 +72,7 @@ def _events(checks, outcome_of, cell_errors=None, extra=()) -> list:
     return _typed(ev + [{"phase": "done"}])
 
 
-def _grade(sub, reports_by_todo: dict[str, ChildReport], how: Reporting = Reporting()) -> SubmissionResult:
+def _grade(sub, reports_by_todo: dict[str, ChildReport], how: Reporting = Reporting()) -> SubmissionResult:  # noqa: B008 - frozen, never changed
     """What the grader concludes from these children's reports, as grade_paths composes it."""
     guard = leak_guard(sub.stage)
     todos = sub.stage.todos
@@ -205,7 +205,7 @@ def test_an_honest_wrong_value_is_still_shown_usefully(sub):
 def test_one_report_carries_a_small_part_of_a_reference(sub, tmp_path):
     """Round one reads the reference out in an encoding no guard knows (a substitution the attacker
     chose), through every check of every TODO; round two would submit it. What round one gets is
-    bounded by the budget, a small part of the reference module (see the README's arithmetic)."""
+    bounded by the budget, a small part of the reference module (see docs/security.md's arithmetic)."""
     reference = S01.reference.read_text(encoding="utf-8")
     table = str.maketrans(string.ascii_letters + string.digits + "_ ().,:=[]",
                           "".join(random.Random(7).sample(string.ascii_letters + string.digits + "_ ().,:=[]", 72)))
@@ -426,8 +426,9 @@ def test_one_line_escapes_what_is_not_printable_and_keeps_the_rest():
     assert safetext.csv_cell("=1+1") == "'=1+1" and safetext.csv_cell(-3) == -3 and safetext.csv_cell("a=b") == "a=b"
 
 
-def test_the_readme_states_the_bounds_the_code_enforces():
-    """The numbers "What a report can carry" states (both editions) are the ones the grader uses."""
+def test_the_security_page_states_the_bounds_the_code_enforces():
+    """The numbers docs/security.md's "What a report can carry" states (both editions) are the ones the
+    grader uses."""
     from autograder.core.pysource import solution_region
     from autograder.core.spec import load_stage
 
@@ -445,20 +446,20 @@ def test_the_readme_states_the_bounds_the_code_enforces():
     shortest = min((n, tid) for sid in layout.built_stages() for tid, n in region_bytes(sid).items()
                    if not tid.endswith(".quiz"))
     budget = disclosure.BUDGET_BYTES
-    en = (layout.ROOT / "README.md").read_text(encoding="utf-8")
-    zh = (layout.ROOT / "README.zh.md").read_text(encoding="utf-8")
-    for readme in (en, zh):
-        assert f"{budget} 字节" in readme or f"budget per submission: {budget} bytes" in readme
-        assert f"{readiness(readings.SCAN_LIMIT)}" in readme and f"{readings.INFLATE_LIMIT // 1024} KiB" in readme
-        assert f"{display.COMPACT_CHARS}" in readme and f"{display.PREFIX_CHARS}" in readme
-        assert f"{display.NUMBER_CHARS}" in readme and f"{display.KEY_CHARS}" in readme
-        assert f"{-(-s05 // budget)}" in readme and f"{-(-s05_hidden // budget)}" in readme
-        assert f"{round(s05 / 1000, 1)} KB" in readme and f"{round(s05_hidden / 1000)} KB" in readme
-        assert f"{shortest[0]}" in readme and shortest[1].split(".")[1] in readme
+    en = (layout.ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    zh = (layout.ROOT / "docs" / "security.zh.md").read_text(encoding="utf-8")
+    for page in (en, zh):
+        assert f"{budget} 字节" in page or f"budget per submission: {budget} bytes" in page
+        assert f"{readiness(readings.SCAN_LIMIT)}" in page and f"{readings.INFLATE_LIMIT // 1024} KiB" in page
+        assert f"{display.COMPACT_CHARS}" in page and f"{display.PREFIX_CHARS}" in page
+        assert f"{display.NUMBER_CHARS}" in page and f"{display.KEY_CHARS}" in page
+        assert f"{-(-s05 // budget)}" in page and f"{-(-s05_hidden // budget)}" in page
+        assert f"{round(s05 / 1000, 1)} KB" in page and f"{round(s05_hidden / 1000)} KB" in page
+        assert f"{shortest[0]}" in page and shortest[1].split(".")[1] in page
 
 
 def readiness(n: int) -> str:
-    """A number as the READMEs write it (a thousands separator)."""
+    """A number as docs/security.md writes it (a thousands separator)."""
     return f"{n:,}"
 
 
@@ -488,15 +489,14 @@ def exfiltrated(tmp_path_factory):
 
 def _secrets_of_a_child() -> list[str]:
     """What the children of stage 1 hold that learners must not read: each TODO's stubbed reference
-    and its hidden checks, as the child's modules give them."""
-    from autograder.grading.trusted import child_modules
+    and the text of its hidden checks (which the child holds compiled only)."""
+    from autograder.grading.trusted import child_modules, hidden_checks_text
 
     stage = layout_stage()
     files = S01
     out = []
     for t in stage.todos:
-        mods = child_modules(stage, t)
-        out += [mods[files.reference_module], mods.get(files.hidden_module, "")]
+        out += [child_modules(stage, t)[files.reference_module], hidden_checks_text(stage, t)]
     return out
 
 
@@ -524,7 +524,7 @@ def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exf
 def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
     """Round one: the attacker deciphers what its report carried; round two would paste it in. What
     comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
-    several reports (one answer shorter than the budget can fit in one: the README says so)."""
+    several reports (one answer shorter than the budget can fit in one: docs/security.md says so)."""
     from autograder.core.pysource import solution_region
     from tests import attack_corpus
 
@@ -542,3 +542,42 @@ def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
                  "exfiltrate_small_pieces_across_every_todo"):
         recovered = attack_corpus.decipher(graded[name][1])
         assert sum(_carried(recovered, a, run=RUN) for a in answers) <= disclosure.BUDGET_BYTES, name
+
+
+@pytest.fixture(scope="module")
+def probe_smugglers(tmp_path_factory):
+    """The attack corpus's hidden-probe smugglers (atbash, xor then base64, filler interleaved, and
+    one split across two submissions), graded as one batch: name -> result."""
+    import copy
+
+    from autograder.grading.grade import grade_paths
+    from tests import attack_corpus, hostile_corpus
+
+    folder = tmp_path_factory.mktemp("probe_smugglers")
+    base = nbformat.read(S01.learner(), as_version=4)
+    cases = {c.name: c for c in attack_corpus.probe_text_smugglers()}
+    for case in cases.values():
+        nb = copy.deepcopy(base)
+        for cell in nb.cells:
+            if hostile_corpus.is_class_cell(cell):
+                cell.source = case.cell
+        nbformat.write(nb, folder / f"{case.name}.ipynb")
+    return cases, {Path(r.path).stem: r for r in grade_paths([folder], workers=2)}
+
+
+def test_no_encoding_carries_a_hidden_checks_text_out_of_its_child(probe_smugglers):
+    """The child holds its hidden checks compiled, with no source text anywhere (its modules, the
+    payload, the line cache, ``inspect``, its memory): each smuggler finds nothing to send, so it runs
+    the reference's code and earns every point, and no report decodes to the probe's words. Before,
+    the text was the child's loader's: each report carried the probe's line inside the budget."""
+    from tests import attack_corpus
+    from tests.hostile_corpus import ALL
+
+    cases, graded = probe_smugglers
+    assert set(graded) == set(cases)
+    messages = {name: next(t.message for t in r.todos if t.id == "s01.normalize") for name, r in graded.items()}
+    recovered = attack_corpus.probe_text_recovered(messages)
+    assert len(recovered) == 4
+    assert not [k for k, text in recovered.items() if attack_corpus.PROBE_TEXT in text], recovered
+    for name, r in graded.items():
+        assert {t.id for t in r.todos if t.passed and t.id in ALL} == cases[name].earns, (name, messages[name])

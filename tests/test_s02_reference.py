@@ -159,7 +159,7 @@ def test_s02_chain_keys_france_spain_last_block_same_tokens_different_key():
     ka, kb = chain_keys(a, bs), chain_keys(b, bs)
     shared_tail = len(" is Paris. What is 2+2?")
     assert split_blocks(a, bs)[-shared_tail:] == split_blocks(b, bs)[-shared_tail:]
-    assert all(x != y for x, y in zip(ka[-shared_tail:], kb[-shared_tail:]))
+    assert all(x != y for x, y in zip(ka[-shared_tail:], kb[-shared_tail:], strict=True))
     # the per-block hash (no parent) would call those blocks equal
     assert hash_block(None, a[-1:]) == hash_block(None, b[-1:])
 
@@ -168,7 +168,7 @@ def test_s02_chain_keys_one_token_in_block_0_changes_every_key():
     tokens = list(range(20))
     changed = [99] + tokens[1:]
     ka, kb = chain_keys(tokens, 4), chain_keys(changed, 4)
-    assert all(x != y for x, y in zip(ka, kb)) and len(ka) == 5
+    assert all(x != y for x, y in zip(ka, kb, strict=True)) and len(ka) == 5
 
 
 def test_s02_chain_keys_partial_tail_has_no_key():
@@ -250,7 +250,7 @@ def test_s02_chain_keys_property_equal_key_iff_equal_prefix(a, b, bs, extra):
 def test_s02_chain_keys_property_salt_separates_tenants(tokens, bs):
     plain = chain_keys(tokens, bs)
     salted = chain_keys(tokens, bs, [("salt", "tenant-a")])
-    assert all(x != y for x, y in zip(plain, salted))
+    assert all(x != y for x, y in zip(plain, salted, strict=True))
     assert chain_keys(tokens, bs, [("salt", "")]) == plain
 
 
@@ -339,7 +339,7 @@ def test_s02_quiz_answers_follow_from_the_reference():
     assert answers["q1"] == len(chain_keys(list(range(1000)), 16))
     a, b = list(range(12)), list(range(12))
     b[5] = 99
-    assert [x == y for x, y in zip(chain_keys(a, 4), chain_keys(b, 4))] == [True, False, False]  # q2: B
+    assert [x == y for x, y in zip(chain_keys(a, 4), chain_keys(b, 4), strict=True)] == [True, False, False]  # q2: B
     assert not set(chain_keys(a, 4, [("salt", "A")])) & set(chain_keys(a, 4, [("salt", "B")]))  # q4: C
     keys = chain_keys(list(range(64)), 16)
     assert 16 * longest_cached_run(keys, dict.fromkeys([keys[0], keys[1], keys[3]])) == answers["q5"]

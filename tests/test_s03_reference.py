@@ -585,7 +585,7 @@ def test_s03_benchmark_quick_smoke(capsys):
 
 
 def test_s03_workload_is_seeded_and_shaped():
-    from solutions.workload import make_workload
+    from workbook.workload import make_workload
 
     a = make_workload(seed=3, num_prompts=4, prompt_len=32, num_requests=20, fresh_tokens=5, vocab=50)
     assert a == make_workload(seed=3, num_prompts=4, prompt_len=32, num_requests=20, fresh_tokens=5, vocab=50)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from functools import lru_cache
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -26,7 +27,7 @@ from solutions.s04_eviction import (
     belady,
     simulate,
 )
-from solutions.traces import (
+from workbook.traces import (
     KeyInterner,
     TraceRequest,
     load_mooncake,
@@ -463,15 +464,15 @@ def test_s04_synthetic_generators_are_deterministic_and_chained():
         assert a == b and a != gen(seed=6)
         parent: dict[int, int | None] = {}
         for r in a:  # chained: a key always has the same predecessor
-            for prev, k in zip((None,) + r.keys, r.keys):
+            for prev, k in pairwise((None, *r.keys)):
                 assert parent.setdefault(k, prev) == prev
-        assert all(x.timestamp <= y.timestamp for x, y in zip(a, a[1:]))
+        assert all(x.timestamp <= y.timestamp for x, y in pairwise(a))
 
 
 def test_s04_mixed_traffic_keeps_traces_apart_and_sorted():
     a, b = system_prompt_traffic(30, seed=1), rag_traffic(30, seed=1)
     mixed = mixed_traffic(a, b)
-    assert len(mixed) == 60 and all(x.timestamp <= y.timestamp for x, y in zip(mixed, mixed[1:]))
+    assert len(mixed) == 60 and all(x.timestamp <= y.timestamp for x, y in pairwise(mixed))
     keys_a = {k for r in a for k in r.keys}
     shifted_b = {k for r in mixed for k in r.keys} - keys_a
     assert len(shifted_b) == len({k for r in b for k in r.keys})

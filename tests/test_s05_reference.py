@@ -355,7 +355,7 @@ def test_s05_view_speaks_the_notebook_language():
 
     matplotlib.use("Agg")
     from autograder.core.i18n import set_language
-    from solutions.radix_view import RadixView
+    from workbook.radix_view import RadixView
 
     import warnings
 
@@ -504,7 +504,7 @@ def test_s05_view_records_every_step_and_renders_without_widgets(monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from solutions import radix_view
+    from workbook import radix_view
 
     view = radix_view.RadixView(RadixCache(), decode=lambda t: "".join(map(chr, t)))
     view.insert([ord(c) for c in "abcd"])
@@ -528,7 +528,7 @@ def test_s05_view_widget_follows_the_newest_step():
     import matplotlib
 
     matplotlib.use("Agg")
-    from solutions.radix_view import RadixView
+    from workbook.radix_view import RadixView
 
     view = RadixView(RadixCache())
     widget = view.widget

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from kernels.model import DecoderLM
-from solutions import serving_workloads as W
+from workbook import serving_workloads as W
 from solutions.s07_serving import choose_setting, cliff, sweep_rows, sweep_verdict
-from solutions.serving import SERVING_MODEL, ServingEngine, warm_up
+from workbook.serving import SERVING_MODEL, ServingEngine, warm_up
 
 _RUNS: dict[tuple[int, bool, int], object] = {}
 

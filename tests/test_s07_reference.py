@@ -23,10 +23,10 @@ from autograder.core.pysource import solution_region
 from autograder.core.spec import load_stage
 from kernels.flops import prefill_flops
 from kernels.model import DecoderLM, ModelConfig
-from solutions import serving_workloads as W
+from workbook import serving_workloads as W
 from solutions.s07_serving import (cache_accounting, choose_setting, decision_markdown, decision_record,
                                    evidence_level, latency_summary, predict_ttft, summarize_run)
-from solutions.serving import serve
+from workbook.serving import serve
 from tests import mutants_s07
 
 REFERENCE = layout.stage_files("s07").reference

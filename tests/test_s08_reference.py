@@ -6,6 +6,8 @@ modules by ``tests/test_s08_experiments.py``.
 """
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +19,7 @@ from solutions.s02_block_hash import chain_keys
 from solutions.s03_block_pool import BlockPool
 from solutions.s08_cache_attacks import (TENANT_KIND, accuracy, birthday_search, detect_sharing, fit_threshold, quiz,
                                          tenant_extra_keys)
-from solutions.weak_keys import expected_birthday_tries, first_block_key, random_blocks
+from workbook.weak_keys import expected_birthday_tries, first_block_key, random_blocks
 
 blocks = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=30)
 
@@ -74,9 +76,9 @@ def brute_force_threshold(hit, miss):
     values = sorted(set(hit) | set(miss))
     if len(values) == 1:
         return float(values[0])
-    candidates = [(a + b) / 2 for a, b in zip(values, values[1:])]
+    candidates = [(a + b) / 2 for a, b in pairwise(values)]
     errors = [sum(x >= t for x in hit) + sum(x < t for x in miss) for t in candidates]
-    return min(t for t, e in zip(candidates, errors) if e == min(errors))
+    return min(t for t, e in zip(candidates, errors, strict=True) if e == min(errors))
 
 
 samples = st.lists(st.integers(0, 12).map(lambda x: x / 4), min_size=1, max_size=15)

@@ -1,8 +1,9 @@
-"""The serving loop (solutions/serving.py) and its workloads: identical outputs with and without the
+"""The serving loop (workbook/serving.py) and its workloads: identical outputs with and without the
 cache, exact accounting, a pool that never overflows and ends empty. Tiny model, seconds."""
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 import torch
@@ -10,8 +11,8 @@ import torch
 from kernels.model import DecoderLM, ModelConfig
 from kernels.paged_attention import fused_attention_only
 from kernels.prefill import generate_full
-from solutions import serving_workloads as W
-from solutions.serving import Request, RunRecord, ServingEngine, blocks_for, compare_outputs, serve
+from workbook import serving_workloads as W
+from workbook.serving import Request, RunRecord, ServingEngine, blocks_for, compare_outputs, serve
 
 VOCAB = 512
 
@@ -101,7 +102,7 @@ def test_serving_a_full_pool_makes_requests_wait_not_fail(model):
     record, engine = run_checked(model, requests, num_blocks=5, cache=False)
     order = sorted(record.requests, key=lambda r: r.admitted_s)
     assert [r.request_id for r in order] == ["r0", "r1", "r2", "r3"]
-    for a, b in zip(order, order[1:]):
+    for a, b in pairwise(order):
         assert b.admitted_s >= a.finished_s  # the next one waited for the blocks of the previous one
     with pytest.raises(ValueError, match="need more than the pool"):
         engine.run([Request("big", 0.0, tuple(range(30)), 1)])

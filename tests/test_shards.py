@@ -13,7 +13,7 @@ from autograder.core import layout
 from autograder.core.results import SubmissionResult
 from autograder.grading import shards
 from autograder.grading.grade import grade_paths
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.mutants_s01 import MUTANTS
 
 S01 = layout.stage_files("s01")

@@ -21,9 +21,9 @@ def test_staging_holds_the_runtime_but_never_answers_or_tests():
         files = {str(p.relative_to(run.staging)) for p in run.staging.rglob("*") if p.is_file()}
         assert "autograder/child/sandbox.py" in files and "autograder/isolation/confine.py" in files
         assert any(f.startswith("kernels/") for f in files)
-        assert not any(f.startswith(("solutions", "tests")) or f.endswith(".json") for f in files)
+        assert not any(f.startswith(("solutions", "workbook", "tests")) or f.endswith(".json") for f in files)
         assert all(stat.S_IMODE(p.stat().st_mode) in (0o644, 0o755) for p in run.staging.rglob("*"))
-        assert str(layout.SOLUTIONS) in run.hidden and str(layout.TESTS) in run.hidden
+        assert all(str(p) in run.hidden for p in (layout.SOLUTIONS, layout.WORKBOOK, layout.TESTS))
 
 
 def test_each_child_gets_its_own_scratch_dir_and_user():

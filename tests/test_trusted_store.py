@@ -18,7 +18,7 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from autograder.grading import staging, trusted, trusted_store
 from autograder.grading.leaks import LeakGuard
-from autograder.grading.testing import variant_notebook
+from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS
 
@@ -83,7 +83,7 @@ def test_the_key_covers_every_file_a_stage_is_graded_from():
     assert all(p in covered for p in runtime)
     assert all(p in covered for p in layout.KERNELS.rglob("*.py") if "__pycache__" not in p.parts)
     assert all(p in covered for p in layout.DATA.iterdir() if p.is_file())
-    assert all(p in covered for p in layout.solutions_modules().values())
+    assert all(p in covered for p in layout.course_modules().values())
 
 
 def test_the_key_covers_the_environment_language_and_the_stages_checks(monkeypatch):

@@ -1,11 +1,11 @@
 """Build every generated file from its one source, or check that none has drifted.
 
-Sources: the reference modules ``solutions/sNN_*.py``, the notebook sources ``solutions/src/NN_*.py``
-(jupytext percent format), the stage specs ``autograder/checks/sNN.py`` and ``course.toml``.
+Sources: each stage folder ``solutions/NN_<name>/`` (its reference ``reference.py``, its notebook source
+``notebook.py`` in jupytext percent format, its spec ``checks.py`` and words ``checks.toml``) and ``course.toml``.
 Generated: instructor notebooks ``solutions/NN_*.ipynb``, learner notebooks ``notebooks/NN_*.ipynb``
 (stripped by nbgrader's own ClearSolutions/ClearHiddenTests preprocessors, so a classroom release
 and a self-paced copy are the same notebook), expected values ``autograder/expected/sNN.json``, and
-the notebook table in ``README.md``.
+the generated parts of ``README.md`` and ``README.zh.md`` (the badges and the stage table).
 """
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import contextlib
 import importlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
@@ -27,7 +28,7 @@ from autograder.child.probe import reference_outcome
 from autograder.learner.runtime import stage_build_id
 from autograder.core.spec import Stage, load_stage
 
-README_BEGIN, README_END = "<!-- notebooks:begin -->", "<!-- notebooks:end -->"
+BADGES_BEGIN, BADGES_END = "<!-- badges:begin -->", "<!-- badges:end -->"
 STAGES_BEGIN, STAGES_END = "<!-- stages:begin -->", "<!-- stages:end -->"
 
 
@@ -36,7 +37,7 @@ def defined_names(sources: list[str]) -> list[str]:
     return sorted(set().union(*(pysource.defined_names(src) for src in sources)))
 
 
-def expected_values(stage: Stage, setup_sources: list[str] = ()) -> dict:
+def expected_values(stage: Stage, setup_sources: Sequence[str] = ()) -> dict:
     module = importlib.import_module(stage.reference)
     checks = {}
     with _one_thread():
@@ -94,13 +95,13 @@ def _one_thread() -> Iterator[None]:
 # check's own ``atol`` of the committed one keeps the committed bytes. A check without ``atol``
 # compares exactly, and so does this. Everything else (keys, order, types, ints, strings) must be
 # identical; otherwise the fresh file replaces the committed one.
-def _close(old: object, new: object, atol: float | None) -> bool:
+def _close(old: Any, new: Any, atol: float | None) -> bool:  # JSON values
     if type(old) is not type(new):
         return False
     if isinstance(old, float):
         return old == new or (atol is not None and abs(old - new) <= atol)
     if isinstance(old, list):
-        return len(old) == len(new) and all(_close(a, b, atol) for a, b in zip(old, new))
+        return len(old) == len(new) and all(_close(a, b, atol) for a, b in zip(old, new, strict=True))
     if isinstance(old, dict):
         return list(old) == list(new) and all(_close(old[k], new[k], atol) for k in old)
     return old == new
@@ -126,27 +127,34 @@ def _keep_committed(path: Path, stage: Stage, fresh: dict) -> bool:
 
 
 def _title(s: Stage, lang: str) -> str:
-    zh = s.subtitle or text(s.title, "zh")
-    return f"{text(s.title, 'en')} · {zh}" if lang == "en" else f"{zh} · {text(s.title, 'en')}"
+    """The stage's title in ``lang`` (the Chinese one is the stage's ``subtitle`` when it has one)."""
+    return text(s.title, "en") if lang == "en" else (s.subtitle or text(s.title, "zh"))
 
 
-def readme_table(stages: list[Stage], course: Course, lang: str = "en") -> str:
-    head = "| stage | learner notebook | instructor notebook |" if lang == "en" else "| 阶段 | 学习者笔记本 | 讲师笔记本 |"
-    rows = [head, "|---|---|---|"]
+def _learner_path(stage: Stage, lang: str) -> str:
+    """The stage's learner notebook in the README's language, else in the default one."""
+    files = layout.stage_files(stage.id)
+    return layout.rel(files.learner(lang if lang in files.languages else layout.DEFAULT_LANGUAGE))
+
+
+def readme_badges(stages: list[Stage], course: Course, lang: str = "en") -> str:
+    """The README's badges (course.toml's links): the first stage's learner notebook of the README's
+    language, where a reader starts."""
+    if not stages:
+        return ""
+    return course.badges(_learner_path(stages[0], lang))
+
+
+def stages_table(stages: list[Stage], course: Course, lang: str = "en") -> str:
+    """The README's stage table: each stage's title linking its learner notebook (the README's own
+    language), what the learner builds (the stage's ``summary``) and a Colab link to that notebook.
+    Text links, not badges: eight rows of badges would be most of a README meant to be read in two minutes."""
+    head = "| stage | notebook | what you build | open |" if lang == "en" else "| 阶段 | 笔记本 | 你要实现的内容 | 打开 |"
+    rows = [head, "|---|---|---|---|"]
     for s in stages:
-        files = layout.stage_files(s.id)
-        editions = sorted(files.languages, key=lambda e: e != lang)  # the README's own language first
-        links = [f"{course.badges(layout.rel(files.learner(e)))} [`{layout.rel(files.learner(e))}`]({layout.rel(files.learner(e))})"
-                 for e in editions]
-        instructor = "<br>".join(f"[`{layout.rel(files.instructor(e))}`]({layout.rel(files.instructor(e))})" for e in editions)
-        rows.append(f"| {s.number}. {_title(s, lang)} | {'<br>'.join(links)} | {instructor} |")
-    return "\n".join(rows)
-
-
-def stages_table(stages: list[Stage], lang: str = "en") -> str:
-    """The README's "what you build" table, from each stage's ``summary``."""
-    rows = ["| stage | what you build |" if lang == "en" else "| 阶段 | 你要实现的内容 |", "|---|---|"]
-    rows += [f"| {s.number} | {text(s.summary, lang)} |" for s in stages]
+        path = _learner_path(s, lang)
+        opener = f"[Colab]({course.link('colab', path)})" if "colab" in course.links else ""
+        rows.append(f"| {s.number} | [{_title(s, lang)}]({path}) | {text(s.summary, lang)} | {opener} |")
     return "\n".join(rows)
 
 
@@ -192,8 +200,8 @@ def generated_files(stage_ids: list[str] | None = None) -> dict[Path, str]:
     for readme, lang in ((layout.README, "en"), (layout.README_ZH, "zh")):
         if readme.exists():
             body = readme.read_text(encoding="utf-8")
-            body = _replace_between(body, README_BEGIN, README_END, readme_table(stages, course, lang))
-            out[readme] = _replace_between(body, STAGES_BEGIN, STAGES_END, stages_table(stages, lang))
+            body = _replace_between(body, BADGES_BEGIN, BADGES_END, readme_badges(stages, course, lang))
+            out[readme] = _replace_between(body, STAGES_BEGIN, STAGES_END, stages_table(stages, course, lang))
     return out
 
 

@@ -1,6 +1,6 @@
 """Assembling one edition of a stage's notebooks from its sources.
 
-The notebook source (``solutions/src/NN_name.py``, jupytext percent format) says what goes where:
+The notebook source (a stage folder's ``notebook.py``, jupytext percent format) says what goes where:
 
 - ``# %% [markdown] lang="en"`` then ``# %% [markdown] lang="zh"``: one block of prose in both languages;
 - ``# %% setup="course"``: the generated setup cell (course helpers, the edition's language, the
@@ -79,7 +79,7 @@ def quiz_markdown(stage: Stage, lang: str) -> str:
     intro = L("Answer in the cell below; `check(\"{id}.quiz\")` marks each question without showing the answers.",
               "在下面的单元里作答；`check(\"{id}.quiz\")` 会逐题判分，但不会显示答案。").format(id=stage.id)
     parts = [text(head, lang), "", text(intro, lang), ""]
-    for i, q in enumerate(quiz.questions, 1):
+    for q in quiz.questions:
         parts.append(f"**{q.id}.** {text(q.text, lang)}")
         if q.choices:
             parts += [""] + [f"- **{LETTERS[j]}** {text(c, lang)}" for j, c in enumerate(q.choices)]

@@ -98,7 +98,7 @@ def _dynamo_wrapped_kernels() -> list[types.FunctionType]:
         if not isinstance(fn, types.FunctionType) or id(fn) in seen:
             continue
         seen.add(id(fn))
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
         if fn.__code__ is inner and "fn" in cells:
             target = cells["fn"].cell_contents
             if isinstance(target, types.FunctionType):

@@ -25,7 +25,7 @@ def _rebind(fn: Any, globals_: dict, class_cells: list | None = None) -> Any:
     if isinstance(fn, (staticmethod, classmethod)):
         return type(fn)(_rebind(fn.__func__, globals_, class_cells))
     if isinstance(fn, property):
-        return property(*(_rebind(f, globals_, class_cells) if f else None for f in (fn.fget, fn.fset, fn.fdel)), fn.__doc__)
+        return property(*(_rebind(f, globals_, class_cells) if f else None for f in (fn.fget, fn.fset, fn.fdel)), fn.__doc__)  # type: ignore[call-arg]  # 3 + doc
     if not isinstance(fn, types.FunctionType):
         return fn
     closure = fn.__closure__

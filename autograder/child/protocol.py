@@ -165,6 +165,8 @@ class Violation:
 
 NOT_AN_EVENT = Violation("a line that is not a grading event")
 TOO_MUCH = Violation("a line holding more than the grading harness ever sends")
+# the events that are a phase and nothing else
+_BARE_PHASES: dict[str, type[Ready | CellsDone | Done]] = {"ready": Ready, "cells_done": CellsDone, "done": Done}
 
 
 # -- the wire form ---------------------------------------------------------------------------------
@@ -199,7 +201,7 @@ _NOT_BRACKET = bytes(range(256)).translate(None, b"[]{}")
 _STEP = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # an opening bracket 2, a closing one 0: a depth step + 1
 
 
-def measure(line: bytes) -> int | Violation:
+def measure(line: bytes | bytearray) -> int | Violation:
     """How many units (containers, members and elements) ``line`` holds if it is JSON, counted
     without decoding it; or the :class:`Violation` it is when it holds more than :data:`MAX_EVENT_UNITS`,
     nests deeper than :data:`MAX_EVENT_DEPTH`, or closes more brackets than it opens.
@@ -221,7 +223,7 @@ def measure(line: bytes) -> int | Violation:
     return units
 
 
-def decode(line: bytes) -> Event | Violation:
+def decode(line: bytes | bytearray) -> Event | Violation:
     """The event one line (without its newline) stands for, or the :class:`Violation` it is.
 
     Only the line's shape is judged here; whether the event may come now is :class:`Channel`'s.
@@ -230,7 +232,7 @@ def decode(line: bytes) -> Event | Violation:
     return _decode(line)[0]
 
 
-def _decode(line: bytes) -> tuple[Event | Violation, int]:
+def _decode(line: bytes | bytearray) -> tuple[Event | Violation, int]:
     """:func:`decode`, and the line's units (0 for a violation)."""
     units = measure(line)
     if isinstance(units, Violation):
@@ -239,7 +241,7 @@ def _decode(line: bytes) -> tuple[Event | Violation, int]:
     return event, 0 if isinstance(event, Violation) else units
 
 
-def _event(line: bytes) -> Event | Violation:
+def _event(line: bytes | bytearray) -> Event | Violation:
     """The event a line measured fit to decode stands for."""
     try:
         obj = json.loads(line)
@@ -249,8 +251,7 @@ def _event(line: bytes) -> Event | Violation:
         return NOT_AN_EVENT
     keys = set(obj)
     if keys == {"phase"}:
-        simple = {"ready": Ready, "cells_done": CellsDone, "done": Done}.get(obj["phase"]) \
-            if type(obj["phase"]) is str else None
+        simple = _BARE_PHASES.get(obj["phase"]) if type(obj["phase"]) is str else None
         return simple() if simple is not None else NOT_AN_EVENT
     if keys == {"phase", "index"} and obj["phase"] == "cell" and type(obj["index"]) is int and obj["index"] >= 0:
         return CellStarted(obj["index"])
@@ -362,7 +363,7 @@ class Channel:
         if not self.tampering:  # the first broken rule only: nothing after it is read
             self.tampering.append(why)
 
-    def _accept(self, line: bytes) -> Event | None:
+    def _accept(self, line: bytes | bytearray) -> Event | None:
         if self.done:
             self._flag("lines after 'done'")
             return None

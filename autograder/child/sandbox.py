@@ -11,18 +11,24 @@ it only turns the usual forbidden actions (opening the grader's files, writing o
 dir, starting processes, networking, signals, native calls) into a clear "not allowed" message
 before the kernel's refusal would give a bare errno.
 
-Input: one JSON payload on stdin. Output: protocol events on the file descriptor named in the payload.
+Input: one JSON payload on stdin (the ``solutions`` modules it may import as text, and its hidden checks
+as code the grader compiled: no text of them ever reaches this process). Output: protocol events on the
+file descriptor named in the payload.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.abc
 import importlib.util
 import json
+import marshal
 import os
 import resource
 import sys
 from collections.abc import Iterable
+
+from autograder.core.layout import COURSE_PACKAGES
 
 BLOCKED_EVENTS = {
     "os.system": "starting a shell",
@@ -52,16 +58,26 @@ BLOCKED_EVENTS = {
 
 
 class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves modules from source strings, and nothing else for the ``solutions`` package."""
+    """Serves modules from source strings or from code the grader compiled, and nothing else for the
+    course's packages (``workbook``, ``solutions``). A package's own source, when given, runs as its
+    ``__init__``: ``solutions``'s then resolves the given modules' former names to the ``workbook``
+    modules served here.
 
-    def __init__(self, sources: dict[str, str], root: str) -> None:
+    Invariant: a compiled module's code is held only until its one import (then dropped), and no text
+    of it ever exists in this process: the grader sends marshalled code (see
+    :func:`autograder.grading.trusted.child_code`), so learner code that finds this loader, the
+    payload or the module finds no source to read.
+    """
+
+    def __init__(self, sources: dict[str, str], root: str, code: dict[str, str] | None = None) -> None:
         self.sources = sources
         self.root = root
+        self._code = dict(code or {})
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "solutions" or fullname.startswith("solutions."):
-            is_pkg = fullname in ("solutions", "solutions.hidden")
-            if fullname in self.sources or is_pkg:
+        if fullname.partition(".")[0] in COURSE_PACKAGES:
+            is_pkg = fullname in COURSE_PACKAGES or fullname == "solutions.hidden"
+            if fullname in self.sources or fullname in self._code or is_pkg:
                 return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         return None
@@ -72,11 +88,23 @@ class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         if module.__spec__.submodule_search_locations is not None:
             module.__path__ = []
-        src = self.sources.get(module.__name__, "")
         # a believable __file__ (modules locate data next to themselves); reading it is still refused
         module.__file__ = os.path.join(self.root, *module.__name__.split(".")) + \
             ("/__init__.py" if module.__spec__.submodule_search_locations is not None else ".py")
-        exec(compile(src, module.__file__, "exec"), module.__dict__)
+        packed = self._code.pop(module.__name__, None)
+        if packed is not None:
+            exec(_unmarshal(packed), module.__dict__)
+            return
+        exec(compile(self.sources.get(module.__name__, ""), module.__file__, "exec"), module.__dict__)
+
+
+def _unmarshal(packed: str):
+    """The code object the grader compiled (base64 of the magic number, then marshal's bytes)."""
+    data = base64.b64decode(packed)
+    magic = importlib.util.MAGIC_NUMBER
+    if data[:len(magic)] != magic:
+        raise ImportError("compiled checks from another Python version than this child's")
+    return marshal.loads(data[len(magic):])
 
 
 def _limit(memory_mb: int, cpu_s: float) -> None:
@@ -150,7 +178,7 @@ def main() -> None:
 
     _limit(payload["memory_limit_mb"], payload["cpu_limit_s"])
     os.chdir(payload["workdir"])
-    sys.meta_path.insert(0, SourceModules(payload["modules"], payload["root"]))
+    sys.meta_path.insert(0, SourceModules(payload["modules"], payload["root"], payload.pop("code", None)))
     sys.setrecursionlimit(3000)
 
     # Everything the harness needs is imported before learner code can touch the import system,
@@ -179,7 +207,7 @@ def main() -> None:
             del b[k]
         b.update(pristine_builtins)
 
-    denied = [*payload["denied_dirs"], os.path.join(payload["root"], "solutions")]
+    denied = [*payload["denied_dirs"], *(os.path.join(payload["root"], name) for name in COURSE_PACKAGES)]
     _install_audit_hook(denied, payload["workdir"], payload.get("salt", ""), payload.get("denied_digests", ()))
     emit(p.Ready())
 

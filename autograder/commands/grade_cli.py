@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from autograder.core import messages
+from autograder.core import layout, messages
 from autograder.grading import reports
 from autograder.isolation import levels as isolation
 from autograder.grading.grade import VERBOSE_ENV, grade_paths, stderr_log
@@ -44,6 +44,13 @@ def _grade(args: argparse.Namespace) -> int:
         for p in (Path(x) for x in args.paths if not Path(x).exists()):
             for lang in [args.lang] if args.lang else LANGUAGES:  # its language is unknown: every one
                 print(text(messages.LEARNER_NO_SUCH_FILE, lang).format(name=p.name))
+    if args.stage is not None:
+        named = _stage_named(args.stage)
+        if named is None:
+            print(f"--stage: {reports.shown_path(args.stage)} is no stage of this course (e.g. s03, or its "
+                  f"assignment 03_block_pool)", file=sys.stderr)
+            return 2
+        args.stage = named
     files = expand(args.paths)
     if not files:
         print(f"no notebooks found in {' '.join(map(reports.shown_path, args.paths))}", file=sys.stderr)
@@ -70,7 +77,7 @@ def _grade(args: argparse.Namespace) -> int:
     try:
         results = grade_paths(args.paths, workers=args.workers, on_todo=(bar.update if bar is not None else None), iso=iso,
                               lang=args.lang, grading=args.grading, feedback=args.feedback, only=only,
-                              log=stderr_log() if args.verbose else None)
+                              log=stderr_log() if args.verbose else None, stage=args.stage)
     except ValueError as exc:  # --todo names no TODO of a notebook's stage
         print(f"--todo: {exc}", file=sys.stderr)
         return 2
@@ -111,6 +118,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--format", choices=["table", "json", "learner"], default="table",
                    help="table and json for instructors; learner: the report a learner reads about their own "
                         "notebook, in its language (a GitHub Classroom step prints it)")
+    g.add_argument("--stage", default=None, metavar="STAGE",
+                   help="the stage these notebooks were handed in for (e.g. s03, or an assignment name such as "
+                        "03_block_pool): a notebook of another stage is refused with 0 points, never graded as the "
+                        "stage its cells claim (default: each notebook's own stage)")
     g.add_argument("--todo", action="append", metavar="ID",
                    help="grade only this TODO (repeatable), e.g. s03.allocate_block")
     g.add_argument("--exit-code", action="store_true",
@@ -142,9 +153,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.set_defaults(func=_grade)
     i = sub.add_parser("isolation", help="say which isolation grading gets on this machine, and how to get the rest")
     i.set_defaults(func=_isolation)
-    z = sub.add_parser("gradescope", help="build a Gradescope autograder bundle (zip)")
-    z.add_argument("dest", nargs="?", default="gradescope_autograder.zip")
+    z = sub.add_parser("gradescope", help="build a Gradescope autograder bundle (zip) for one stage's assignment")
+    z.add_argument("dest", nargs="?", default=None, help="the zip to write (default: gradescope_<stage>.zip)")
+    z.add_argument("--stage", required=True, metavar="STAGE",
+                   help="the stage the Gradescope assignment grades (e.g. s03, or 03_block_pool); a notebook of "
+                        "another stage scores 0 with the reason")
     z.set_defaults(func=_gradescope)
+    r = sub.add_parser("gradescope-grade", help="what a bundle's run_autograder runs inside Gradescope: grade "
+                                                "ROOT/submission for STAGE into ROOT/results/results.json")
+    r.add_argument("stage", metavar="STAGE")
+    r.add_argument("--root", default="/autograder", help="Gradescope's folder (default: /autograder)")
+    r.set_defaults(func=_gradescope_grade)
 
 
 def _isolation(args: argparse.Namespace) -> int:
@@ -167,10 +186,30 @@ def _isolation(args: argparse.Namespace) -> int:
     return 0 if iso.kernel_enforced else EXIT_NO_ISOLATION
 
 
+def _stage_named(name: str) -> str | None:
+    """A stage id from a stage id or an assignment name (``s03``, ``03_block_pool``, ``03_block_pool_zh``)."""
+    return name if name in layout.stage_ids() else layout.stage_of_assignment(name)
+
+
+def _gradescope_grade(args: argparse.Namespace) -> int:
+    from autograder.integrations.gradescope import grade_submission
+
+    stage = _stage_named(args.stage)
+    if stage is None:
+        print(f"no stage {reports.shown_path(args.stage)} in this course", file=sys.stderr)
+        return 2
+    return grade_submission(Path(args.root), stage)
+
+
 def _gradescope(args: argparse.Namespace) -> int:
     from autograder.integrations.gradescope import build_bundle
 
-    path = build_bundle(Path(args.dest))
+    stage = _stage_named(args.stage)
+    if stage is None:
+        print(f"--stage: {reports.shown_path(args.stage)} is no stage of this course (e.g. s03, or 03_block_pool)",
+              file=sys.stderr)
+        return 2
+    path = build_bundle(Path(args.dest or f"gradescope_{stage}.zip"), stage)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB): upload it as the autograder in Gradescope's "
           "'Zip file upload'")
     return 0

@@ -124,7 +124,7 @@ def values_equal(expected: Any, got: Any, atol: float | None) -> bool:
             return math.isnan(expected) and math.isnan(got)
         return expected == got if atol is None else abs(expected - got) <= atol
     if isinstance(expected, (list, tuple)):
-        return len(expected) == len(got) and all(values_equal(e, g, atol) for e, g in zip(expected, got))
+        return len(expected) == len(got) and all(values_equal(e, g, atol) for e, g in zip(expected, got, strict=True))
     if isinstance(expected, dict):
         return expected.keys() == got.keys() and all(values_equal(expected[k], got[k], atol) for k in expected)
     return expected == got

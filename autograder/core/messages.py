@@ -109,6 +109,8 @@ REPORT_WARNING = L("warning: {w}", "警告：{w}")
 REPORT_HIDDEN_CHECKS = L("hidden checks", "隐藏检查")
 ISO_ROOT_CHILD = L("child as uid 0 without capabilities", "子进程以无特权能力的 uid 0 运行")
 ISO_OWN_USER = L("each child as an unprivileged user of its own", "每个子进程各用一个独立的非特权用户")
+ISO_NO_SECCOMP = L("no seccomp: children of one run can pass bits to each other through file locks",
+                   "没有 seccomp：同一次评分的子进程之间可以借文件锁互相传递信息")
 CHECK_NAMED = L("{title} ({name})", "{title}（{name}）")
 # -- a learner's own grading report (python -m autograder grade --format learner; GitHub Classroom) ----
 LEARNER_ISOLATION = L("graded under isolation: {level}", "评分时的隔离级别：{level}")
@@ -131,8 +133,30 @@ SUBMISSION_IN_COURSE = L("{name} lies in the course's own files (reached through
                          "{name} 位于课程自身的文件里（经由链接 {link} 到达），不在提交的内容里：请提交你自己的 notebook")
 SUBMISSION_SAME_FILE = L("{name} is the same file as {other}, reached through a link: it is graded once, as {other}",
                          "{name} 和 {other} 是同一个文件（经由链接到达）：只按 {other} 评分一次")
+SUBMISSION_OTHER_STAGE = L("{name} is the notebook of stage {found} ({found_name}), but this assignment grades "
+                           "stage {wanted} ({wanted_name}): hand in your {wanted_name} notebook",
+                           "{name} 是阶段 {found}（{found_name}）的 notebook，而这份作业评的是阶段 {wanted}"
+                           "（{wanted_name}）：请提交你的 {wanted_name} notebook")
+# -- a Gradescope submission as a whole (autograder.integrations.gradescope) --
+GRADESCOPE_NO_NOTEBOOK = L("No .ipynb notebook was found in your submission: upload {released}.",
+                "你的提交里没有 .ipynb notebook：请上传 {released}。")
+GRADESCOPE_SEVERAL = L("Your submission holds several notebooks and none is named {released} ({found}): upload {released}, or "
+            "only that one.",
+            "你的提交里有好几个 notebook，但没有一个叫 {released}（{found}）：请上传 {released}，或者只上传那一个。")
+GRADESCOPE_THE_ONLY_ONE = L("Graded {name}, the only notebook in your submission (this assignment's notebook is {released}).",
+                 "已评分 {name}：它是你提交里唯一的 notebook（这份作业的 notebook 叫 {released}）。")
+GRADESCOPE_NOT_ISOLATED = L("Not graded: the autograder cannot isolate submissions on this machine; your instructor has to fix "
+                 "its set-up.", "未评分：自动评分程序在这台机器上无法隔离提交的代码；需要由老师修好它的配置。")
+
+
 LEARNER_NO_SUCH_FILE = L("{name} was not found: keep the notebook's name as it was handed out, and push it",
                          "没有找到 {name}：请保留 notebook 发下来时的文件名，并把它推送上来")
+# -- a package a stage grades without (Stage.not_preloaded): check() and the report say the same --
+STAGE_WITHOUT_PACKAGE = L("stage {n} is graded without {package}: a grading process loads native libraries such as "
+                          "{package} only before your code runs, so an `import {package}` in your TODO cells fails "
+                          "when it runs during grading; solve this stage without {package}",
+                          "第 {n} 阶段评分时不加载 {package}：评分进程只在运行你的代码之前加载 {package} 这类原生库，"
+                          "所以 TODO 单元里的 `import {package}` 一旦在评分时执行就会失败；这一阶段请不用 {package} 完成")
 
 # -- appended for issue 44: a line the child's word decides is charged to the report's budget ---------
 TAMPERING_UNSAID = L("tampering: the grading process's result channel broke the grading protocol (the TODO earns nothing)",

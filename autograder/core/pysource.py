@@ -103,6 +103,7 @@ def reaches_only_through(source: str, function: str, name: str) -> bool:
                                                   ast.Load)) for n in ast.walk(node))
 
     outside: list[ast.AST] = []
+    node: ast.AST  # a statement here, any node of theirs below
     for node in tree.body:
         if isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue
@@ -138,10 +139,10 @@ def _text(module: Path | str) -> str:
     return module.read_text(encoding="utf-8") if isinstance(module, Path) else module
 
 
-def _node(tree: ast.Module, target: str) -> ast.AST:
+def _node(tree: ast.Module, target: str) -> ast.stmt:
     """The definition named ``target`` (``name`` or ``Class.method``), or the assignment of ``name``."""
     body: list[ast.stmt] = tree.body
-    node: ast.AST | None = None
+    node: ast.stmt | None = None
     for part in target.split("."):
         node = None
         for n in body:
@@ -175,7 +176,7 @@ def definition_span(module: Path | str, target: str, *, with_comments_above: boo
     if with_comments_above:
         while start > 0 and lines[start - 1].lstrip().startswith("#"):
             start -= 1
-    end = node.end_lineno
+    end: int = node.end_lineno  # type: ignore[assignment]  # set on every parsed node
     if isinstance(node, _DEFS):
         indent, j = node.col_offset, end
         while j < len(lines) and (not lines[j].strip() or (
@@ -237,6 +238,6 @@ def checks_only_of(module: Path | str, todo_id: str) -> str:
         for dec in node.decorator_list:
             if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "check" \
                     and dec.args and isinstance(dec.args[0], ast.Constant) and dec.args[0].value != todo_id:
-                drop.update(range(node.decorator_list[0].lineno - 1, node.end_lineno))
+                drop.update(range(node.decorator_list[0].lineno - 1, node.end_lineno))  # type: ignore[arg-type]  # parsed: set
                 break
     return "".join(line for i, line in enumerate(lines) if i not in drop)

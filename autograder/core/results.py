@@ -55,7 +55,7 @@ class TodoResult:
 
     id: str
     number: int
-    title: str
+    title: L | str  # a bilingual title stays both texts until a report picks one
     points: float
     max_points: float
     status: TodoStatus

@@ -1,7 +1,8 @@
 """What a stage is made of: its TODOs and the checks that judge each of them.
 
-A stage spec lives in ``autograder/checks/sNN.py`` (public checks, which learners may read) and is
-extended by ``solutions/hidden/sNN.py`` (hidden checks, which ship to the grader only). Every report,
+A stage spec lives in its folder's ``checks.py`` (public checks, which learners may read; imported as
+``autograder.checks.sNN``) and is extended by its ``hidden.py`` (hidden checks, which ship to the grader
+only; imported as ``solutions.hidden.sNN``); :mod:`autograder.core.layout` owns those names. Every report,
 pytest name, nbgrader ``grade_id`` and inline ``check()`` call names a TODO by the same id.
 """
 from __future__ import annotations
@@ -10,11 +11,13 @@ import importlib
 import importlib.util
 import re
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from autograder.core import cell_ids, layout, stage_text
 from autograder.core.i18n import L
 from autograder.core.layout import stage_number
+from autograder.core.pysource import imported_modules
 from autograder.core.quiz import Quiz
 from autograder.core.quiz import digest as quiz_digest
 
@@ -125,6 +128,11 @@ class Check:
         return f"{self.todo}:{'hidden:' if self.hidden else ''}{self.name}"
 
 
+#: Native libraries a stage preloads only where it needs them and a learner might import anyway
+#: (:meth:`Stage.not_preloaded`).
+OPTIONAL_PACKAGES = ("torch",)
+
+
 @dataclass
 class Stage:
     """A stage of the course: its TODOs in order, and the checks registered on them.
@@ -190,6 +198,28 @@ class Stage:
     @property
     def number(self) -> int:
         return stage_number(self.id)
+
+    # -- what its grading children preload ------------------------------------------------------
+    # A grading child loads native libraries (torch's) only before the learner's first cell: from then
+    # on its audit hook refuses native code. So what a child preloads, and with it its budget
+    # (autograder.grading.grade.limits_for), follows from the stage's declaration alone: a cell that
+    # names torch, run or not (`if False: import torch`), adds no preload and buys no budget, and an
+    # import of torch in a stage that preloads none fails when it runs during grading. check() and the
+    # grader's report both say so (messages.STAGE_WITHOUT_PACKAGE, for each of not_preloaded()).
+    @property
+    def declared_preload(self) -> tuple[str, ...]:
+        """Every module this stage's children may preload: the stage's own, then each TODO's, once each."""
+        return tuple(dict.fromkeys([*self.preload, *(m for t in self.todos for m in t.preload)]))
+
+    def preloads(self, package: str) -> bool:
+        """Whether some child of this stage preloads ``package`` (a top-level name: ``torch``)."""
+        return any(m.split(".")[0] == package for m in self.declared_preload)
+
+    def not_preloaded(self, sources: Iterable[str]) -> list[str]:
+        """The :data:`OPTIONAL_PACKAGES` the cells ``sources`` import (anywhere, run or not) that no
+        child of this stage preloads: those imports fail when they run during grading."""
+        found = set().union(*(imported_modules(s) for s in sources))
+        return [p for p in OPTIONAL_PACKAGES if p in found and not self.preloads(p)]
 
     # -- registration -------------------------------------------------------------------------
     def check(
@@ -257,21 +287,21 @@ def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = No
     was imported before. ``reference`` names the reference module where the layout cannot be read
     (the grading child sees no ``solutions/`` folder).
     """
-    module = importlib.import_module(f"autograder.checks.{stage_id}")
+    files = layout.stage_files(stage_id)
+    module = importlib.import_module(files.spec_module)
     stage: Stage = module.STAGE
     stage_text.apply(stage, layout.stage_text_file(stage_id))  # the words, before hidden checks join
     if hidden:
         try:
-            importlib.import_module(f"solutions.hidden.{stage_id}")
+            importlib.import_module(files.hidden_module)
         except ModuleNotFoundError as exc:
-            if exc.name not in ("solutions", "solutions.hidden", f"solutions.hidden.{stage_id}"):
+            if exc.name not in ("solutions", "solutions.hidden", files.hidden_module):
                 raise
         else:  # a grading child has the checks but not their words: it shows none
             stage_text.apply(stage, layout.hidden_text_file(stage_id), hidden=True)
     if reference is not None:
         stage.reference = reference
     elif not stage.reference:
-        files = layout.stage_files(stage_id)
         if files.slug is not None:
             stage.notebook, stage.reference = files.notebook, files.reference_module
     if not hidden:
@@ -281,7 +311,7 @@ def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = No
 
 def has_hidden_checks(stage_id: str) -> bool:
     return importlib.util.find_spec("solutions") is not None and \
-        importlib.util.find_spec(f"solutions.hidden.{stage_id}") is not None
+        importlib.util.find_spec(layout.stage_files(stage_id).hidden_module) is not None
 
 
 def stage_of(todo_id: str) -> str:

@@ -1,10 +1,10 @@
-"""A stage's words, apart from its code: ``autograder/checks/sNN.toml``, the file translators edit
-(and ``solutions/hidden/sNN.toml`` for the hidden checks' titles and hints, which never ship to learners).
+"""A stage's words, apart from its code: its folder's ``checks.toml``, the file translators edit (and
+``hidden.toml`` for the hidden checks' titles and hints, which never ship to learners).
 
 It holds, in English and Chinese, everything a learner reads of a stage's spec: the stage's title and
 summary; each TODO's title, contract and three hint tiers; each public check's title, hint and input
 (where the input is words, not only code); and the quiz's questions, explanations and choices. The
-spec module (``autograder/checks/sNN.py``) keeps the skeleton (ids, targets, points, limits) and the
+spec module (``checks.py``, imported as ``autograder.checks.sNN``) keeps the skeleton (ids, targets, points, limits) and the
 probes; :func:`apply` joins the two when the stage is loaded.
 
 The file's shape (every text is a table with ``en`` and ``zh``; a TODO or check is named without its

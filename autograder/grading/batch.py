@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 
 J = TypeVar("J")
 R = TypeVar("R")
-Gate = Callable[[], None]
+Gate = Callable[[], object]  # what a gate returns is not used
 
 
 class _Group(Generic[J]):
@@ -187,6 +187,7 @@ def _cpu_quota(root: str, proc_self: str) -> float | None:
     except OSError:
         return None
     found: list[float] = []
+    files: tuple[str, ...]
     for _id, controllers, path in lines:
         if controllers == "":  # v2: cpu.max is "max PERIOD" or "QUOTA PERIOD" at every level
             base, files = root, ("cpu.max",)

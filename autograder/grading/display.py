@@ -146,7 +146,7 @@ def _tensor_difference(e: dict, g: dict, atol: float | None, lang: str | None, c
     if len(ev) != len(gv):
         return text(L("different number of values", "数值个数不同"), lang)
     tol = atol or 0.0
-    diffs = [abs(a - b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else math.inf for a, b in zip(ev, gv)]
+    diffs = [abs(a - b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else math.inf for a, b in zip(ev, gv, strict=True)]
     first = next((i for i, d in enumerate(diffs) if not d <= tol), None)
     if first is None:
         return ""
@@ -171,7 +171,7 @@ def first_difference(expected: Any, got: Any, atol: float | None = None, path: s
         if len(expected) != len(got):
             return text(L("{p}: expected {e} items, got {g}", "{p}：期望 {e} 项，实际 {g} 项"), lang).format(
                 p=here, e=len(expected), g=len(got))
-        for i, (a, b) in enumerate(zip(expected, got)):
+        for i, (a, b) in enumerate(zip(expected, got, strict=True)):
             d = first_difference(a, b, atol, f"{path}[{i}]", lang, compact)
             if d:
                 return d

@@ -32,14 +32,14 @@ from autograder.core.i18n import L, text
 from autograder.grading.leaks import LeakGuard
 from autograder.child.protocol import CellError, CellsDone, Event
 from autograder.child.sandbox import _strip_magics as strip_magics  # how the child reads a cell: one owner
-from autograder.core.pysource import imported_modules, names_defined, parse, reaches_only_through
+from autograder.core.pysource import names_defined, parse, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
 from autograder.grading.reports import shown_path
 from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, child_env, describe, run_child
-from autograder.grading.trusted import child_modules, expected_outcomes, given_members, leak_guard, setup_cells
+from autograder.grading.trusted import child_code, child_modules, expected_outcomes, given_members, leak_guard, setup_cells
 from autograder.grading.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
@@ -52,29 +52,32 @@ TORCH_MEMORY_MB = 4096
 
 
 def child_preload(sub: Submission, todo: Todo) -> list[str]:
-    """What the child grading ``todo`` imports before any learner code runs: the stage's preload,
-    each TODO's own preload where this child might need it, and torch when the learner's own cells
-    import it although the stage needs none (a correct answer may use torch; native libraries can be
-    loaded only before learner code runs, when the audit hook is not yet in place).
+    """What the child grading ``todo`` imports before any learner code runs: the stage's preload and
+    each TODO's own preload where this child might need it; never anything because the learner's
+    cells name it. A module the stage does not preload (torch in a stage without it) cannot be
+    imported from learner code in the child (its native libraries would load after the audit hook is
+    in place), and both ``check()`` and the report say so (:meth:`Stage.not_preloaded`):
+    were a learner's ``import torch`` to add torch here, ``if False: import torch`` would buy every
+    child torch's budget (:func:`limits_for`).
 
     Another TODO's preload is left out only when the learner's cells provably never reach that
     TODO's function nor import anything outside it (:func:`reaches_only_through`; the trusted setup
     and given cells never call a TODO's function): then nothing that runs here can need it, so no
     verdict changes, and the child is spared its import (SciPy: most of a stage-8 child's CPU).
-    Every child that might need it imports it exactly as before, at the same point."""
+    Every child that might need it imports it exactly as before, at the same point. What is left
+    out is always a subset of what the stage declares."""
     preload = list(sub.stage.preload)
     for other in (t for t in sub.stage.todos if t.preload):
         needed = other.id == todo.id or not all(
             reaches_only_through(c, other.owner, other.target.split(".")[-1]) for c in sub.cells)
         preload += [m for m in other.preload if needed and m not in preload]
-    if "torch" not in preload and any("torch" in imported_modules(c) for c in sub.cells):
-        preload.append("torch")
     return preload
 
 
-def limits_for(stage: Stage, preload: Collection[str] | None = None) -> ChildLimits:
-    """A child's limits: the stage's, with room for torch when the child imports it."""
-    torch = "torch" in (stage.preload if preload is None else preload)
+def limits_for(stage: Stage) -> ChildLimits:
+    """A child's limits (time, memory, start-up allowance): from the stage alone, with room for torch
+    when the stage or one of its TODOs preloads it; nothing a submission holds changes them."""
+    torch = stage.preloads("torch")
     memory = max(stage.memory_limit_mb, TORCH_MEMORY_MB) if torch else stage.memory_limit_mb
     return ChildLimits(stage.time_limit_s, memory, 15.0 if torch else 5.0)
 
@@ -123,14 +126,16 @@ def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[]
 
 def child_payload_for(sub: Submission, todo: Todo) -> dict:
     """What the child grading ``todo`` of ``sub`` is given: the setup cells, the learner's cells, the
-    modules it may import as text, and what to import before any learner code."""
+    modules it may import as text, its hidden checks compiled (never their text), and what to import
+    before any learner code."""
     stage = sub.stage
     cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
-            "modules": child_modules(stage, todo), "preload": child_preload(sub, todo)}
+            "modules": child_modules(stage, todo), "code": child_code(stage, todo),
+            "preload": child_preload(sub, todo)}
 
 
-def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], None] | None,
+def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[], object] | None,
                 how: Reporting, compose_now: bool = True) -> Graded:
     """The verdict on ``todo`` from a child of its own; with ``compose_now`` False, the child's report
     with a placeholder verdict that :func:`_disclosed` replaces (so the thread never waits for the
@@ -143,7 +148,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
         if on_cells is not None and isinstance(event, CellsDone):
             on_cells()
 
-    report = run_child(payload, limits_for(stage, payload["preload"]), run, [c.key for c in stage.checks_for(todo.id)], on_event,
+    report = run_child(payload, limits_for(stage), run, [c.key for c in stage.checks_for(todo.id)], on_event,
                        staging=run.staging_for(todo))
     if how.log is not None:
         how.log(describe(report, f"{sub.path} · {todo.id}"))
@@ -182,7 +187,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
     # about the mistake made) and the others are named after it.
     failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
-    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]
+    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]  # type: ignore[list-item]  # None: none failed
 
     verdicts, shown_of = [], {}
     for c, v, raw in judged:
@@ -193,7 +198,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
             # only the leading failure shows the learner's value (see autograder.grading.disclosure): the values
             # of the other failing checks, hidden ones included, never reach the report
             shows_value = v is lead and not (c.hidden and out.titles_only)
-            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,
+            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,  # type: ignore[arg-type]  # v, so raw
                                              take if shows_value else None)
             v = shown_of[id(v)]
         line = v.summary if v.passed else _one_line(v.summary, v.detail)
@@ -239,7 +244,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:
         verdicts = [replace(v, message=_title_only(c, lang)) if c.hidden and not v.passed and
-                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks)]
+                    v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks, strict=True)]
     elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
         message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
@@ -390,7 +395,7 @@ def _disclosed(sub: Submission, todos: list[Todo], items: list[Graded], guard: L
     :mod:`autograder.grading.disclosure`); each item's ``shown`` is what its messages show of the child's text."""
     out: list[Graded] = []
     budget = Disclosure(guard, how.feedback, withhold=withhold)
-    for todo, g in zip(todos, items):
+    for todo, g in zip(todos, items, strict=True):
         before = len(budget.shown)
         if g.report is not None:
             try:
@@ -423,7 +428,8 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
                 lang: str | None = None, grading: str | None = None, feedback: str | None = None,
                 only: Mapping[str, Collection[str]] | None = None,
                 log: Callable[[str], None] | None = None,
-                stop: threading.Event | None = None) -> list[SubmissionResult]:
+                stop: threading.Event | None = None,
+                stage: str | Callable[[Path], str | None] | None = None) -> list[SubmissionResult]:
     """Grade every notebook; one submission's failure never stops the others.
 
     ``only`` maps a path (as given) to the TODO ids to grade in it; its report has those TODOs only
@@ -434,6 +440,11 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     ``iso``: the isolation every child runs under (an :class:`~autograder.isolation.levels.Isolation`, or
     what :func:`~autograder.isolation.levels.select` takes); ``hidden``: further paths no child may see
     (every submission is hidden from every child anyway).
+
+    ``stage``: the stage each submission was handed in for, where the path knows it (a stage id for
+    every file, or a function of the file's path answering None where it does not know): a notebook of
+    another stage is refused (:func:`~autograder.grading.submission.read_submission`), never graded as
+    the stage its cells claim.
 
     ``stop``: once set, no further child starts (a TODO not started then is a grader error; for a
     caller that will read no more results, e.g. an nbgrader run that ended early).
@@ -448,21 +459,23 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
         log = stderr_log()
     how = Reporting(lang, grading or grading_mode(), log, feedback or feedback_level())
     level = iso if isinstance(iso, isolation.Isolation) else isolation.select(iso)
+    hidden_paths = [os.fspath(h) for h in hidden]  # read per file and given to every part: once, as strings
     files = expand(paths)
+    pins = {str(f): pin for f in files if (pin := stage(f) if callable(stage) else stage) is not None}
     # More cores than one grader process can feed: the class in parts, a process each (see shards).
     # Not with ``only`` or a log of the caller's: those are for one process's own runs (tests, mutants).
     parts = shards.shard_count(len(files), batch.available_cores()) if chosen_log is None and only is None else 1
     if parts > 1:
         return shards.grade_in_shards(files, parts, workers=workers or batch.default_workers(), iso=level,
-                                      hidden=hidden, lang=lang, grading=grading, feedback=feedback, on_done=on_done,
-                                      on_todo=on_todo, stop=stop)
+                                      hidden=hidden_paths, lang=lang, grading=grading, feedback=feedback, on_done=on_done,
+                                      on_todo=on_todo, stop=stop, pins=pins)
     results: list[SubmissionResult] = []
     subs: list[tuple[int, Submission]] = []
     started = time.monotonic()
     first_of: dict[tuple[int, int], Path] = {}  # one file reached by two paths (a linked folder) is graded once
     for i, path in enumerate(files):
         try:
-            sub = read_submission(path, hidden)
+            sub = read_submission(path, hidden_paths, pins.get(str(path)))
         except SubmissionError as exc:
             results.append(SubmissionResult.not_graded(str(path), exc.in_language(how.lang)))
             continue
@@ -474,7 +487,9 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
             results.append(SubmissionResult.not_graded(str(path), same.in_language(how.lang)))
             continue
         first_of[sub.identity] = path
-        results.append(SubmissionResult(str(path), sub.stage.id, warnings=list(sub.warnings), lang=how.lang or sub.lang))
+        results.append(SubmissionResult(str(path), sub.stage.id, lang=how.lang or sub.lang, warnings=[
+            *sub.warnings, *(text(messages.STAGE_WITHOUT_PACKAGE, how.lang or sub.lang).format(n=sub.stage.number, package=p)
+                             for p in sub.stage.not_preloaded(sub.cells))]))  # the rule check() states too
         subs.append((i, sub))
     for r in results:
         r.isolation = level.level
@@ -493,15 +508,14 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     def finish(gi: int) -> None:
         i, sub = subs[gi]
         with lock:
-            items = graded.pop(i)
+            items: list[Graded] = graded.pop(i)  # type: ignore[assignment]  # all its TODOs have finished
         try:
             _compose_all(sub, items, i)
         finally:
             for g in items:  # the batch keeps each job's result to the end: its child's events go now
-                if g is not None:
-                    g.report = None
+                g.report = None
 
-    def _compose_all(sub: Submission, items: list[Graded | None], i: int) -> None:
+    def _compose_all(sub: Submission, items: list[Graded], i: int) -> None:
         try:
             guard = leak_guard(sub.stage)
             items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)
@@ -533,13 +547,13 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
     def failed(job: tuple[Submission, Todo], exc: Exception) -> Graded:
         return Graded(_grader_error(job[1], f"{type(exc).__name__}: {exc}"))
 
-    with GradingRun.open(level, hidden=[*hidden, *(str(s.path) for _, s in subs)]) as run:
+    with GradingRun.open(level, hidden=[*hidden_paths, *(str(s.path) for _, s in subs)]) as run:
         # the fork servers (where children are forked) start and import in the background
         run.start_fork_servers([child_preload(s, t) for _, s in subs for t in todos_of(s)],
                                child_env(os.path.realpath(run.scratch_root)))
         stages = list({s.stage.id: s.stage for _, s in subs}.values())
-        for stage in stages:
-            setup_cells(stage)  # every child's payload starts with them
+        for each in stages:
+            setup_cells(each)  # every child's payload starts with them
         # A verdict needs the stage's trusted material (the reference's outcomes, the leak guard), a child
         # does not: the material is computed stage by stage, in the order the jobs come, while children
         # run, and each submission's verdicts are composed on a thread of their own once its last child

@@ -55,7 +55,7 @@ _WORD = re.compile(r"[A-Za-z0-9_.]+")
 def _lookalikes() -> dict[int, Any]:
     """The folding table, built on the first text that is not ASCII (the combining marks take a
     scan of the whole Unicode range, about 40 ms, which a grading process reading only ASCII skips)."""
-    return str.maketrans({
+    return str.maketrans({  # type: ignore[misc]  # letters and code points as keys: mypy infers no one key type
         **dict.fromkeys("аαɑⲁ", "a"), **dict.fromkeys("вβʙ", "b"), **dict.fromkeys("сϲⅽ", "c"),
         **dict.fromkeys("ԁⅾ", "d"), **dict.fromkeys("еєɛε", "e"), **dict.fromkeys("ғϝ", "f"),
         **dict.fromkeys("ɡց", "g"), **dict.fromkeys("һн", "h"), **dict.fromkeys("іιɩӏ", "i"),

@@ -73,7 +73,7 @@ def table(results: list[SubmissionResult], iso: Isolation, lang: str | None = No
         width = max((display_width(t.id) for t in r.todos), default=0)
         points = [f"{t.points:g}/{t.max_points:g}" for t in r.todos]
         pwidth = max((display_width(p) for p in points), default=0)
-        for t, p in zip(r.todos, points):
+        for t, p in zip(r.todos, points, strict=True):
             mark = "✅" if t.passed else "❌"
             lines.append(f"  TODO {t.number}  {pad(t.id, width)}  {pad(p, pwidth, '>')}  {mark} {one_line(t.message)}")
         for w in r.warnings:
@@ -115,7 +115,7 @@ def learner(results: list[SubmissionResult], iso: Isolation, langs: list[str]) -
     check's line, the same words ``check()`` and the table use; hidden checks show their name and hint
     only (the grader composed those lines)."""
     lines = []
-    for r, lang in zip(results, langs):
+    for r, lang in zip(results, langs, strict=True):
         name = shown_path(Path(r.path).name)
         lines.append(text(messages.LEARNER_ISOLATION, lang).format(level=iso.describe()))
         if not r.graded:

@@ -1,9 +1,10 @@
 """Grading a class in several grader processes, so that a machine with many cores keeps them busy.
 
 One grader process supervises its children from threads that share one interpreter lock: per
-submission it spends about 0.02 CPU-s of its own (reading the notebook, starting and supervising its
-children, composing the verdicts), which no number of cores runs faster. A stage-1 submission's
-children need about 0.2 CPU-s, so one process keeps about ten cores busy and a class on 64 cores
+submission it does work of its own on one core (reading the notebook, starting and supervising its
+children, composing the verdicts), which no number of cores runs faster. The children of the
+cheapest stage's submission need about ten times that CPU (``benchmarks/bench_grading.py`` measures
+both; docs/performance.md), so one process keeps about ten cores busy and a class on 64 cores
 would wait on it. :func:`grade_in_shards` splits the class into :func:`shard_count` parts, each graded
 by a process of its own (:func:`main`, running :func:`~autograder.grading.grade.grade_paths` on its
 part), and gathers their results as one run would give them.
@@ -52,12 +53,14 @@ def shard_count(submissions: int, cores: int) -> int:
     return max(1, min(math.ceil(cores / CORES_PER_GRADER), submissions // MIN_SUBMISSIONS_PER_GRADER))
 
 
-def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolation, hidden: Iterable[str],
+def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolation, hidden: Iterable[str | os.PathLike],
                     lang: str | None, grading: str | None, feedback: str | None,
                     on_done: Callable[[SubmissionResult], None] | None,
                     on_todo: Callable[[], None] | None,
-                    stop: threading.Event | None) -> list[SubmissionResult]:
-    """Grade ``files`` in ``parts`` processes of ``workers`` children in all, as ``grade_paths`` would."""
+                    stop: threading.Event | None,
+                    pins: dict[str, str] | None = None) -> list[SubmissionResult]:
+    """Grade ``files`` in ``parts`` processes of ``workers`` children in all, as ``grade_paths`` would
+    (``pins``: the stage a file was handed in for, by its path as given)."""
     groups = [list(range(i, len(files), parts)) for i in range(parts)]
     every = [*map(str, hidden), *(os.path.abspath(f) for f in files)]
     layers = list(iso.layers) or IN_PROCESS
@@ -90,7 +93,8 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
     readers = []
     for indices in groups:
         spec = {"paths": [str(files[i]) for i in indices], "workers": per_part, "layers": layers, "hidden": every,
-                "lang": lang, "grading": grading, "feedback": feedback}
+                "lang": lang, "grading": grading, "feedback": feedback,
+                "pins": {str(files[i]): (pins or {})[str(files[i])] for i in indices if str(files[i]) in (pins or {})}}
         r, w = os.pipe()
         try:
             proc = subprocess.Popen([sys.executable, "-c", BOOT, str(w)], stdin=subprocess.PIPE,
@@ -101,14 +105,14 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
         finally:
             os.close(w)
         procs.append(proc)
-        proc.stdin.write((json.dumps(spec) + "\n").encode())
-        proc.stdin.flush()  # stdin stays open: its end is this part's stop
+        proc.stdin.write((json.dumps(spec) + "\n").encode())  # type: ignore[union-attr]  # stdin=PIPE
+        proc.stdin.flush()  # type: ignore[union-attr]  # stdin stays open: its end is this part's stop
         t = threading.Thread(target=read, args=(proc, r, indices), name="pcw-grader-part", daemon=True)
         t.start()
         readers.append(t)
 
     def watch() -> None:
-        stop.wait()
+        stop.wait()  # type: ignore[union-attr]  # started only with a stop
         for proc in procs:
             _close(proc.stdin)
 
@@ -120,13 +124,13 @@ def grade_in_shards(files: list[Path], parts: int, *, workers: int, iso: Isolati
         _close(proc.stdin)
     out = []
     for i, f in enumerate(files):
-        r = results[i]
-        if r is None:  # its part's process ended without it
-            r = SubmissionResult.not_graded(str(f), "grader error: the grading process of its part of the class "
-                                                    "ended without a result")
+        res = results[i]
+        if res is None:  # its part's process ended without it
+            res = SubmissionResult.not_graded(str(f), "grader error: the grading process of its part of the class "
+                                                      "ended without a result")
             if on_done is not None:
-                on_done(r)
-        out.append(r)
+                on_done(res)
+        out.append(res)
     return out
 
 
@@ -162,6 +166,7 @@ def main() -> None:
 
     grade_paths(spec["paths"], workers=spec["workers"], iso=levels.select(spec["layers"]), hidden=spec["hidden"],
                 lang=spec["lang"], grading=spec["grading"], feedback=spec["feedback"], stop=stop,
+                stage=lambda f: spec["pins"].get(str(f)),
                 on_todo=lambda: emit({"todo": 1}),
                 on_done=lambda r: emit({"done": r.to_json(), "seconds": r.seconds}))
     out.close()

@@ -11,7 +11,8 @@ each launch re-checks it against what the child can read (:func:`autograder.isol
 A TODO with twins (given code that already does it, :mod:`autograder.child.twins`) gets its own copy of
 the staging dir in which those twins' definitions are replaced (:meth:`GradingRun.staging_for`).
 
-Invariants: ``staging`` holds only :func:`autograder.core.layout.child_files`; every scratch dir lies
+Invariants: ``staging`` holds only :func:`autograder.core.layout.child_files`, at their shipped paths
+(:func:`autograder.core.layout.shipped_as`: a stage's public checks where the child imports them); every scratch dir lies
 below ``base``; after :meth:`GradingRun.close` nothing of the run is left on disk.
 """
 from __future__ import annotations
@@ -86,9 +87,10 @@ def private_library_caches() -> None:
 
 def always_hidden() -> list[str]:
     """What a child must never see, whatever is graded: answers, hidden checks, tests, history, and
-    the store of trusted material (expected outcomes of hidden checks; :mod:`autograder.grading.trusted_store`)."""
+    the store of trusted material (expected outcomes of hidden checks; :mod:`autograder.grading.trusted_store`).
+    The given modules too: a later stage's may do this stage's TODOs (the visible ones arrive as text)."""
     store = trusted_store.cache_dir()
-    return [str(layout.SOLUTIONS), str(layout.TESTS), str(layout.ROOT / ".git"), *([str(store)] if store else [])]
+    return [str(layout.SOLUTIONS), str(layout.WORKBOOK), str(layout.TESTS), str(layout.ROOT / ".git"), *([str(store)] if store else [])]
 
 
 @dataclass
@@ -116,7 +118,7 @@ class GradingRun:
         try:
             os.chmod(base, 0o755)
             os.mkdir(os.path.join(base, CHILDREN), 0o755)
-            files = {layout.rel(p): p for p in layout.child_files()}
+            files = {layout.shipped_as(p): p for p in layout.child_files()}
             staging = stage_tree(Path(base) / "staging", files, cache=trusted_store.StoredBytecode())
         except BaseException:
             shutil.rmtree(base, ignore_errors=True)
@@ -156,7 +158,7 @@ class GradingRun:
         (a fork bomb cannot starve the others) or its files with another; None otherwise."""
         with self._lock:
             self._children += 1
-            uid = self._uid_base + self._children
+            uid: int | None = self._uid_base + self._children
         uid = uid if isinstance(child_user(self.isolation, uid), tuple) else None
         path = make_scratch(self.isolation, self.scratch_root, prefix="child-", uid=uid)
         if "namespaces" not in self.isolation.layers:
@@ -215,7 +217,7 @@ class GradingRun:
     def fork_server_pids(self) -> list[int]:
         """The process of each running fork server (its bubblewrap), as this process sees them."""
         with self._server_lock:
-            return [s.pid for s in self._servers.values() if s is not None and s.running]
+            return [s.pid for s in self._servers.values() if s is not None and s.running]  # type: ignore[misc]  # running: has a pid
 
     def close(self) -> None:
         if not self._closed:

@@ -1,7 +1,7 @@
 """Reading submissions as data: which files, which stage, which cells the learner wrote.
 
 Nothing here executes learner code. A notebook is parsed as plain JSON (nbformat's reader pulls in
-jsonschema's format checkers, about 2 s of imports per grading run, for checks done here).
+jsonschema and its format checkers into every grading run, for checks done here).
 
 A submission is read only as a regular file that is what it claims to be: never through a symbolic link
 (a submission that is a link to the course's own instructor notebook would be graded as the answers),
@@ -12,7 +12,6 @@ that the reference earns full marks) is still served.
 """
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 import json
@@ -22,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import cell_ids, layout, messages, todocells
+from autograder.core import cell_ids, layout, messages, regularfile, todocells
 from autograder.core.i18n import LANGUAGES, L, notebook_language, text
 from autograder.grading.reports import shown_path
 from autograder.core.spec import Stage, available_stages, load_stage
@@ -40,9 +39,10 @@ class SubmissionError(Exception):
     ``str()`` is the reason in English; ``said`` holds it in every language when the message catalog
     has it (:meth:`in_language`)."""
 
-    def __init__(self, message: str, said: L | None = None) -> None:
+    def __init__(self, message: str, said: L | None = None, lang: str | None = None) -> None:
         super().__init__(message)
         self.said = said
+        self.lang = lang  # the notebook's edition, when it was read far enough to tell
 
     @classmethod
     def of(cls, entry: L, **fields: str | L) -> SubmissionError:
@@ -51,11 +51,12 @@ class SubmissionError(Exception):
         return cls(said.en, said)
 
     def in_language(self, lang: str | None = None) -> str:
-        """The reason in ``lang``; without one (nothing could be read, so the edition is unknown) in the
-        language ``PCW_LANG`` names, else in every language, as a learner's report does for a missing file."""
+        """The reason in ``lang``, else in the notebook's edition; where that is unknown (nothing could be
+        read) in the language ``PCW_LANG`` names, else in every language, as a learner's report does for a
+        missing file."""
         if self.said is None:
             return str(self)
-        lang = lang or (os.environ.get("PCW_LANG") if os.environ.get("PCW_LANG") in LANGUAGES else None)
+        lang = lang or self.lang or (os.environ.get("PCW_LANG") if os.environ.get("PCW_LANG") in LANGUAGES else None)
         return text(self.said, lang) if lang else " / ".join(text(self.said, each) for each in LANGUAGES)
 
 
@@ -92,36 +93,19 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK_BYTES, *, hidden: Iterabl
 
 def _read(path: Path, limit: int, hidden: Iterable[str]) -> tuple[bytes, tuple[int, int]]:
     name = shown_path(path.name)
-    try:  # O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a FIFO must not block the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and os.path.islink(path):
-            raise SubmissionError.of(messages.SUBMISSION_IS_LINK, name=name, kind=messages.LINK_SYMBOLIC) from None
-        raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise SubmissionError(f"{name} is a folder, not a notebook file")
-        if not stat.S_ISREG(st.st_mode):
-            raise SubmissionError(f"{name} is not a regular file ({_kind(st.st_mode)}); only notebook files are read")
-        _refuse_course_files(fd, st, path, hidden)
-        if st.st_size > limit:
-            raise SubmissionError(_too_large(name, limit))
-        os.set_blocking(fd, True)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SubmissionError(f"cannot read {shown_path(path)}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise SubmissionError(_too_large(name, limit))
-    return b"".join(chunks), (st.st_dev, st.st_ino)
+        data, st = regularfile.read_bounded(path, limit, vet=lambda fd, st: _refuse_course_files(fd, st, path, hidden))
+    except regularfile.Refused as r:
+        if r.why == regularfile.LINK:
+            raise SubmissionError.of(messages.SUBMISSION_IS_LINK, name=name, kind=messages.LINK_SYMBOLIC) from None
+        if r.why == regularfile.FOLDER:
+            raise SubmissionError(f"{name} is a folder, not a notebook file") from None
+        if r.why == regularfile.SPECIAL:
+            raise SubmissionError(f"{name} is not a regular file ({r.detail}); only notebook files are read") from None
+        if r.why == regularfile.TOO_LARGE:
+            raise SubmissionError(_too_large(name, limit)) from None
+        raise SubmissionError(f"cannot read {shown_path(path)}: {r.detail}") from None
+    return data, (st.st_dev, st.st_ino)
 
 
 def protected_places(hidden: Iterable[str] = ()) -> HiddenPaths:
@@ -198,14 +182,6 @@ def _too_large(name: str, limit: int) -> str:
     return f"{name} is larger than {limit // 2**20} MiB (outputs included: clear its outputs and save it again)"
 
 
-def _kind(mode: int) -> str:
-    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "not a plain file"
-
-
 def _nbgrader(cell: dict, index: int, name: str) -> dict | None:
     """A cell's nbgrader metadata, None without any; :class:`SubmissionError` when it is malformed."""
     meta = cell.get("metadata", {}).get("nbgrader")
@@ -234,8 +210,12 @@ def _stage_from(metas: list[dict | None]) -> str | None:
     return ranked[0] if ranked else None
 
 
-def read_submission(path: Path, hidden: Iterable[str] = ()) -> Submission:
-    """``path`` read as a submission (see :func:`read_regular` for ``hidden``); :class:`SubmissionError` says why not."""
+def read_submission(path: Path, hidden: Iterable[str] = (), stage: str | None = None) -> Submission:
+    """``path`` read as a submission (see :func:`read_regular` for ``hidden``); :class:`SubmissionError` says why not.
+
+    ``stage``: the stage the path handed in for (an assignment's, a bundle's, a template's). A notebook
+    whose cells belong to another stage is refused, never graded as the stage it claims; one whose
+    stage cannot be told is graded as ``stage``."""
     raw, identity = _read(path, MAX_NOTEBOOK_BYTES, hidden)
     name = shown_path(path.name)
     nb = parse_notebook(raw, name)
@@ -250,29 +230,37 @@ def read_submission(path: Path, hidden: Iterable[str] = ()) -> Submission:
     if by_meta is None:  # no metadata: whose TODO names do the cells define?
         by_meta = todocells.best_stage([s for _, s in code], {s: load_stage(s, hidden=False).owners for s in sorted(known)})
     sid = by_meta or by_name
+    if stage is not None:
+        if by_meta is not None and by_meta != stage:
+            exc = SubmissionError.of(messages.SUBMISSION_OTHER_STAGE, name=name, found=by_meta, wanted=stage,
+                                     found_name=layout.stage_files(by_meta).notebook,
+                                     wanted_name=layout.stage_files(stage).notebook)
+            exc.lang = notebook_language(nb)
+            raise exc
+        sid = stage
     if sid is None:
         why = "" if any(metas) else (": no cell carries nbgrader metadata (e.g. after a jupytext round trip that "
                                      "filtered it), its name is no stage's, and no cell defines a TODO of any stage")
         raise SubmissionError(f"{name}: cannot tell which stage this notebook belongs to{why}")
-    stage = load_stage(sid, hidden=True)
+    graded = load_stage(sid, hidden=True)
     warnings = _stage_warnings(sid, by_meta, by_name, path)
     chosen = [i for i, _ in code if (metas[i] or {}).get("solution") is True]
     sources = dict(code)
     if not any(metas):  # every cell lost its nbgrader metadata (e.g. a jupytext round trip)
-        chosen = [code[k][0] for k in todocells.cells_defining([s for _, s in code], stage.owners)]
+        chosen = [code[k][0] for k in todocells.cells_defining([s for _, s in code], graded.owners)]
         if not chosen:
             raise SubmissionError(f"{name}: no TODO cells found: no cell carries nbgrader metadata (e.g. after a "
-                                  f"jupytext round trip that filtered it) and none defines {', '.join(stage.owners)}")
+                                  f"jupytext round trip that filtered it) and none defines {', '.join(graded.owners)}")
         warnings.append("no cell carries nbgrader metadata (a jupytext round trip?): graded the cells that define "
-                        + ", ".join(stage.owners))
+                        + ", ".join(graded.owners))
     else:
-        lacking = set(stage.owners) - set().union(*(todocells.defined_names(sources[i]) for i in chosen))
+        lacking = set(graded.owners) - set().union(*(todocells.defined_names(sources[i]) for i in chosen))
         others = [(i, s) for i, s in code if i not in chosen and metas[i] is None]
         found = [others[k][0] for k in todocells.cells_defining([s for _, s in others], lacking)]
         if found:
             chosen = sorted(chosen + found)
             warnings.append(f"{len(found)} TODO cell(s) had lost their nbgrader metadata; graded them too")
-    return Submission(path, stage, [sources[i] for i in chosen], hashlib.sha256(raw).hexdigest(), warnings,
+    return Submission(path, graded, [sources[i] for i in chosen], hashlib.sha256(raw).hexdigest(), warnings,
                       notebook_language(nb), identity)
 
 

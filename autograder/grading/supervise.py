@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autograder.core import messages
 from autograder.isolation import cgroup
@@ -193,12 +194,12 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
             spec = ChildSpec(sys.executable, CHILD_ENTRY, str(staging), scratch,
                              pass_fds=(write_fd,), env=env, hidden=run.hidden, uid=uid,
                              memory_mb=limits.memory_limit_mb, cgroup_fd=cgroup_fd, scratch_mb=SCRATCH_MB)
-            proc = None
+            proc: Any = None  # a subprocess.Popen, or a ForkedChild: as much of one as is used here
             if server is not None and group is not None:
                 conf = confinement(spec, run.isolation)
                 try:
                     proc = server.spawn(conf.policy, conf.readable, str(staging), scratch, SCRATCH_MB, uid, env,
-                                        [(out_w, 1), (out_w, 2), (write_fd, result_num), (group.procs_fd, cgroup_fd)])
+                                        [(out_w, 1), (out_w, 2), (write_fd, result_num), (group.procs_fd, cgroup_fd)])  # type: ignore[list-item]  # 4
                 except IsolationError:  # the server is gone: this child is launched on its own
                     spec = dataclasses.replace(spec, cgroup_fd=group.procs_fd)
                 else:
@@ -228,7 +229,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         if group is not None:
             group.close_fd()
     if on_start is not None:
-        on_start(group.pids if isinstance(proc, ForkedChild) else (lambda pid=proc.pid: [pid]))
+        on_start(group.pids if isinstance(proc, ForkedChild) else (lambda pid=proc.pid: [pid]))  # type: ignore[union-attr, misc]  # forked: grouped
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, payload_bytes(payload), channel, limits,
                                               on_event)
@@ -249,7 +250,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     return report
 
 
-def _collect(proc: subprocess.Popen, fd: int, out_fd: int, payload: bytes, channel: Channel, limits: ChildLimits,
+def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, limits: ChildLimits,
              on_event: Callable[[Event], None] | None) -> tuple[bytes, int, bool]:
     """Feed the payload and read events and output until the result pipe closes, the child exits
     after ``done``, or the wall clock runs out. Returns (kept output, dropped bytes, timed out)."""
@@ -352,10 +353,10 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         return report
     elif rc is not None and rc < 0:
         sig = signal_name(rc)
-        why = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
-               "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)
+        explained = {"SIGXCPU": messages.WHY_XCPU.format(s=f"{limits.cpu_s:.0f}"), "SIGKILL": messages.WHY_KILL,
+                     "SIGXFSZ": messages.WHY_XFSZ, "SIGSEGV": messages.WHY_SEGV}.get(sig)  # type: ignore[arg-type]  # rc < 0: named
         # a signal is named only when it explains something: learner code can send itself any other
-        report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=why) if why is not None else \
+        report.stopped = messages.STOP_SIGNAL_WHY.format(sig=sig, why=explained) if explained is not None else \
             messages.STOP_SIGNAL_OTHER
     else:
         report.stopped = messages.STOP_EXIT  # without the code: learner code chooses it

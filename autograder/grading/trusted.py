@@ -1,14 +1,18 @@
 """Trusted material for grading a stage, computed in the grader and cached per stage or TODO.
 
 The reference's outcome of every check, the setup cells (from the instructor notebook, never from a
-submission), and the ``solutions`` modules a child may import, the stage's own reference stubbed at
-the TODO under test (see :func:`autograder.core.layout.visible_modules` for the rule), and of the hidden
-checks only the TODO's own (a child never holds another TODO's hidden checks).
+submission), the course modules a child may import (given modules, earlier references; the stage's own
+reference stubbed at the TODO under test: see :func:`autograder.core.layout.visible_modules` for the
+rule), and of the hidden checks only the TODO's own (a child never holds another TODO's hidden checks),
+compiled here: a child gets their code, never their source text (:func:`child_code`).
 """
 from __future__ import annotations
 
 import ast
+import base64
+import importlib.util
 import json
+import marshal
 import threading
 
 from autograder.core import layout
@@ -33,6 +37,9 @@ _expected: dict[str, dict[str, dict]] = {}
 _setup: dict[str, list[str]] = {}
 _modules: dict[tuple[str, str], dict[str, str]] = {}
 _members: dict[tuple[str, str], frozenset[str]] = {}
+_code: dict[tuple[str, str], dict[str, str]] = {}
+# The file name every hidden check's code carries in a child: no file, nothing linecache can find.
+HIDDEN_CODE_FILE = "<hidden check>"
 
 
 def expected_outcomes(stage: Stage) -> dict[str, dict]:
@@ -65,19 +72,64 @@ def setup_cells(stage: Stage) -> list[str]:
 
 
 def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
-    """Source of every ``solutions`` module the child may import; the stage's own is stubbed at ``todo``."""
+    """Source of every course module the child may import, and of the course packages (``solutions``'s
+    maps the given modules' former names, which a notebook of an earlier release imports); the stage's
+    own reference is stubbed at ``todo``. The hidden checks are not among them: the child gets their
+    code (:func:`child_code`)."""
     key = (stage.id, todo.id)
     if (done := _modules.get(key)) is not None:
         return done
     with _lock:
         if key not in _modules:
             files = layout.stage_files(stage.id)
-            modules = {name: path.read_text(encoding="utf-8") for name, path in layout.visible_modules(stage.id).items()}
+            paths = {**layout.package_inits(), **layout.visible_modules(stage.id)}
+            modules = {name: path.read_text(encoding="utf-8") for name, path in paths.items()}
             modules[files.reference_module] = stub_region(files.reference, todo.target)
-            if files.hidden.exists():  # this TODO's hidden checks only: the child runs no other
-                modules[files.hidden_module] = checks_only_of(files.hidden.read_text(encoding="utf-8"), todo.id)
             _modules[key] = modules
         return _modules[key]
+
+
+def hidden_checks_text(stage: Stage, todo: Todo) -> str:
+    """The source of ``todo``'s own hidden checks (a child runs no other TODO's), "" where there are none.
+    It stays in the grader: a child gets it compiled (:func:`child_code`)."""
+    files = layout.stage_files(stage.id)
+    return checks_only_of(files.hidden.read_text(encoding="utf-8"), todo.id) if files.hidden.exists() else ""
+
+
+def child_code(stage: Stage, todo: Todo) -> dict[str, str]:
+    """``{module: base64 of the interpreter's magic number + marshalled code}`` for the modules a child
+    gets compiled instead of as text: ``todo``'s hidden checks. Learner code runs in that child, so
+    whatever text it holds can be read and encoded into a report; compiled here it holds no source
+    text at all: no docstring (``optimize=2``), no function annotation (kept as strings under ``from
+    __future__ import annotations``), every position line 1, column 0 (no layout), and the
+    file name :data:`HIDDEN_CODE_FILE` (no file, no line cache entry, nothing ``inspect.getsource`` finds).
+    What a probe needs to run stays: its names and constants (the inputs it passes). Children run
+    this very interpreter (``sys.executable``), whose marshal format the magic number pins."""
+    key = (stage.id, todo.id)
+    if (done := _code.get(key)) is not None:
+        return done
+    with _lock:
+        if key not in _code:
+            text = hidden_checks_text(stage, todo)
+            code = {layout.stage_files(stage.id).hidden_module: _compiled(text)} if text else {}
+            _code[key] = code
+        return _code[key]
+
+
+def _compiled(text: str) -> str:
+    tree = parse(text)
+    for node in ast.walk(tree):
+        if "lineno" in node._attributes:  # every position the same: the layout of the text is not carried
+            for attr, value in (("lineno", 1), ("end_lineno", 1), ("col_offset", 0), ("end_col_offset", 0)):
+                setattr(node, attr, value)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # annotations would stay as text
+            node.returns = None
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
+                        node.args.kwarg):
+                if arg is not None:
+                    arg.annotation = None
+    code = compile(tree, HIDDEN_CODE_FILE, "exec", optimize=2, dont_inherit=True)
+    return base64.b64encode(importlib.util.MAGIC_NUMBER + marshal.dumps(code)).decode("ascii")
 
 
 def given_members(stage: Stage, owner: str) -> frozenset[str]:

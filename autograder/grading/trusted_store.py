@@ -1,8 +1,9 @@
 """A persistent, content-addressed store of the grader's trusted material, shared by grading processes.
 
 Computing a stage's trusted material (:mod:`autograder.grading.trusted`: the reference's outcome of
-every check, the leak guard learned from the secrets) costs seconds per process (stage 6: about 4 s of
-probes, 3 s of importing torch, 1 s of leak guard). Every grading process (a CLI run, a test worker,
+every check, the leak guard learned from the secrets) runs the reference's probes, imports what they
+need (torch, for stage 6) and builds the guard (``benchmarks/bench_trusted_store.py`` measures what
+that costs; docs/performance.md). Every grading process (a CLI run, a test worker,
 one nbgrader or Gradescope run) would pay it again for the same course files; this store keeps each
 result in a file named by a digest of everything it depends on, so a second process reuses it.
 
@@ -10,8 +11,8 @@ result in a file named by a digest of everything it depends on, so a second proc
 
 * the bytes of every file a grader may read (:func:`course_files`): :func:`autograder.core.layout.grader_files`
   (the whole runtime ``autograder/`` with every stage's checks ``sNN.py``, text ``sNN.toml`` and
-  generated public expected values, ``kernels/``, all of ``solutions/``: references, given modules,
-  hidden checks, instructor notebooks; the data files; ``course.toml``; ``requirements.txt``) and the
+  generated public expected values, ``kernels/``, the given modules of ``workbook/``, all of
+  ``solutions/``: references, hidden checks, instructor notebooks; the data files; ``course.toml``; ``requirements.txt``) and the
   learner notebooks under ``notebooks/`` (which the leak guard reads as public text). Each file enters
   by its path relative to the repository and a digest of its bytes, so adding, removing, renaming or
   changing any byte of any of them changes the key. The set is the whole course, not the stage's own
@@ -20,7 +21,7 @@ result in a file named by a digest of everything it depends on, so a second proc
   (Editing one stage makes every stage recompute once; that is the price of a key that is obviously
   complete.)
 * where the course's top-level packages are imported from (``autograder``, ``solutions``,
-  ``kernels``): the files hashed are the ones that run;
+  ``workbook``, ``kernels``): the files hashed are the ones that run;
 * the interpreter: ``sys.version`` (version and build), the implementation's cache tag, the platform
   and machine, the byte order;
 * the installed packages: the name of every ``*.dist-info`` / ``*.egg-info`` entry in the package
@@ -149,7 +150,7 @@ def _installed() -> list[str]:
     """Every distribution's metadata entry in the package folders on ``sys.path`` (its name carries the
     distribution's name and version). Only ``site-packages``/``dist-packages`` folders are read, by
     name: the current directory on the path (``python -m`` from another folder) must not change the key."""
-    found = set()
+    found: set[str] = set()
     for entry in dict.fromkeys(sys.path):
         if not entry.rstrip("/").endswith(("site-packages", "dist-packages")):
             continue
@@ -179,7 +180,7 @@ def _origin(package: str) -> str:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return "-"
-    return repr(None if spec is None else list(spec.submodule_search_locations or [spec.origin]))
+    return repr(None if spec is None else list(spec.submodule_search_locations or [spec.origin]))  # type: ignore[list-item]  # repr'd
 
 
 def environment() -> dict[str, Any]:
@@ -188,7 +189,7 @@ def environment() -> dict[str, Any]:
         "python": sys.version, "cache_tag": sys.implementation.cache_tag, "platform": platform.platform(),
         "machine": platform.machine(), "byteorder": sys.byteorder, "cpu": _cpu(), "cpus": os.cpu_count(),
         "packages": _installed(), "env": {k: os.environ[k] for k in NUMERIC_ENV if k in os.environ},
-        "origins": {p: _origin(p) for p in ("autograder", "solutions", "kernels")},
+        "origins": {p: _origin(p) for p in ("autograder", "solutions", "workbook", "kernels")},
     }
 
 
@@ -222,7 +223,7 @@ def same(a: Any, b: Any) -> bool:
     if type(a) is float:
         return a.hex() == b.hex() if math.isfinite(a) else repr(a) == repr(b)
     if type(a) is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is dict:
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     return a == b

@@ -204,7 +204,7 @@ def _histograms(stats: Stats) -> str | None:
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(1, len(stages), figsize=(4.2 * len(stages), 2.8), squeeze=False)
-    for ax, sid in zip(axes[0], stages):
+    for ax, sid in zip(axes[0], stages, strict=True):
         top = stats.max_scores[sid]
         bins = [b - 0.5 for b in range(int(top) + 2)]
         ax.hist(stats.scores[sid], bins=bins, color="#4c72b0", edgecolor="white")

@@ -11,12 +11,29 @@ The command grader gives a step all of its ``max-score`` when the command exits 
   partial score rounded down to whole points; the exact share is in every step's report.
 
 Either way the max-scores add up to the stage's points. Every step's ``setup-command`` runs one
-script that installs the course runtime and its grader into a virtual environment once per runner
+script that installs the course runtime and its grader into a virtual environment once per job
 (later steps find it ready), from ``course.toml``'s ``[install]`` sources in order; the environment
 sees the runner's own packages, so a runner that has torch keeps it, and torch is installed only for
-a stage that needs it on a runner without one. The grader runs isolated (``python -I``: nothing in
-the student's repository is importable) with the grading mode written into the command (never read
+a stage that needs it on a runner without one. The hidden checks are not in the course's wheel (a
+learner installs that one), so the script fetches a copy of the course's source (a git clone, an
+unpacked archive, or a local folder) and installs it editable: the grader then imports the hidden
+checks from that copy, which lives in the environment's folder, outside the student's repository. The
+grader runs isolated (``python -I``: nothing in the student's repository is importable) with the grading mode written into the command (never read
 from the repository), under the best isolation the runner offers.
+
+No step trusts what an earlier step's learner code could set. On a runner without kernel isolation
+(``--no-require-isolation`` grades there too) learner code runs as the runner's user and can append
+to ``$GITHUB_ENV`` and ``$GITHUB_PATH``, which set every later step's environment: ``PCW_PYTHON``,
+``HOME``, ``PATH``, ``LD_LIBRARY_PATH`` and the rest. So a step reads nothing from its environment
+that decides what grades: the environment's folder is named through the ``runner`` context
+(``${{ runner.temp }}``, filled in by the runner; a step can set environment variables, never a
+context), the grader starts from ``/usr/bin/env -i`` with a fixed ``PATH`` and locale and nothing else,
+and the setup script is started as ``/bin/sh``. The setup script itself runs with the step's
+environment, which it needs (proxies, the private course's credentials in ``$HOME``), but only the
+first step's installs anything, before any learner code has run; a later step's finds the
+environment ready and ends with shell built-ins alone. What this cannot stop on such a runner is
+learner code changing files (the environment itself, the workflow's checkout): there, as everywhere
+learner code runs unconfined, only kernel isolation is a boundary.
 """
 from __future__ import annotations
 
@@ -34,11 +51,17 @@ from autograder.core.course import Course, load_course
 from autograder.core.i18n import L, text
 from autograder.core.spec import Stage, load_stage
 
-VENV = "$HOME/.pcw-classroom"
-#: The interpreter a step's command grades with; ``PCW_PYTHON`` stands in for it when the template is
-#: tried on a machine where the course is installed already (the project's tests do).
-PYTHON = '"${PCW_PYTHON:-' + VENV + '/bin/python}"'
+#: The course's environment: in the job's temporary folder, named through the ``runner`` context, which
+#: the runner fills in and no step can change (not ``$HOME``: an earlier step can set that).
+VENV = "${{ runner.temp }}/pcw-classroom"
+#: The interpreter every step's command grades with: a fixed path, never one from the environment.
+PYTHON = f'"{VENV}/bin/python"'
+#: The grader's whole environment: nothing a step inherits (``PATH``, ``HOME``, ``LD_LIBRARY_PATH``,
+#: ``PCW_*``, the runner's file-command paths) reaches it; ``python -I`` ignores ``PYTHON*`` as well.
+GRADER_ENV = "/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8"
 SETUP = ".github/classroom/setup.sh"
+#: Every step's setup-command: the shell by its path (``PATH`` may have been set by an earlier step).
+SETUP_COMMAND = f'/bin/sh {SETUP} "{VENV}"'
 WORKFLOW = ".github/workflows/classroom.yml"
 
 
@@ -81,17 +104,50 @@ def needs_torch(stage_id: str) -> bool:
     return False
 
 
-def _pip_spec(source: str, course: Course) -> str:
-    """A course.toml source with the grader's extra: ``name[grader] @ URL``, or ``path[grader]``."""
+def _fetch_command(source: str) -> str:
+    """The sh command that puts a copy of the course's source from ``source`` (a course.toml
+    ``[install]`` source: ``git+URL[@ref]``, an archive URL, or a local path) into ``$V/course``."""
+    if source.startswith("git+"):
+        url, ref = source[4:], ""
+        path = urlparse(url).path
+        if "@" in path:  # git+https://host/repo.git@main: the ref follows the repository's path
+            url, ref = url[: len(url) - len(path)] + path.rsplit("@", 1)[0], path.rsplit("@", 1)[1]
+        return f"fetch_git {_sh_quote(url)} {_sh_quote(ref)}"
     if "://" in source:
-        return f"{course.name}[grader] @ {source}"
-    return f"{source}[grader]"
+        return f"fetch_archive {_sh_quote(source)}"
+    return f"fetch_path {_sh_quote(source)}"
+
+
+_FETCH = r"""# A copy of the course's source in $V/course (the hidden checks ship only there, never in the wheel).
+fetch_git() {  # URL REF: a shallow clone of a branch or tag, else a full clone checked out at REF
+  rm -rf "$V/course"
+  if [ -z "$2" ]; then git clone -q --depth 1 "$1" "$V/course"; return; fi
+  git clone -q --depth 1 --branch "$2" "$1" "$V/course" 2>/dev/null && return
+  rm -rf "$V/course"
+  git clone -q "$1" "$V/course" && git -C "$V/course" checkout -q "$2"
+}
+fetch_archive() {  # URL of a .zip or .tar.gz whose one top folder (or root) holds pyproject.toml
+  rm -rf "$V/course" "$V/unpack"
+  "$V/bin/python" - "$1" "$V/unpack" <<'PY' && mv "$(dirname "$(ls -d "$V"/unpack/pyproject.toml "$V"/unpack/*/pyproject.toml | head -n 1)")" "$V/course"
+import pathlib, shutil, sys, tempfile, urllib.request
+url, dest = sys.argv[1], pathlib.Path(sys.argv[2])
+suffix = ".zip" if url.split("?")[0].endswith(".zip") else ".tar.gz"
+with tempfile.NamedTemporaryFile(suffix=suffix) as f, urllib.request.urlopen(url, timeout=300) as r:
+    shutil.copyfileobj(r, f)
+    f.flush()
+    shutil.unpack_archive(f.name, dest)
+PY
+}
+fetch_path() {  # a folder on this machine
+  rm -rf "$V/course" && cp -R "$1" "$V/course"
+}
+"""
 
 
 def setup_script(stage_id: str, course: Course) -> str:
     """The POSIX sh script every step's setup-command runs: install once, then only say it is ready."""
     build = _build_id(stage_id)
-    sources = " ".join(_sh_quote(_pip_spec(s, course)) for s in course.sources)
+    tries = "\n".join(f"try_source {_sh_quote(s)} {_fetch_command(s)}" for s in course.sources)
     torch = ""
     if needs_torch(stage_id):
         index = f" --index-url {_sh_quote(course.gradescope_torch_index)}" if course.gradescope_torch_index else ""
@@ -101,20 +157,24 @@ def setup_script(stage_id: str, course: Course) -> str:
                  f"fi\n")
     return f"""#!/bin/sh
 # Written by `python -m autograder classroom`: installs the course runtime and its grader once per
-# runner into {VENV} (the first grading step does it; the others find it ready). The environment
-# sees the runner's own packages, so a runner with torch keeps it. Sources: course.toml's [install].
+# job into the folder its argument names (the first grading step does it; the others find it ready,
+# using shell built-ins only). The environment sees the runner's own packages, so a runner with
+# torch keeps it. Sources: course.toml's [install].
 set -u
-V="{VENV}"
+V="${{1:?usage: setup.sh ENVIRONMENT-FOLDER}}"
 READY="$V/ready-{build}"
 [ -f "$READY" ] && exit 0
 if [ ! -x "$V/bin/python" ]; then
   python3 -m venv --system-site-packages "$V" || exit 1
 fi
-ok=0
-for src in {sources}; do
+{_FETCH}ok=0
+try_source() {{  # SOURCE FETCH ARGS...: fetch a copy from SOURCE, then install it editable with the grader
+  [ "$ok" = 1 ] && return
+  src="$1"; shift
   echo "installing the course from: $src"
-  if "$V/bin/python" -m pip install -q --disable-pip-version-check "$src"; then ok=1; break; fi
-done
+  if "$@" && "$V/bin/python" -m pip install -q --disable-pip-version-check -e "$V/course[grader]"; then ok=1; fi
+}}
+{tries}
 if [ "$ok" != 1 ]; then
   echo "could not install the course from any source (see above)"
   exit 1
@@ -141,8 +201,9 @@ def steps(stage: Stage, notebook: str, grading: str, lang: str, timeout_min: int
     """The grading steps of ``stage`` for the student's ``notebook`` (see the module's docstring)."""
     out = []
     for t in stage.todos:
-        base = f"{PYTHON} -I -m autograder grade {_sh_quote(notebook)} --todo {t.id} --format learner --exit-code " \
-               f"--grading {grading} --no-require-isolation --no-progress"
+        base = f"{GRADER_ENV} {PYTHON} -I -m autograder grade {_sh_quote(notebook)} --stage {stage.id} --todo {t.id} " \
+               f"--format learner " \
+               f"--exit-code --grading {grading} --no-require-isolation --no-progress"
         name = f"TODO {t.number} · {t.id} · {text(t.title, lang)}"
         sid = t.id.replace(".", "_").replace("__", "_")
         if grading == "partial":
@@ -202,7 +263,7 @@ def workflow(stage: Stage, notebook: str, grading: str, lang: str, token_secret:
             "        uses: classroom-resources/autograding-command-grader@v1",
             "        with:",
             f"          test-name: {_q(s.test_name)}",
-            f"          setup-command: {_q('sh ' + SETUP)}",
+            f"          setup-command: {_q(SETUP_COMMAND)}",
             f"          command: {_q(s.command)}",
             f"          timeout: {s.timeout_min}",
             f"          max-score: {s.max_score}",

@@ -2,8 +2,8 @@
 the class graded from the first second.
 
 Run as ``nbgrader autograde``, a class waits before its first child runs: nbgrader imports itself
-(its Jupyter server extensions included) and sets up on one core, about 1.4 CPU-s while the other
-core idles, and only then does its first student's hook start the batch (:mod:`nbgrader_batch`).
+(its Jupyter server extensions included) and sets up on one core while the others idle, and only
+then does its first student's hook start the batch (:mod:`nbgrader_batch`).
 This command starts grading, at once, the notebooks nbgrader is going to ask for, and once the
 first children run, it runs nbgrader's ``autograde`` application in the same process, so that
 nbgrader's start and its per-notebook work overlap the grading instead of coming before it.

@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.core import layout
 from autograder.core.results import SubmissionResult
 from autograder.grading.submission import digest
 
@@ -135,8 +136,10 @@ def plan(isolation_name: str, require_isolation: bool, grading: str | None, feed
     hidden = course_paths(course)
 
     def grade_many(paths, on_done=None, on_todo=None, stop=None):
+        # nbgrader's layout names the assignment in the notebook's folder: a notebook of another stage
+        # handed in for a course stage's assignment is refused, not graded as the stage it claims
         return grade_paths(paths, iso=iso, hidden=hidden, grading=grading, feedback=feedback, on_done=on_done,
-                           on_todo=on_todo, stop=stop)
+                           on_todo=on_todo, stop=stop, stage=lambda p: layout.stage_of_assignment(Path(p).parent.name))
 
     return iso, partial(BatchKey, isolation=iso.level, grading=grading, feedback=feedback), grade_many
 
@@ -237,8 +240,8 @@ def result_for(path: Path, key_of: Callable[[str], BatchKey], config, assignment
         if batch is not None and path in batch.ready:
             result = batch.take(path)
             with _LOCK:
-                if not batch.ready and _BATCHES.get(key) is batch:
-                    del _BATCHES[key]  # drained: the next run in this process starts its own batch
+                if not batch.ready and _BATCHES.get(key) is batch:  # type: ignore[arg-type]  # set: a batch came of it
+                    del _BATCHES[key]  # type: ignore[arg-type]  # drained: the next run in this process starts its own batch
             if result is not None:
                 return result
     return grade_many([path])[0]

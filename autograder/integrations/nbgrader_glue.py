@@ -36,6 +36,7 @@ from autograder.core import cell_ids, layout
 from autograder.integrations import nbgrader_batch
 from autograder.core.safetext import one_line
 from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
+from autograder.learner.standing import RECORD
 
 
 def _error_output(message: str) -> nbformat.NotebookNode:
@@ -86,7 +87,9 @@ class IsolatedGrade(NbGraderPreprocessor):
             result = nbgrader_batch.result_for(handed_in, key, self.config, info.get("assignment"), grade_many)
         else:
             with tempfile.TemporaryDirectory(prefix="pcw-nbgrader-") as tmp:
-                path = Path(tmp) / f"{Path(str(name)).name}.ipynb"
+                folder = Path(tmp) / Path(str(info.get("assignment") or "assignment")).name  # pins the stage, as in submitted/
+                folder.mkdir()
+                path = folder / f"{Path(str(name)).name}.ipynb"
                 nbformat.write(nb, path)
                 result = grade_many([path])[0]  # its TODOs in parallel
         who = one_line(str(info.get("student", "?")))
@@ -294,7 +297,7 @@ def _restore_test_cells(nb, info: dict, verdicts: dict) -> list[str]:
 class _SchemaCompiledOnce(BaseMetadataValidator):
     """The per-cell schema check of nbgrader's metadata validator, with the schema compiled once per
     process: ``jsonschema.validate``, which nbgrader calls per cell, first checks the schema itself
-    against its meta-schema (about 6 ms a cell, on every nbgrader cell, twice per notebook in autograde).
+    against its meta-schema (on every nbgrader cell, twice per notebook in autograde).
     Same validator class, same error (jsonschema's best match); a cell of another schema version goes
     to nbgrader's own code, which says so."""
 
@@ -386,6 +389,9 @@ from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHi
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
 c.ClearSolutions.code_stub = {{"python": {stub}}}
+# A learner's progress record (check() keeps it beside the notebook) is theirs alone, and anyone who
+# can write the folder chooses what it holds: no step copies it (release, submit, collect, autograded/).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", {record!r}]
 # An untouched test cell differs from the source only by its stripped hidden tests: no warning for that.
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, ReleaseAwareOverwriteCells,
                                       CheckCellMetadataOnce]
@@ -401,7 +407,7 @@ c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetada
 # generate_assignment must copy them into the release.
 import sys as _sys
 if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde", "generate_feedback"):
-    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", *{helpers!r}]
+    c.CourseDirectory.ignore = [*c.CourseDirectory.ignore, *{helpers!r}]
     # Each notebook is validated once, after the last preprocessor, not after each of the seven:
     # the same notebook is written (an invalid one still fails), at a sixth of the validations.
     c.Exporter.optimistic_validation = True
@@ -422,8 +428,8 @@ def share_gradebook_engines() -> None:
     and check its tables once per engine.
 
     Each ``Gradebook(url)`` creates an engine and disposes of it on close; a new engine starts with an
-    empty compiled-statement cache, so every query of every open was compiled again (7 ms an open, 2.5
-    ms on a shared engine, and each query after the first from the cache). The gradebook's reads and
+    empty compiled-statement cache, so every query of every open was compiled again, most of an open's
+    cost (on a shared engine each query after the first comes from the cache). The gradebook's reads and
     writes are unchanged: ``dispose()`` on a shared engine only closes its idle pooled connections.
 
     Each open also asks the database which tables it has and creates the missing ones (a fifth of
@@ -474,7 +480,7 @@ def share_gradebook_engines() -> None:
         names = tables.get(id(subject)) if id(subject) in shared_ids else None
         return _Known(names) if names else sqlalchemy.inspect(subject, *args, **kw)
 
-    shared.pcw_shared = True
+    shared.pcw_shared = True  # type: ignore[attr-defined]  # marks the patch as ours
     api.create_engine = shared
     api.Base.metadata.create_all = create_all_once
     api.inspect = inspect_known
@@ -509,6 +515,7 @@ def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str 
                 shutil.copy(src, target)
             assignments.append(files.assignment(lang))
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers()),
+        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers(),
+                               record=Path(RECORD).stem + ".*"),  # the record and a write cut short
         encoding="utf-8")
     return assignments

@@ -39,7 +39,7 @@ def check_course(course: Path, assignments: list[str] | None = None) -> list[Pro
         if assignments and assignment not in assignments or not folder.is_dir():
             continue
         def say(reason: str) -> None:
-            problems.append(Problem(student, assignment, reason))
+            problems.append(Problem(student, assignment, reason))  # noqa: B023 - called only in this iteration
 
         if assignment not in known:
             say(f"no assignment '{shown_path(assignment)}' in source/ (a renamed folder?); nbgrader will not grade it")
@@ -55,8 +55,8 @@ def check_course(course: Path, assignments: list[str] | None = None) -> list[Pro
                 say(f"no {name}; found {', '.join(map(shown_path, others))} (renamed? nbgrader grades only {name})"
                     if others else f"no {name} submitted")
                 continue
-            try:
-                sub = read_submission(path)
+            try:  # pinned as grading pins it: nbgrader's folder names the assignment
+                sub = read_submission(path, stage=layout.stage_of_assignment(assignment))
             except SubmissionError as exc:
                 say(str(exc))
                 continue
@@ -66,7 +66,21 @@ def check_course(course: Path, assignments: list[str] | None = None) -> list[Pro
             for w in sub.warnings:
                 if "is stage" in w:  # another stage's notebook under this assignment's name
                     say(f"{name}: {w}")
+            others = [f for f in found if f not in wanted]
+            if others and _untouched(sub):  # a blank release beside the work saved under another name
+                worked = [n for n in _same_stage(folder, others, name) if not _untouched(read_submission(folder / n))]
+                if worked:
+                    say(f"{name} is as released (no TODO filled in), but {', '.join(map(shown_path, worked))} beside it "
+                        f"is the same stage with work in it: nbgrader grades only {name}; rename the one to grade")
     return problems
+
+
+def _untouched(sub) -> bool:
+    """Whether a submission's TODO cells are exactly as released (either edition's learner notebook)."""
+    from autograder.grading.submission import read_submission
+
+    files = layout.stage_files(sub.stage.id)
+    return any(sub.cells == read_submission(files.learner(lang)).cells for lang in files.languages)
 
 
 def report(course: Path, assignments: list[str] | None = None) -> tuple[str, int]:

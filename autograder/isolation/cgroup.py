@@ -70,8 +70,8 @@ def available() -> tuple[Hierarchy | None, str | None]:
         own, mounts = _own_cgroups(), _mounts()
     except OSError as exc:
         return None, f"cannot read this process's cgroups: {exc}"
-    problems = []
-    for mount, root, fstype, opts in mounts:
+    problems: list[str] = []
+    for mount, root, fstype, _opts in mounts:
         if fstype == "cgroup2" and "" in own:
             where = _under(mount, root, own[""])
             if where and _try_hierarchy(Hierarchy(2, where), problems):

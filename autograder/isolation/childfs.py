@@ -118,13 +118,15 @@ class HiddenPaths(tuple):
 
     real: tuple[str, ...]
     salt: str
+    _real: frozenset[str]
+    _told: dict[frozenset[str], tuple[list[str], Digests]]
 
     def __new__(cls, paths: Iterable[str]) -> HiddenPaths:
         self = super().__new__(cls, dict.fromkeys(paths))
         self.real = tuple(sorted({os.path.realpath(p) for p in self}))
         self._real = frozenset(self.real)
         self.salt = secrets.token_hex(16)
-        self._told: dict[frozenset[str], tuple[list[str], Digests]] = {}
+        self._told = {}
         return self
 
     @classmethod

@@ -77,7 +77,7 @@ class ForkedChild:
 
     def wait(self, timeout: float | None = None) -> int | None:
         if not self._gone.wait(timeout):
-            raise subprocess.TimeoutExpired(f"forked child {self.id}", timeout)
+            raise subprocess.TimeoutExpired(f"forked child {self.id}", timeout)  # type: ignore[arg-type]  # not None: it timed out
         return self.returncode
 
     def kill_tree(self) -> None:

@@ -49,6 +49,7 @@ import selectors
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
@@ -122,7 +123,7 @@ def decode(data: bytes):
     return RECORDS[obj["op"]](**obj)
 
 
-def send(sock: socket.socket, record, fds: list[int] = ()) -> None:
+def send(sock: socket.socket, record, fds: Sequence[int] = ()) -> None:
     data = encode(record)
     if fds:
         sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
@@ -301,7 +302,7 @@ def _child(req: Spawn, fds: list[int], staging: str) -> None:
         # each descriptor to its number (through copies far above them, so no dup2 overwrites a source),
         # then every other descriptor closed: the server's socket, anything a sibling's request left
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_FREE_FD) for fd in fds]
-        for src, num in zip(high, req.fds):
+        for src, num in zip(high, req.fds, strict=True):
             os.dup2(src, num)
         previous = -1
         for fd in [*sorted(set(req.fds)), 1 << 20]:

@@ -181,9 +181,9 @@ def confinement(spec: ChildSpec, iso: Isolation) -> Confinement:
                     masked.append(h)
             else:
                 raise IsolationError(f"the child could read {p}, which is or holds {h}, a path it must not see")
-        h = hidden.holding(p)
-        if h is not None:
-            raise IsolationError(f"the child could read {p}, which is or holds {h}, a path it must not see")
+        held = hidden.holding(p)
+        if held is not None:
+            raise IsolationError(f"the child could read {p}, which is or holds {held}, a path it must not see")
     masked = list(_outermost(masked))  # a hidden folder's mount covers the hidden paths inside it
     user = child_user(iso, spec.uid)
     if isinstance(user, tuple):
@@ -195,7 +195,7 @@ def confinement(spec: ChildSpec, iso: Isolation) -> Confinement:
         parent = 1  # bubblewrap's init in the new pid namespace
     else:
         parent = os.getpid()
-    policy = {
+    policy: dict[str, object] = {
         "entry": spec.entry,
         "cwd": scratch,
         "user": list(user) if isinstance(user, tuple) else user,

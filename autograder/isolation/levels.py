@@ -13,7 +13,10 @@ Three layers, each enforced by the kernel, so nothing learner code does in its i
 - ``seccomp``: a deny list (see :mod:`autograder.isolation.seccomp_filter`): no ptrace or cross-process memory
   access, no ``prlimit``/``setpriority`` on another process, no ``setsid``/``setpgid`` (so a
   process-group kill reaches every descendant), no sockets, no namespaces or mounts, no lock, lease,
-  change notification or page-cache probe on the files every child shares.
+  write hint, change notification or page-cache probe on the files every child shares. Only this layer
+  refuses those: a level without it (``namespaces+landlock``, say) is still a boundary around each
+  child, but two children of one run can pass bits to each other through a lock on a shared file
+  (the interpreter, a library), and its description says so.
 
 Every level also bounds what one child holds: its memory over its whole process tree (a cgroup of its
 own, :mod:`autograder.isolation.cgroup`, or else a single process), no core dumps, and (namespaces, or a root
@@ -71,7 +74,9 @@ HOW_TO = {
         "Debian, Ubuntu and Fedora kernels); signal scoping needs Linux 6.12+ (ABI 6). Inside a container, "
         "the runtime's seccomp profile must allow the landlock_* system calls."),
     "seccomp": (
-        "seccomp (refusing ptrace, prlimit on other processes, setsid, sockets...) needs the system's "
+        "seccomp (refusing ptrace, prlimit on other processes, setsid, sockets, and locks, leases and write "
+        "hints on the files every child shares, without which two children of one run can pass bits to each "
+        "other through them) needs the system's "
         "libseccomp (Debian/Ubuntu `libseccomp2`, present on almost every system) and a Python binding: "
         "`pip install pyseccomp` or Debian's `python3-seccomp`."),
 }
@@ -139,6 +144,8 @@ class Isolation:
             parts.append(text(messages.ISO_ROOT_CHILD, lang))
         elif user is not None:
             parts.append(text(messages.ISO_OWN_USER, lang))
+        if self.layers and "seccomp" not in self.layers:
+            parts.append(text(messages.ISO_NO_SECCOMP, lang))
         if not parts:
             return self.level
         return self.level + (f"（{'，'.join(parts)}）" if lang == "zh" else f" ({', '.join(parts)})")
@@ -205,7 +212,7 @@ def detect(python: str = sys.executable) -> Offer:
             return offer
         for layer in layers:
             if layer == "namespaces" or len(layers) == len(base):
-                problems.setdefault(layer, f"{bwrap + ': ' if layer == 'namespaces' else ''}a probe child failed: {error}")
+                problems.setdefault(layer, f"{bwrap + ': ' if layer == 'namespaces' else ''}a probe child failed: {error}")  # type: ignore[operator]  # a namespaces try names a bwrap
     first = bwraps[0] if bwraps else (None, None)
     return Offer(python, (), first[0], first[1], abi, problems)
 

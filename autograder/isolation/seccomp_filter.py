@@ -13,10 +13,12 @@ EPERM, the system calls that reach into other processes or widen the child's wor
   service, also where no network namespace is available;
 - System V IPC (shared memory, message queues, semaphores) and POSIX message queues: keyed by name,
   so without an IPC namespace two children could use them to pass answers to each other;
-- ``flock``, ``fcntl`` lock, lease and notify commands, ``inotify_init*``, ``fanotify_*``, ``mincore``,
-  ``cachestat`` and ``fadvise(DONTNEED)``: every child of a run (and every submission of a batch) sees
-  the same staged files, and a lock on one of them, a notification of someone opening it, or whether
-  its pages are cached is a bit one child could set and another read (no grading child needs any);
+- ``flock``, ``fcntl`` lock, lease, notify and write-hint commands, ``inotify_init*``, ``fanotify_*``,
+  ``mincore``, ``cachestat`` and ``fadvise(DONTNEED)``: every child of a run (and every submission of a
+  batch) sees the same files (the interpreter, the libraries, the staged course tree, devices), and a
+  lock on one of them, its inode's write hint, a notification of someone opening it, or whether its
+  pages are cached is a bit one child could set and another read (no grading child needs any). No
+  other layer refuses these: a level without seccomp leaves them open between children;
 - namespaces, mounts, kernel modules, BPF, perf, keyrings, io_uring, ``userfaultfd``, handle-based
   opens: kernel surface that learner code never needs; ``clone`` with a namespace flag is refused,
   and ``clone3`` answers ENOSYS so that the C library falls back to ``clone``, whose flags the
@@ -50,11 +52,13 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", 
           # kernel objects attached to a shared (read-only) file: a bit one child sets and another reads
           "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
           "mincore", "cachestat")
-# fcntl commands that lock, lease or watch a file (the 64-bit-offset variants of 32-bit ABIs too);
-# compared on the low 32 bits, as the kernel reads ``cmd`` as an unsigned int
+# fcntl commands that lock, lease or watch a file (the 64-bit-offset variants of 32-bit ABIs too), or
+# set or read its inode's write-lifetime hint (any opener may set it on a read-only file, and every
+# other opener reads it back); compared on the low 32 bits, as the kernel reads ``cmd`` as an unsigned int
 FCNTL_DENIED = {"F_GETLK": 5, "F_SETLK": 6, "F_SETLKW": 7, "F_GETLK64": 12, "F_SETLK64": 13, "F_SETLKW64": 14,
                 "F_OFD_GETLK": 36, "F_OFD_SETLK": 37, "F_OFD_SETLKW": 38,
-                "F_SETLEASE": 1024, "F_GETLEASE": 1025, "F_NOTIFY": 1026}
+                "F_SETLEASE": 1024, "F_GETLEASE": 1025, "F_NOTIFY": 1026,
+                "F_GET_RW_HINT": 1035, "F_SET_RW_HINT": 1036, "F_GET_FILE_RW_HINT": 1037, "F_SET_FILE_RW_HINT": 1038}
 POSIX_FADV_DONTNEED = 4  # drops a shared file's pages from the page cache, which another child can time
 # (syscall, index of the pid-like argument): refused unless that argument is 0 (the caller itself)
 OTHER_PROCESS = (("prlimit64", 0), ("setpriority", 1), ("ioprio_set", 1))

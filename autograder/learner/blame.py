@@ -8,7 +8,8 @@ Where the reference is not importable (a classroom release) it looks at which ot
 called and names one that fails its own visible checks.
 
 :func:`names_outside_graded_cells` finds global names a TODO's code uses that are defined in the
-notebook outside the graded (TODO) cells, which grading never runs.
+notebook outside the graded (TODO) cells, which grading never runs; :func:`graded_cell_sources`
+gives the source of those cells.
 """
 from __future__ import annotations
 
@@ -139,15 +140,28 @@ def _functions_of(obj: Any) -> list[types.FunctionType]:
     return []
 
 
-def _cell_names(fn: types.FunctionType) -> frozenset[str]:
-    """Top-level names defined by the notebook cell where ``fn`` was written."""
+def _cell_source(fn: types.FunctionType) -> str:
+    """The notebook cell (or module) where ``fn`` was written; empty when it cannot be found."""
     source = "".join(linecache.getlines(fn.__code__.co_filename))
     if not source:
         try:
             source = inspect.getsource(inspect.getmodule(fn) or fn)
         except (OSError, TypeError):
-            return frozenset()
-    return _names_in(source)
+            return ""
+    return source
+
+
+def _cell_names(fn: types.FunctionType) -> frozenset[str]:
+    """Top-level names defined by the notebook cell where ``fn`` was written."""
+    source = _cell_source(fn)
+    return _names_in(source) if source else frozenset()
+
+
+def graded_cell_sources(stage: Stage, namespace: dict) -> list[str]:
+    """The source of each cell where the notebook wrote one of the stage's TODO names: the cells that
+    grading runs (each once, in no particular order)."""
+    return list(dict.fromkeys(s for t in stage.todos for fn in _functions_of(namespace.get(t.owner))
+                              if (s := _cell_source(fn))))
 
 
 @functools.lru_cache(maxsize=256)

@@ -13,7 +13,7 @@ code. While one of them is unfinished or fails, the cell prints one line naming 
 
 When the body runs, it runs under two bounds, so that no learner bug can hang or kill the kernel: a
 time limit, and a cap on the memory the kernel may add. Whatever stops it (a bound, a
-:class:`~solutions.contract.ResultError` from given code that checked a learner's value, any other
+:class:`~workbook.contract.ResultError` from given code that checked a learner's value, any other
 exception) ends the cell with one line that names the TODO to look at, never a traceback through
 the course's code. ``KeyboardInterrupt`` (the stop button) is left alone.
 
@@ -30,6 +30,7 @@ import sys
 import threading
 import types
 from dataclasses import dataclass
+from typing import Any
 
 from autograder.core import messages
 from autograder.core.i18n import text
@@ -73,7 +74,7 @@ def judge_todo(todo: Todo, stage: Stage, namespace: dict) -> _Verdict:
     version = _learner_objects(namespace)
     cached = _judged.get(todo.id)
     if cached is not None and len(cached[0]) == len(version) and all(
-            a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[0], version)):
+            a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[0], version, strict=True)):
         return cached[1]
     report = evaluate(todo.id, namespace=namespace)
     first = report.verdicts[0] if report.verdicts else None
@@ -116,9 +117,9 @@ class _Limits:
 
     def __init__(self, seconds: int) -> None:
         self.seconds, self.fired = seconds, False
-        self.memory_gb = DEMO_MEMORY_GB
-        self._alarm = None
-        self._rlimit = None
+        self.memory_gb: float = DEMO_MEMORY_GB
+        self._alarm: Any = None  # the SIGALRM handler before, as signal.signal() returned it
+        self._rlimit: tuple[int, int] | None = None
 
     def __enter__(self) -> _Limits:
         if hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread():
@@ -216,7 +217,7 @@ class demo(contextlib.AbstractContextManager):  # noqa: N801 - used like a funct
     def explain(self, exc: BaseException, tb: types.TracebackType | None, limits: _Limits) -> str:
         """The one line that says which TODO to look at after ``exc`` stopped the body."""
         if getattr(exc, "todo", None) in self._ids and callable(getattr(exc, "line", None)):
-            return "❌ " + exc.line()  # given code checked the value and named its TODO (a ResultError)
+            return "❌ " + exc.line()  # type: ignore[attr-defined]  # given code checked the value and named its TODO (a ResultError)
         codes = {code: t for t in self.stage.todos if (code := _target_code(t, self._namespace)) is not None}
         error = _error_text(exc, limits)
         culprit = _todo_in_traceback(tb, codes)

@@ -1,7 +1,7 @@
 """The line a learner reads when given code found that a TODO returned a value breaking its contract.
 
 Given code (a simulator, a view, a server loop, a reference module's given functions) that consumes
-what a learner's TODO returned checks it first and raises ``solutions.contract.ResultError`` naming
+what a learner's TODO returned checks it first and raises ``workbook.contract.ResultError`` naming
 that TODO, instead of failing deep inside itself (a ``KeyError`` three modules down, a loop that
 never ends, memory that grows until the kernel dies). That error renders as the one line built here,
 in the notebook's language, both in Jupyter (instead of a traceback) and in the demo guard

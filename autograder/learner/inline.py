@@ -19,7 +19,8 @@ from typing import Iterator
 
 from autograder.child import twins
 from autograder.core import layout, messages
-from autograder.learner.blame import as_graded, calls_recorded, find_blame, names_outside_graded_cells
+from autograder.learner.blame import (as_graded, calls_recorded, find_blame, graded_cell_sources,
+                                      names_outside_graded_cells)
 from autograder.core.i18n import text
 from autograder.child.probe import reference_outcome, run_probe
 from autograder.core.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
@@ -47,6 +48,7 @@ class CheckReport:
     hidden: bool = False
     outside: list[str] = field(default_factory=list)  # names the TODO uses from outside the graded cells
     not_run: int = 0  # checks left out because an earlier one ran out of time
+    notes: list[str] = field(default_factory=list)  # rules of grading the TODO cells break (as the report says)
 
     @property
     def passed(self) -> bool:
@@ -76,7 +78,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
         yield
         return
     try:
-        clock = time.pthread_getcpuclockid(main.ident)
+        clock = time.pthread_getcpuclockid(main.ident)  # type: ignore[arg-type]  # the main thread has started
         start = time.clock_gettime(clock)
     except (AttributeError, OSError):  # no per-thread CPU clock here (macOS): the clock alone, as long as
         clock = None                   # the CPU limit, and a message that does not claim to know which
@@ -99,7 +101,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
                 which.append(text(waited).format(s=wall))
             else:
                 continue
-            signal.pthread_kill(main.ident, signal.SIGALRM)
+            signal.pthread_kill(main.ident, signal.SIGALRM)  # type: ignore[arg-type]  # the main thread has started
             return
 
     old = signal.signal(signal.SIGALRM, on_alarm)
@@ -211,6 +213,8 @@ def evaluate(todo_id: str, hidden: bool = False, *, namespace: dict, lang: str |
             report.not_run = len(checks) - len(report.verdicts)
             break
     report.outside = names_outside_graded_cells(stage, own, namespace, set(public.get("given_names", [])))
+    report.notes = [text(messages.STAGE_WITHOUT_PACKAGE, lang).format(n=stage.number, package=p)  # as the report says
+                    for p in stage.not_preloaded(graded_cell_sources(stage, namespace))]
     return report
 
 
@@ -246,5 +250,7 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
         print("  ⏭️ " + text(messages.NOT_RUN_AFTER_TIMEOUT, lang).format(k=report.not_run))
     for name in report.outside:
         print("  ⚠️ " + text(messages.NAME_OUTSIDE, lang).format(label=own.label, name=name))
+    for line in report.notes:
+        print("  ⚠️ " + line)
     if report.passed and not report.hidden:
         print("  " + text(messages.VISIBLE_ONLY, lang))

@@ -1,6 +1,6 @@
 """Tracebacks that show the course's code as a learner's edition shows it.
 
-The course's modules under ``solutions/`` (earlier stages' references, given modules) are one
+The course's modules (given modules under ``workbook/``, earlier stages' references) are one
 bilingual source with nbgrader's solution markers and ``# zh:`` comment twins. A traceback in a
 learner's kernel that passes through one of them would print those lines around the failing one
 (Jupyter shows context lines). :func:`show_released_sources` puts into :mod:`linecache`, for each
@@ -38,7 +38,7 @@ def released_lines(text: str, lang: str) -> list[str]:
 
 def course_sources() -> list[Path]:
     """The course's module files whose text differs from what a learner's edition shows."""
-    paths = [*layout.solutions_modules().values(), *sorted((layout.ROOT / "kernels").glob("*.py"))]
+    paths = [*layout.course_modules().values(), *sorted((layout.ROOT / "kernels").glob("*.py"))]
     out = []
     for p in paths:
         try:
@@ -58,8 +58,8 @@ def show_released_sources(lang: str) -> list[Path]:
         lines = released_lines(text, lang)
         # the names a code object may carry for this file: as found on sys.path, and resolved
         names = {str(p), str(p.resolve())} | {
-            m.__file__ for m in list(sys.modules.values())
-            if isinstance(getattr(m, "__file__", None), str) and _same_file(m.__file__, p)}
+            file for m in list(sys.modules.values())
+            if isinstance(file := getattr(m, "__file__", None), str) and _same_file(file, p)}
         for name in names:
             # mtime None: linecache.checkcache keeps the entry (as it does for sources from a loader)
             linecache.cache[name] = (len(text), None, lines, name)

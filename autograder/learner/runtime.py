@@ -13,12 +13,26 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from autograder.core import layout
 from autograder.core.i18n import L, set_language, text
 
 MIN_PYTHON = (3, 11)  # pyproject's requires-python (tomllib)
-GPU_STAGES = {"s06", "s07", "s08"}  # stages whose demos run a model: a GPU makes them faster
+
+
+def wants_gpu(stage_id: str) -> bool:
+    """Whether the stage's demos run a model, which a GPU makes faster: ``gpu`` in its ``stage.toml``
+    (:attr:`autograder.core.layout.StageFiles.meta`). Read here, in the first cell, before anything of the
+    stage is imported; a stage without the file, or a Python without ``tomllib`` (the first cell has just
+    said it is too old), is taken as not needing one."""
+    try:
+        import tomllib
+
+        meta = layout.stage_files(stage_id).meta
+        return meta.is_file() and tomllib.loads(meta.read_text(encoding="utf-8")).get("gpu") is True
+    except (ImportError, LookupError, OSError, ValueError):
+        return False
 
 
 def stage_build_id(stage_id: str, checks: dict | None = None) -> str:
@@ -94,7 +108,7 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     from autograder.learner.released import show_released_sources
 
     show_released_sources(lang)  # tracebacks through the course's code read as this edition does
-    found = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
+    found: dict[str, Any] = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
     if os.environ.get("PCW_GRADING"):
         return found  # a grading child only needs the language
     if sys.version_info < MIN_PYTHON:
@@ -112,12 +126,13 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
                      "用下面这一行更新，然后重启内核：\n    {update}")).format(mine=mine or "?", build=build, update=lines[0]))
         for mirror in lines[1:]:  # e.g. a mirror reachable from mainland China, where the main host may be slow
             print(text(L("    or, from a mirror: {line}", "    或者从镜像更新：{line}")).format(line=mirror))
-    if stage in GPU_STAGES:
+    gpu_stage = wants_gpu(stage)
+    if gpu_stage:
         found["gpu"] = gpu_name()
     gpu = found["gpu"] or text(L("no GPU", "没有 GPU"))
     print(text(L("✅ course ready · running on {w} · Python {p} · {g}", "✅ 课程环境就绪 · 运行于 {w} · Python {p} · {g}")).format(
         w=found["where"], p=found["python"], g=gpu))
-    if stage in GPU_STAGES and found["gpu"] is None:
+    if gpu_stage and found["gpu"] is None:
         how = HOW_TO_GPU.get(found["where"])
         print(text(L("   This stage runs on the CPU too (slower).", "   本阶段在 CPU 上也能跑（慢一些）。"))
               + (" " + text(L("For a GPU: ", "想用 GPU：")) + text(how) if how else ""))

@@ -1,0 +1,54 @@
+"""The README stays a two-minute read in both languages, its two commands are the ones CI runs, and every
+page links only to files that exist."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from autograder.core import layout
+
+ROOT = layout.ROOT
+PAGES = sorted([ROOT / "README.md", ROOT / "README.zh.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
+                *(ROOT / "docs").glob("*.md")])
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+MAIN_JOB = "bash scripts/setup.sh && .venv/bin/python -m autograder grade notebooks/ solutions/"
+TESTS = ".venv/bin/python -m pytest"
+
+
+@pytest.mark.parametrize("readme", [layout.README, layout.README_ZH], ids=lambda p: p.name)
+def test_the_readme_is_short_and_gives_the_two_commands(readme):
+    text = readme.read_text(encoding="utf-8")
+    assert len(text.encode()) < 10_000, f"{readme.name}: {len(text.encode())} bytes; details go to docs/"
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
+    assert blocks[:2] == [MAIN_JOB + "\n", TESTS + "\n"], f"{readme.name}: the two commands come first, as they are"
+
+
+def test_ci_runs_the_readme_commands():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "bash scripts/setup.sh" in ci and re.search(rf"^{re.escape(TESTS)}$", ci, re.M)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: layout.rel(p))
+def test_every_relative_link_names_a_file_that_exists(page):
+    missing = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = (page.parent / target.split("#")[0]).resolve()
+        if not path.exists():
+            missing.append(target)
+    assert not missing, f"{layout.rel(page)} links to files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("name", ["learners", "instructors", "security", "setup", "performance"])
+def test_every_page_for_learners_and_instructors_has_both_editions(name):
+    en, zh = ROOT / "docs" / f"{name}.md", ROOT / "docs" / f"{name}.zh.md"
+    assert en.exists() and zh.exists()
+    assert "(" + zh.name + ")" in en.read_text(encoding="utf-8") and "(" + en.name + ")" in zh.read_text(encoding="utf-8")
+
+
+def test_the_chinese_readme_links_the_chinese_pages():
+    text = layout.README_ZH.read_text(encoding="utf-8")
+    for name in ("learners", "instructors", "security", "setup", "performance"):
+        assert f"docs/{name}.zh.md" in text and f"docs/{name}.md)" not in text

@@ -1,0 +1,133 @@
+"""Given code of stage 5 (not a TODO): serve requests through a radix cache, as a scheduler does.
+
+Kept apart from the stage's reference module, like ``radix_node``, so that a classroom release (which
+ships given modules but not the stage's reference) can import it; it works with any cache that has
+``RadixCache``'s methods. Used by the stage-5 notebook and ``benchmarks/bench_radix.py``.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from autograder.i18n import tr
+from workbook.contract import ResultError
+
+
+
+class RadixServer:
+    """A radix cache and the KV slots it shares, driven one request at a time.
+
+    Per request: match the prompt without its last token (prefill must compute at least one token,
+    to produce its logits), lock the matched path, evict **only what this request lacks** when the
+    free slots run short (or at least ``batch`` tokens per call, if ``batch`` > 0), take slots for the
+    rest, insert the prompt, give back the slots the tree did not keep, unlock.
+
+    Invariant (checked by :meth:`check`): tokens in the tree + free slots == ``capacity``.
+
+    What the cache returns is checked before it is used (a match's and an eviction's slots, the
+    count ``insert`` returns), so that a wrong answer stops with a :class:`~workbook.contract.ResultError` naming its
+    TODO instead of corrupting the free list (and ``fill`` is bounded by ``capacity`` requests).
+    """
+
+    def __init__(self, cache: Any, capacity: int, *, batch: int = 0) -> None:
+        if capacity <= 0 or batch < 0:
+            raise ValueError(tr("capacity must be positive and batch non-negative", "capacity 必须是正数，batch 不能为负"))
+        self.cache, self.capacity, self.batch = cache, capacity, batch
+        self.free = list(range(capacity))  # a stack of free slot ids
+        self._free_set = set(self.free)     # the same, to check a learner's slots in O(1) each
+        self.requests = self.hit_tokens = self.evicted_tokens = self.evict_calls = 0
+
+    def serve(self, requests: Iterable[Sequence[int]]) -> None:
+        cache, free, page = self.cache, self.free, self.cache.page_size
+        for tokens in requests:
+            match = cache.match_prefix(tokens[:-1])
+            self._check_match(match, len(tokens) - 1)
+            cache.inc_lock_ref(match.last_node)
+            need = len(tokens) - match.length
+            if need > len(free):
+                asked = max(need - len(free), self.batch)
+                freed = cache.evict(asked)
+                self._check_freed(freed)
+                self.evict_calls += 1
+                self.evicted_tokens += len(freed)
+                free.extend(freed)
+                self._free_set.update(freed)
+                if need > len(free):
+                    cache.dec_lock_ref(match.last_node)
+                    raise ResultError("s05.evict",
+                        f"{len(freed)} slots when asked for {asked}, with only this request's path locked",
+                        f"{len(freed)} 个槽位，而要求的是 {asked} 个（此时只有这个请求的路径被锁住）")
+            new_slots = free[len(free) - need:]
+            del free[len(free) - need:]
+            self._free_set.difference_update(new_slots)
+            already = cache.insert(tokens, match.slots + new_slots)
+            hit = match.length
+            # What was cached before this insert is what the match found (the request's path is
+            # locked, nothing was evicted since), or the whole prompt when only its last page was
+            # left out of the match (the match skips the last token).
+            whole = len(tokens) % page == 0 and hit == len(tokens) - page
+            if isinstance(already, bool) or not isinstance(already, int) or not (
+                    already == hit or (whole and already == len(tokens))):
+                raise ResultError("s05.insert",
+                    f"{already!r} for a prompt of {len(tokens)} tokens of which the first {hit} were cached "
+                    f"(it returns how many tokens were cached before it ran)",
+                    f"{already!r}，而这个 {len(tokens)} 个 token 的提示词里原本只缓存了前 {hit} 个"
+                    f"（它应返回插入之前已缓存的 token 数）")
+            # Slots the tree did not keep go back: ours for tokens that were already cached
+            # (positions hit .. already), and those of the partial last page (never cached).
+            kept_end = len(tokens) - len(tokens) % page
+            back = new_slots[: already - hit] + new_slots[kept_end - hit:]
+            free.extend(back)
+            self._free_set.update(back)
+            cache.dec_lock_ref(match.last_node)
+            self.hit_tokens += hit
+            self.requests += 1
+
+    # -- what a learner's cache returned, checked before it is used ------------------------------------
+    def _check_match(self, match: Any, longest: int) -> None:
+        slots = getattr(match, "slots", None)
+        if not isinstance(slots, list) or len(slots) > longest or not all(
+                isinstance(s, int) and 0 <= s < self.capacity for s in slots):
+            raise ResultError("s05.match_prefix",
+                f"a match whose slots are not a list of at most {longest} slot ids of this cache",
+                f"一个匹配结果，但它的 slots 不是由本缓存的槽位 id 组成、且最多 {longest} 个的列表")
+        if len(set(slots)) != len(slots) or not self._free_set.isdisjoint(slots):
+            raise ResultError("s05.match_prefix",
+                "slots that are free or repeated: a match returns the slots the tree holds, once each",
+                "空闲的或重复的槽位：匹配返回的应当是树中持有的槽位，每个只出现一次")
+
+    def _check_freed(self, freed: Any) -> None:
+        in_tree = self.capacity - len(self.free)
+        if not isinstance(freed, list) or len(freed) > in_tree or not all(
+                isinstance(s, int) and 0 <= s < self.capacity for s in freed):
+            raise ResultError("s05.evict",
+                f"something other than a list of at most {in_tree} slot ids (the slots the tree holds)",
+                f"不是一个最多含 {in_tree} 个槽位 id 的列表（树里一共只持有这么多槽位）")
+        if len(set(freed)) != len(freed) or not self._free_set.isdisjoint(freed):
+            raise ResultError("s05.evict",
+                "slots that were free already, or the same slot twice",
+                "本来就空闲的槽位，或者同一个槽位两次")
+
+    def fill(self, stream: Iterable[Sequence[int]]) -> int:
+        """Serve requests from ``stream`` until one has to evict (the cache is full from then on);
+        return how many were served."""
+        start = self.requests
+        # Every request takes at least one slot, so a cache that keeps what it is given fills up
+        # within ``capacity`` requests: a bound, not a loop that may never end.
+        for tokens in itertools.islice(stream, self.capacity + 1):
+            self.serve([tokens])
+            if self.evict_calls:
+                return self.requests - start
+        if self.requests - start > self.capacity:
+            raise ResultError("s05.insert",
+                f"slots back to the server for tokens it kept: {self.capacity + 1} requests never filled "
+                f"{self.capacity} slots",
+                f"把树里留着的 token 的槽位也交还给了服务：{self.capacity + 1} 个请求都没能填满 {self.capacity} 个槽位")
+        raise ValueError(tr("the stream ended before the cache filled up", "缓存还没填满，请求流就结束了"))
+
+    def check(self) -> None:
+        """The cache's own invariants, and no slot lost or duplicated."""
+        self.cache.check_invariants()
+        if self.cache.total_size + len(self.free) != self.capacity:
+            raise AssertionError(tr("slots leaked: tree + free list != capacity", "槽位泄漏：树中槽位 + 空闲列表 != 容量"))
