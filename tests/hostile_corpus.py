@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.core.pysource import object_source
+from benchmarks import bench_hostile_channel as hostile_channel
 from autograder.core import layout
 from tests.conftest import ROOT
 
@@ -123,6 +124,10 @@ def cases() -> list[Case]:
                         "import os, json\nfor fd in range(3, 64):\n    try:\n"
                         "        os.write(fd, (json.dumps({'phase': 'done'}) + '\\n').encode())\n    except OSError:\n        pass\n"
                         "raise NotImplementedError()"), "forged_result_lines"))
+    # the grader's own cost, whatever a child writes to its result channel (issue 44): every TODO's child
+    # floods it after a broken rule, or sends an outcome of millions of empty dicts; each is refused at once
+    for attack in ("newline_flood_after_a_broken_rule", "outcome_of_millions_of_empty_dicts"):
+        c.append(Case(attack, hostile_channel.attack_cell(attack), set(), dict.fromkeys(ALL, "tampering")))
     c.append(Case("renamed_method", REF_CLASS.replace("def _normalize(", "def normalize("),
                   ALL - {"s01.normalize"},
                   {"s01.normalize": "no method `_normalize`"}))

@@ -107,3 +107,23 @@ def test_guard_sanitizes_every_text_in_an_outcome(guard):
     out = guard.outcome({"kind": "raised", "type": "X" * 200, "message": SECRET})
     assert out["message"] == WITHHELD and len(out["type"]) <= 60
     assert guard.outcome({"kind": "ok", "value": [ord(c) for c in SECRET]})["value"] == WITHHELD
+
+
+# -- what a child's channel can make the grader spend, end to end (issue 44) -------------------------
+# What grading one stage-1 submission (6 TODOs, 5 of them attacked) may cost the grader itself, whatever
+# its children send: an honest one costs about 2 CPU-s and 47 MB here (benchmarks/bench_hostile_channel.py);
+# the refused line's copies are the rest (a few times 8 MiB per child running).
+GRADER_PEAK_MB = 300   # its peak resident size (today's main: 1,195 MB for the outcome of empty dicts)
+GRADER_CPU_S = 5.0     # its own CPU-s, its threads only (today's main: 78 for those outcomes, 7.8 for the flood)
+
+
+@pytest.mark.parametrize("attack", ["outcome_of_millions_of_empty_dicts", "newline_flood_after_a_broken_rule"])
+def test_a_hostile_channel_costs_the_grader_a_bounded_amount(attack, tmp_path):
+    """Five TODOs whose children each send 8 MiB: an outcome of 2.7 million empty dicts (the grader grew
+    from 38 MB to 1.2 GB, keeping every one to the end) or newlines after a broken rule (24-25 CPU-s per
+    child, each decoded). Graded in a process of its own, whose peak and own CPU time are read as it ends."""
+    from benchmarks.bench_hostile_channel import METHODS, grader_cost, write_notebook
+
+    cost = grader_cost(write_notebook(tmp_path, attack))
+    assert {t: cost["statuses"][t] for t in METHODS} == dict.fromkeys(METHODS, "tampered"), cost
+    assert cost["peak_mb"] < GRADER_PEAK_MB and cost["cpu_s"] < GRADER_CPU_S, cost

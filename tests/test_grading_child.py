@@ -22,7 +22,8 @@ from autograder.core.spec import load_stage
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import OUTPUT_KEEP, ChildReport, describe
 from tests.support.variants import variant_notebook
-from autograder.grading.trusted import given_members, leak_guard
+from autograder.grading.disclosure import Disclosure
+from autograder.grading.trusted import given_members, leak_guard, setup_cells
 from tests.conftest import ROOT
 
 HELPER = "BlockPool.check_invariants"
@@ -87,14 +88,61 @@ def test_every_given_class_member_is_in_the_released_cell():
     assert checked >= 5
 
 
-def test_a_course_version_the_course_does_not_have_is_not_shown():
-    stage = load_stage("s03", hidden=True)
-    sub = read_submission(layout.stage_files("s03").instructor())
-    todo = stage.todo("s03.lookup")
-    events = [Ready(), *(CellStarted(i) for i in range(len(sub.cells))), CellsDone(),
-              CourseVersions(("BlockPool.check_invariants", "BlockPool.hit_len_max_secret")), Done()]
-    r = compose(sub, todo, ChildReport(events, None), leak_guard(stage)).result
-    assert "`BlockPool.check_invariants`" in r.message and "hit_len_max_secret" not in r.message
+def _lacking_helper(tmp_path: Path) -> Path:
+    """A stage-3 notebook whose BlockPool cell lacks the given helper ``check_invariants`` (else the reference)."""
+    nb = variant_notebook("s03", [(_method_source("s03", "BlockPool", "check_invariants"), "")])
+    path = tmp_path / "lacking.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _versions_said(sub, todo, names, disclosure=None) -> str:
+    """The message on ``todo`` when its child says the course supplied ``names`` (and ran no check)."""
+    events = [Ready(), *(CellStarted(i) for i in range(len(setup_cells(sub.stage)) + len(sub.cells))), CellsDone(),
+              CourseVersions(tuple(names)), Done()]
+    return compose(sub, todo, ChildReport(events, None), leak_guard(sub.stage), disclosure=disclosure).result.message
+
+
+def test_a_course_version_the_course_does_not_have_is_not_shown(tmp_path):
+    sub = read_submission(_lacking_helper(tmp_path))
+    message = _versions_said(sub, sub.stage.todo("s03.lookup"), ("BlockPool.check_invariants", "BlockPool.hit_len_max_secret"))
+    assert "`BlockPool.check_invariants`" in message and "hit_len_max_secret" not in message
+
+
+def test_a_child_naming_members_the_cells_define_adds_nothing_whatever_the_order():
+    """Issue 44: the child's "course versions" event put a line per name in the report, uncharged, repeated,
+    in the child's order, unchecked: the order of 10 names per TODO carried about 34 bits, and the line
+    was false (a full-marks notebook has every member). Now the fact is the grader's, read from the cells."""
+    stage = load_stage("s05", hidden=True)
+    sub = read_submission(layout.stage_files("s05").instructor())  # defines every given member
+    given = sorted(given_members(stage, "RadixCache"))
+    todo = next(t for t in stage.todos if t.owner == "RadixCache")
+    orders = [given[:10], given[::-1][:10], [given[3]] * 10, given[1:2] + given[5:9] + given[1:2] * 5]
+    said = {_versions_said(sub, todo, names) for names in orders}
+    assert len(said) == 1, said  # nothing depends on what the child named, nor in which order
+    note = text(messages.COURSE_VERSION_USED, sub.lang).split("`")[0].format(label=todo.label)
+    assert note not in said.pop()
+
+
+def test_a_member_really_missing_is_said_once_in_a_fixed_order_and_charged(tmp_path):
+    sub = read_submission(_lacking_helper(tmp_path))
+    todo = sub.stage.todo("s03.lookup")
+    note = text(messages.COURSE_VERSION_USED, sub.lang).format(label=todo.label, name=HELPER)
+    defined = sorted(given_members(sub.stage, "BlockPool") - {HELPER})
+    messages_seen = set()
+    for names in ([HELPER], [HELPER] * 4 + defined[:3], defined[::-1][:5] + [HELPER] + defined[:4]):
+        message = _versions_said(sub, todo, names)
+        assert message.count(note) == 1 and message.count("`BlockPool.") == 1, message
+        messages_seen.add(message)
+    assert len(messages_seen) == 1
+    assert note not in _versions_said(sub, todo, defined[:3])  # the child may only narrow the fact
+    budget = Disclosure(leak_guard(sub.stage))
+    _versions_said(sub, todo, [HELPER], budget)
+    assert budget.used == len(HELPER) and not budget.shown  # charged to the report's budget (not learner text)...
+    _versions_said(sub, todo, [HELPER], budget)
+    assert budget.used == 2 * len(HELPER)  # ...every time it shows: whether it shows is the child's choice
+    spent = Disclosure(leak_guard(sub.stage), limit=len(HELPER) - 1)
+    assert note not in _versions_said(sub, todo, [HELPER], spent) and spent.used == 0  # and left out once spent
 
 
 # -- --verbose ------------------------------------------------------------------------------------
@@ -147,6 +195,25 @@ def test_verbose_logs_each_child_and_changes_no_report(printing_notebook):
             assert f"  output ({OUTPUT_KEEP} bytes, " in b and "more dropped):" in b
             assert "  | hello from a TODO cell \\x1b[31mred" in b
         assert "\x1b" not in log
+
+
+def test_where_a_child_stopped_and_which_rule_it_broke_are_charged():
+    """Which protocol rule a child broke, and where and why it stopped, are the grader's words but the
+    child's choice (learner code picks the cell or check it stops in): each such line is charged to the
+    submission's budget, and a generic line stands in once the budget cannot pay for it."""
+    stage = load_stage("s01", hidden=True)
+    sub = read_submission(layout.stage_files("s01").instructor())
+    todo, guard = stage.todos[0], leak_guard(stage)
+    cells = [Ready(), *(CellStarted(i) for i in range(len(setup_cells(stage)) + 1))]
+    stopped = ChildReport(cells, messages.STOP_EXIT)
+    tampered = ChildReport([*cells, CellsDone()], None, tampering=["lines after 'done'"])
+    for report, told, unsaid in ((stopped, "during your TODO cell 1", messages.STOPPED_UNSAID),
+                                 (tampered, "lines after 'done'", messages.TAMPERING_UNSAID)):
+        budget = Disclosure(guard)
+        message = compose(sub, todo, report, guard, disclosure=budget).result.message
+        assert told in message and budget.used >= len(told), (message, budget.used)
+        spent = Disclosure(guard, limit=len(told) - 1)
+        assert compose(sub, todo, report, guard, disclosure=spent).result.message == text(unsaid, sub.lang)
 
 
 def _code_objects(code):

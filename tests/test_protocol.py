@@ -7,13 +7,15 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import time
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.child import protocol
-from autograder.core import layout
+from autograder.core import data, layout
 from autograder.child.protocol import (CellError, CellErrors, CellsDone, CellStarted, Channel, CheckOutcome, CheckStarted,
                                  CourseVersions, Done, Missing, Ready, Violation, decode, encode, summarize)
 
@@ -179,7 +181,92 @@ def test_a_partial_last_line_and_lines_after_a_violation():
     ch.feed(encode(Ready()) + encode(CellsDone()) + encode(CellsDone()) + encode(Done()) + b'{"phase": "do')
     ch.close()
     assert ch.events == [Ready(), CellsDone()] and not ch.done  # nothing believed after the first broken rule
-    assert ch.tampering == ["'cells_done' twice", "a partial line at the end of the channel"]
+    assert ch.tampering == ["'cells_done' twice"] and ch.stopped  # ...nor read: the first broken rule is the last
+    partial = Channel(KEYS)
+    partial.feed(encode(Ready()) + b'{"phase": "do')
+    partial.close()
+    assert partial.tampering == ["a partial line at the end of the channel"]
+
+
+# -- what a child can make the grader do (issue 44) -------------------------------------------------
+def _cpu_of(work) -> float:
+    """CPU seconds this process spent in ``work()`` (not the wall clock: a busy machine changes nothing)."""
+    start = time.process_time()
+    work()
+    return time.process_time() - start
+
+
+def test_a_newline_flood_after_a_broken_rule_is_not_read():
+    """8 MiB of newlines after a broken rule cost the grader 24-25 CPU-s per child when every line was
+    still decoded; now the channel stops at the first broken rule and drops the rest unread."""
+    flood = b"\n" * (1 << 16)
+    ch = Channel(KEYS, cells=N_CELLS)
+    ch.feed(encode(Ready()) + b"not an event\n")
+    cpu = _cpu_of(lambda: [ch.feed(flood) for _ in range(protocol.MAX_EVENT_BYTES // len(flood))])
+    assert ch.tampering == ["a line that is not a grading event"] and ch.stopped and ch.events == [Ready()]
+    assert cpu < 0.25, f"{cpu:.2f} CPU-s for 8 MiB the channel should not read"
+    # ...and a flood that IS the broken rule (an empty line) stops at its first line, in one chunk
+    ch = Channel(KEYS, cells=N_CELLS)
+    cpu = _cpu_of(lambda: ch.feed(encode(Ready()) + b"\n" * (4 << 20)))
+    assert ch.tampering == ["a line that is not a grading event"] and cpu < 0.25, cpu
+
+
+def _outcome_line(value: bytes, key: str = KEYS[0]) -> bytes:
+    return b'{"key": "' + key.encode() + b'", "outcome": {"kind": "ok", "value": ' + value + b"}}"
+
+
+WIDE_UNDER_CAP = _outcome_line(b"[" + b"{}," * (protocol.MAX_EVENT_BYTES // 3 - 1000) + b"{}]")  # 2.8 million dicts
+
+
+@pytest.mark.parametrize("line", [WIDE_UNDER_CAP, _outcome_line(b"[" * 70 + b"]" * 70),
+                                  _outcome_line(b'{"a": ' * 1000 + b"1" + b"}" * 1000),
+                                  _outcome_line(b"[" + b"1," * (protocol.MAX_EVENT_UNITS + 1) + b"1]")],
+                         ids=["wide", "deep_lists", "deep_dicts", "many_numbers"])
+def test_an_outcome_larger_than_the_harness_sends_is_refused_before_it_is_decoded(line):
+    """One well-formed outcome of 2.7 million empty dicts (8 MiB, under the channel's cap) was kept
+    until the run ended: 260 MB a TODO. Now it is measured before it is decoded, and refused."""
+    tracemalloc.start()
+    try:
+        event = decode(line)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(event, Violation)
+    assert peak < 3 * len(line) + (1 << 20), f"{peak / 2**20:.1f} MB to refuse {len(line) / 2**20:.1f} MiB"
+    ch = Channel(KEYS, cells=N_CELLS)
+    ch.feed(_wire([Ready(), CellStarted(0), CellStarted(1), CellsDone(), CheckStarted(KEYS[0])]) + line + b"\n")
+    assert ch.tampered and ch.stopped and not any(isinstance(e, CheckOutcome) for e in ch.events)
+
+
+def test_the_largest_outcomes_the_harness_can_send_are_accepted():
+    """The bounds are the harness's own (autograder.core.data): its widest and its deepest result pass."""
+    widest = [() for _ in range(data.MAX_ITEMS - 1)]  # four units per item: the most the encoding writes
+    deepest: object = ()  # an empty tuple at the deepest level the encoding allows...
+    for _ in range(data.MAX_DEPTH):
+        deepest = {1: deepest}  # ...in dicts, three JSON levels each ({"__dict__": [[key, value]]})
+    for value in (widest, deepest, {i: (i, {i}) for i in range(data.MAX_ITEMS // 8)}):
+        line = encode(CheckOutcome(KEYS[0], data.ok(value)))[:-1]
+        assert isinstance(protocol.measure(line), int), protocol.measure(line)
+        assert decode(line) == CheckOutcome(KEYS[0], json.loads(line)["outcome"])
+
+
+def test_the_units_of_one_channel_are_bounded():
+    """Two outcomes that each fit but together hold more than one channel may: too large, not tampering."""
+    big = data.ok([() for _ in range(data.MAX_ITEMS - 1)])
+    ch = Channel(KEYS, cells=N_CELLS)
+    ch.feed(_wire([Ready(), CellStarted(0), CellStarted(1), CellsDone(), CheckStarted(KEYS[0]), CheckOutcome(KEYS[0], big),
+                   CheckStarted(KEYS[1]), CheckOutcome(KEYS[1], big), Done()]))
+    assert ch.too_large and ch.stopped and not ch.tampered and not ch.done
+    assert sum(isinstance(e, CheckOutcome) for e in ch.events) == 1
+
+
+@pytest.mark.parametrize("line", [b'["' + b"[" * 200 + b'"]', b'{"a": "{{{{,,,,::::"}', b'"\\"' + b"," * 10, b"]]]]"])
+def test_measure_reads_strings_as_text(line):
+    units = protocol.measure(line)
+    if line.startswith(b"]"):
+        assert units == protocol.NOT_AN_EVENT
+    else:
+        assert isinstance(units, int) and units <= 10
 
 
 def test_too_many_bytes_stop_the_channel():

@@ -25,6 +25,16 @@ one of this TODO's. A tampered channel fails the TODO whatever it says (:mod:`au
 A violation's text is composed here from the grader's own words and check names, never from
 what the child sent.
 
+What one child can make the grader do is bounded whatever it sends. The channel reads nothing past
+the first broken rule (the grader stops reading and ends the child). Before a line is decoded, its
+structure is measured without decoding it (:func:`measure`: its strings cut out by one regular
+expression, then byte counts; linear in its bytes, at C speed): a line holding more JSON values and
+members (:data:`MAX_EVENT_UNITS`) or nesting deeper (:data:`MAX_EVENT_DEPTH`) than the child's harness
+can ever send (:mod:`autograder.core.data` caps a probe's result at ``MAX_ITEMS`` items,
+``MAX_DEPTH`` deep) is a violation, and all of a child's events together hold at most
+:data:`MAX_CHANNEL_UNITS` units and :data:`MAX_EVENT_BYTES` bytes. So decoding one child's channel
+allocates at most a fixed number of objects, whatever the bytes are.
+
 The wire form is one JSON object per line, e.g. ``{"phase": "ready"}``, ``{"phase": "cell",
 "index": 0}``, ``{"cell_errors": [...]}``, ``{"course_versions": [...]}``, ``{"missing": text}``,
 ``{"phase": "check", "key": k}``, ``{"key": k, "outcome": {...}}``, ``{"phase": "done"}``.
@@ -35,10 +45,20 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, Union
 
+from autograder.core import data
+
 MAX_EVENT_BYTES = 8 * 1024 * 1024  # all events of one child together
+# A unit is a JSON container, member or element (an opening bracket, a colon or a comma: see measure).
+# data.encode spends one of its MAX_ITEMS per value it encodes and writes at most four units for it
+# (an empty tuple in a list: '{"__tuple__": [], ' is '{', ':', '[', ','); one JSON nesting level per
+# list, up to three per tuple, set or dict ({"__dict__": [[k, v]]}); an outcome line adds two levels.
+MAX_EVENT_UNITS = 4 * (data.MAX_ITEMS + 1) + 64  # in one line: more is not what the harness sends
+MAX_EVENT_DEPTH = 3 * (data.MAX_DEPTH + 1) + 2   # nesting of one line: deeper is not what the harness sends
+MAX_CHANNEL_UNITS = MAX_EVENT_UNITS  # in all the lines of one child together (more: the results are too large)
 MAX_COURSE_VERSIONS = 10  # names in one CourseVersions event
 MAX_TYPE_CHARS = 80  # an exception's type name in a CellError, as the child cuts it
 MAX_MESSAGE_CHARS = 200  # an exception's message in a CellError, as the child cuts it
@@ -144,6 +164,7 @@ class Violation:
 
 
 NOT_AN_EVENT = Violation("a line that is not a grading event")
+TOO_MUCH = Violation("a line holding more than the grading harness ever sends")
 # the events that are a phase and nothing else
 _BARE_PHASES: dict[str, type[Ready | CellsDone | Done]] = {"ready": Ready, "cells_done": CellsDone, "done": Done}
 
@@ -175,11 +196,53 @@ def encode(event: Event) -> bytes:
     return (_dumps(obj) + "\n").encode()
 
 
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)  # a JSON string; possessive: no backtracking
+_NOT_BRACKET = bytes(range(256)).translate(None, b"[]{}")
+_STEP = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # an opening bracket 2, a closing one 0: a depth step + 1
+
+
+def measure(line: bytes | bytearray) -> int | Violation:
+    """How many units (containers, members and elements) ``line`` holds if it is JSON, counted
+    without decoding it; or the :class:`Violation` it is when it holds more than :data:`MAX_EVENT_UNITS`,
+    nests deeper than :data:`MAX_EVENT_DEPTH`, or closes more brackets than it opens.
+
+    Strings are cut out first (a bracket or comma inside one is text); what is left of a JSON line
+    is numbers, literals and punctuation, in which each container opens with a bracket and each
+    further element or member adds a comma or a colon. Its cost is linear in the line's bytes (a
+    regular expression that never backtracks, byte counts, and one pass over at most twice
+    :data:`MAX_EVENT_UNITS` brackets)."""
+    skeleton = _STRING.sub(b"", line)
+    units = skeleton.count(b"{") + skeleton.count(b"[") + skeleton.count(b",") + skeleton.count(b":")
+    if units > MAX_EVENT_UNITS:
+        return TOO_MUCH
+    if skeleton.count(b"]") + skeleton.count(b"}") > units:  # more closed than opened: not JSON
+        return NOT_AN_EVENT
+    steps = skeleton.translate(None, _NOT_BRACKET).translate(_STEP)
+    if steps and max(accumulate(b - 1 for b in steps)) > MAX_EVENT_DEPTH:
+        return NOT_AN_EVENT
+    return units
+
+
 def decode(line: bytes | bytearray) -> Event | Violation:
     """The event one line (without its newline) stands for, or the :class:`Violation` it is.
 
     Only the line's shape is judged here; whether the event may come now is :class:`Channel`'s.
+    The line is measured (:func:`measure`) before it is decoded: what it may cost is bounded first.
     """
+    return _decode(line)[0]
+
+
+def _decode(line: bytes | bytearray) -> tuple[Event | Violation, int]:
+    """:func:`decode`, and the line's units (0 for a violation)."""
+    units = measure(line)
+    if isinstance(units, Violation):
+        return units, 0
+    event = _event(line)
+    return event, 0 if isinstance(event, Violation) else units
+
+
+def _event(line: bytes | bytearray) -> Event | Violation:
+    """The event a line measured fit to decode stands for."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
@@ -227,9 +290,11 @@ class Channel:
     """Reads one child's events under the protocol (see the module docstring).
 
     Invariants: :attr:`events` holds only well-formed events, each accepted in the protocol's order,
-    received before ``Done`` and before the first broken rule; :attr:`tampering` lists each broken
-    rule once, in order; :attr:`done` is True iff a ``Done`` was accepted; nothing is accepted once
-    more than :data:`MAX_EVENT_BYTES` arrived (:attr:`too_large`).
+    received before ``Done`` and before the first broken rule; :attr:`tampering` names the first
+    broken rule, and nothing after it is read, decoded or kept (:attr:`stopped`); :attr:`done` is
+    True iff a ``Done`` was accepted; nothing is accepted once more than :data:`MAX_EVENT_BYTES`
+    arrived or the accepted events hold more than :data:`MAX_CHANNEL_UNITS` units (:attr:`too_large`).
+    So what the channel holds, and what reading it costs, is bounded whatever the child sends.
     """
 
     def __init__(self, check_keys: Iterable[str], cells: int | None = None) -> None:
@@ -242,29 +307,46 @@ class Channel:
         self._order = Order(frozenset(check_keys), cells)
         self._buf = bytearray()
         self._received = 0
+        self._units = 0
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the channel takes nothing more: a rule was broken, or the child sent too much.
+        Its reader stops reading then, and ends the child."""
+        return self.tampered or self.too_large
 
     def feed(self, chunk: bytes) -> list[Event]:
-        """Take raw bytes from the pipe; return the events they completed that were accepted."""
+        """Take raw bytes from the pipe; return the events they completed that were accepted.
+        Once :attr:`stopped`, bytes are dropped unread."""
+        if self.stopped:
+            return []
         self._received += len(chunk)
         if self._received > MAX_EVENT_BYTES:
             self.too_large = True
+            self._buf = bytearray()
             return []
         self._buf += chunk  # a bytearray: a long line arriving in many pieces costs linear time
         if b"\n" not in chunk:
             return []
-        *lines, rest = self._buf.split(b"\n")
-        self._buf = bytearray(rest)
-        new = []
-        for line in lines:
-            event = self._accept(line)
+        buf, start, new = self._buf, 0, []
+        while not self.stopped:  # line by line, up to the first broken rule: nothing past it is looked at
+            end = buf.find(b"\n", start)
+            if end < 0:
+                break
+            event = self._accept(bytes(buf[start:end]))
+            start = end + 1
             if event is not None:
                 self.events.append(event)
                 new.append(event)
+        if self.stopped:
+            self._buf = bytearray()
+        else:
+            del buf[:start]
         return new
 
     def close(self) -> None:
         """The pipe reached its end: a last line without a newline is not an event."""
-        if self._buf.strip():
+        if self._buf.strip() and not self.stopped:
             self._flag("a partial line at the end of the channel")
         self._buf = bytearray()
 
@@ -278,22 +360,24 @@ class Channel:
         return summarize(self.events)
 
     def _flag(self, why: str) -> None:
-        if why not in self.tampering:
+        if not self.tampering:  # the first broken rule only: nothing after it is read
             self.tampering.append(why)
 
     def _accept(self, line: bytes | bytearray) -> Event | None:
         if self.done:
             self._flag("lines after 'done'")
             return None
-        event = decode(line)
+        event, units = _decode(line)
         if isinstance(event, Violation):
             self._flag(event.why)
             return None
-        if self.tampering:
-            return None  # after the first broken rule nothing more is believed
         why = self._order.why_not(event)
         if why is not None:
             self._flag(why)
+            return None
+        self._units += units
+        if self._units > MAX_CHANNEL_UNITS:
+            self.too_large = True
             return None
         self._order.take(event)
         self.done = isinstance(event, Done)

@@ -157,3 +157,9 @@ STAGE_WITHOUT_PACKAGE = L("stage {n} is graded without {package}: a grading proc
                           "when it runs during grading; solve this stage without {package}",
                           "第 {n} 阶段评分时不加载 {package}：评分进程只在运行你的代码之前加载 {package} 这类原生库，"
                           "所以 TODO 单元里的 `import {package}` 一旦在评分时执行就会失败；这一阶段请不用 {package} 完成")
+
+# -- appended for issue 44: a line the child's word decides is charged to the report's budget ---------
+TAMPERING_UNSAID = L("tampering: the grading process's result channel broke the grading protocol (the TODO earns nothing)",
+                     "篡改：评分进程的结果通道违反了评分协议（这个 TODO 不得分）")
+STOPPED_UNSAID = L("stopped before it finished (this report already shows all it may of what your code chose to do)",
+                   "没有运行完就停止了（这份报告里由你的代码决定的内容已经显示到上限）")

@@ -15,16 +15,22 @@ carry, whatever it is:
   prefix, long numbers and keys cut);
 * only the first failing check of a TODO shows the learner's value; other failing checks show
   their title, input, expected value and hint;
-* what the grader says about the child itself is not learner-chosen: an exit status without its
-  number, a cell number only among the cells sent, a signal only when it explains something.
+* what the grader says about the child itself is chosen from the grader's own few words: an exit
+  status without its number, a cell number only among the cells sent, a signal only when it
+  explains something;
+* a line in the grader's own words that shows only because the child said so (a given member the
+  course supplied, which rule of the channel it broke, where and why it stopped) passes
+  :meth:`Disclosure.charge`: it is charged in full every time it is shown (whether it shows carries
+  information even when its words are the grader's), and left out once the budget cannot pay for it.
 
 The level (``[grading] feedback`` in ``course.toml``, :data:`FEEDBACK_LEVELS`) says what a failed
 hidden check shows: ``"values"`` (the default) the same as any failure, within the budget;
 ``"titles"`` only the check's name, title and hint, and nothing the child said about it.
 
 Invariants: the pieces in :attr:`Disclosure.shown` are exactly the learner-derived text the report
-shows, their UTF-8 sizes sum to at most :attr:`Disclosure.limit`, and none of them leaks by
-:meth:`autograder.grading.leaks.LeakGuard.leaks`.
+shows, and none of them leaks by :meth:`autograder.grading.leaks.LeakGuard.leaks`; their UTF-8 sizes
+and those of the lines :meth:`Disclosure.charge` let show sum to :attr:`Disclosure.used`, at most
+:attr:`Disclosure.limit`.
 """
 from __future__ import annotations
 
@@ -84,6 +90,18 @@ class Disclosure:
         self.used += size
         self.shown.append(piece.removesuffix(SPENT))
         return piece
+
+
+    def charge(self, piece: str) -> bool:
+        """Whether a line that shows because the child said so may show, ``piece`` being what it tells
+        (the grader's own words: never cut, never withheld as a leak, never free when repeated, and not
+        one of :attr:`shown`, which is learner text). Its UTF-8 size is charged when it may; when
+        withholding, or once the budget cannot pay for all of it, it may not and nothing is charged."""
+        size = len(piece.encode("utf-8"))
+        if self.withhold or size > self.limit - self.used:
+            return False
+        self.used += size
+        return True
 
 
 def _cut(text: str, size: int) -> str:

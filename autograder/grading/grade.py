@@ -12,6 +12,8 @@ level (:mod:`autograder.isolation.levels`), which every result states.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import sys
 import threading
@@ -29,7 +31,8 @@ from autograder.grading.disclosure import Disclosure, unlimited
 from autograder.core.i18n import L, text
 from autograder.grading.leaks import LeakGuard
 from autograder.child.protocol import CellError, CellsDone, Event
-from autograder.core.pysource import reaches_only_through
+from autograder.child.sandbox import _strip_magics as strip_magics  # how the child reads a cell: one owner
+from autograder.core.pysource import names_defined, parse, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
 from autograder.grading.staging import GradingRun, private_library_caches
@@ -82,7 +85,12 @@ def limits_for(stage: Stage) -> ChildLimits:
 @dataclass
 class Graded:
     """One TODO's result, and what the batch needs to revisit it: the child's report (None when it
-    never ran) and every piece of child text the message shows."""
+    never ran) and every piece of child text the message shows.
+
+    Invariant: once its submission's verdicts are composed, ``report`` is None (see
+    :func:`grade_paths`): a child's events, which may hold what its channel allows
+    (:data:`autograder.child.protocol.MAX_CHANNEL_UNITS`), are kept until then and no longer, so what
+    a run holds does not grow with the submissions already graded."""
 
     result: TodoResult
     report: ChildReport | None = None
@@ -134,6 +142,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
     stage's trusted material: a verdict needs it, a child does not)."""
     stage = sub.stage
     payload = child_payload_for(sub, todo)
+    members_lacking(sub, todo.owner)  # read from the cells here, with the rest of what the child needs of them
 
     def on_event(event: Event) -> None:
         if on_cells is not None and isinstance(event, CellsDone):
@@ -202,18 +211,23 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     quiet = out.titles_only and hidden_fail  # a failed hidden check says its title and hint, nothing the child said
     if report.grader_error is not None:
         status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
-    elif report.tampering:
-        status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what="; ".join(report.tampering))
+    elif report.tampering:  # which rule it broke is the child's choice: named only while the budget pays for it
+        what = "; ".join(report.tampering)
+        status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what=what) if out.charge(what) \
+            else text(messages.TAMPERING_UNSAID, lang)
     elif checks and all(v.passed for v in verdicts) and report.stopped is None:
         status, message = TodoStatus.PASSED, text(messages.ALL_PASSED, lang).format(n=len(checks), h=n_hidden)
     elif said.missing:
         status, message = TodoStatus.MISSING, take(guard.fragment(said.missing))
     elif report.stopped is not None and quiet and stopped_in is not None:
-        status, message = TodoStatus.STOPPED, _title_only(stopped_in, lang)
+        # where it stopped (and why) is the child's choice: told only while the budget pays for it
+        status, message = TodoStatus.STOPPED, _title_only(stopped_in, lang) if out.charge(stopped_in.name) \
+            else text(messages.STOPPED_UNSAID, lang)
     elif report.stopped is not None:
         index = said.cell if type(said.cell) is int and 0 <= said.cell < n_cells else None
         where = _check_name(said.check) or _cell_name(index, n_setup) or messages.WHERE_BEFORE
-        status, message = TodoStatus.STOPPED, text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
+        line = text(messages.STOP_WHERE.format(what=report.stopped, where=where), lang)
+        status, message = TodoStatus.STOPPED, line if out.charge(line) else text(messages.STOPPED_UNSAID, lang)
     elif first_fail is not None and first_fail.not_implemented:
         status, message = TodoStatus.NOT_IMPLEMENTED, first_fail.summary
     elif first_fail is not None and quiet:
@@ -234,12 +248,44 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
         message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
-        given = given_members(stage, todo.owner)
-        for name in (n for n in said.course_versions if n in given):  # only names the course has: no child text
-            message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
+        # The grader's own fact (what the learner's cells lack), at most narrowed by what the child said:
+        # each name once, in a fixed order, each line charged (whether it shows is the child's choice).
+        for name in sorted(members_lacking(sub, todo.owner) & set(said.course_versions)):
+            if out.charge(name):
+                message += " | " + text(messages.COURSE_VERSION_USED, lang).format(label=todo.label, name=name)
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
     return Graded(result, report, list(out.shown) if disclosure is None else [])
+
+
+def members_lacking(sub: Submission, owner: str) -> frozenset[str]:
+    """The given members of the course's class ``owner`` (:func:`given_members`, ``Owner.member``) that
+    the learner's cells lack: bound in the body of no top-level ``class Owner`` of any of them. Read
+    from the source, never from the child; empty when no cell defines ``class Owner`` at top level
+    (nothing is claimed then). A cell that does not parse defines nothing: the child cannot run it either."""
+    given = given_members(sub.stage, owner)
+    defined = _class_members(tuple(sub.cells), owner) if given else None
+    if defined is None:
+        return frozenset()
+    return frozenset(name for name in given if name.split(".", 1)[1] not in defined)
+
+
+@functools.lru_cache(maxsize=256)
+def _class_members(cells: tuple[str, ...], owner: str) -> frozenset[str] | None:
+    """The names bound in the body of any top-level ``class owner`` of ``cells`` (None: no such class).
+    Cached: :func:`_grade_todo` asks first, on the worker thread that reads the cells before the child
+    starts (as :func:`child_preload` does), so that composing the verdicts parses nothing again."""
+    classes = [node for src in cells for node in _top_level(src) if isinstance(node, ast.ClassDef) and node.name == owner]
+    return frozenset().union(*(names_defined(c.body) for c in classes)) if classes else None
+
+
+def _top_level(source: str) -> list[ast.stmt]:
+    """The top-level statements of a cell as the child runs it (IPython magics commented out); none
+    when it does not parse."""
+    try:
+        return parse(strip_magics(source)).body
+    except (SyntaxError, ValueError):
+        return []
 
 
 def _shown_verdict(stage: Stage, check: Check, expected: dict, display: dict, v: CheckVerdict, lang: str | None,
@@ -461,7 +507,15 @@ def grade_paths(paths: Iterable[str | Path], *, workers: int | None = None,
 
     def finish(gi: int) -> None:
         i, sub = subs[gi]
-        items: list[Graded] = graded[i]  # type: ignore[assignment]  # all its TODOs have finished
+        with lock:
+            items: list[Graded] = graded.pop(i)  # type: ignore[assignment]  # all its TODOs have finished
+        try:
+            _compose_all(sub, items, i)
+        finally:
+            for g in items:  # the batch keeps each job's result to the end: its child's events go now
+                g.report = None
+
+    def _compose_all(sub: Submission, items: list[Graded], i: int) -> None:
         try:
             guard = leak_guard(sub.stage)
             items = _disclosed(sub, todos_of(sub), items, guard, how, withhold=False)

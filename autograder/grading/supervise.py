@@ -8,8 +8,10 @@ is the limit that matters (it does not depend on how busy the machine is); the w
 code that waits forever without computing. The child's stdout and stderr go to a pipe that this
 module drains continuously: the first :data:`OUTPUT_KEEP` bytes are kept for diagnosis and the rest
 is dropped, so printing never blocks, fills a disk, or raises inside learner code. The child's
-events are read under :mod:`autograder.child.protocol`; :func:`describe` says, for a grader's log, how
-each child ran (its isolation, exit status and kept output).
+events are read under :mod:`autograder.child.protocol`: at its first broken rule, or once it sent
+more than a channel holds, nothing more is read and the child is ended, so that what a child costs
+the grader is bounded whatever it writes. :func:`describe` says, for a grader's log, how each child
+ran (its isolation, exit status and kept output).
 """
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ class ChildReport:
     stopped: L | str | None
     """Why it stopped early, in both languages (``"not started"``: it never ran); None: it did not."""
     tampering: list[str] = field(default_factory=list)
-    """Each rule of the protocol the child broke, once, in order (the grader's words)."""
+    """The first rule of the protocol the child broke (the grader's words; nothing after it was read)."""
     grader_error: str | None = None
     """Why the grader could not run the child (its own fault); None when it could."""
     output: bytes = b""
@@ -231,7 +233,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, payload_bytes(payload), channel, limits,
                                               on_event)
-        if not timed_out:  # the pipe closed: let the child's own exit status arrive before the kill
+        if not timed_out and not channel.stopped:  # the pipe closed: let the child's own exit status arrive
             try:
                 proc.wait(timeout=AFTER_DONE_S)
             except subprocess.TimeoutExpired:
@@ -316,7 +318,7 @@ def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, 
                 for event in channel.feed(chunk):
                     if on_event is not None:
                         on_event(event)
-                if channel.too_large:
+                if channel.stopped:  # a broken rule, or too much: nothing more is read, and the child is ended
                     return finish(False)
                 if channel.done and done_at is None:
                     done_at = time.monotonic()
@@ -343,7 +345,7 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         return report
     if channel.too_large:
         report.stopped = messages.STOP_TOO_LARGE
-    elif channel.tampered and channel.done and rc in (0, -signal.SIGKILL):
+    elif channel.tampered:  # ended at its first broken rule: its exit status says nothing more
         report.stopped = messages.STOP_TAMPERED
     elif timed_out:
         report.stopped = messages.STOP_WAITED.format(s=f"{limits.wall_s:.0f}")
