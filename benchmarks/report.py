@@ -103,6 +103,12 @@ BENCHES: tuple[Bench, ...] = (
     Bench("isolation", "bench_isolation.py", (), ("--quick",),
           {"en": "What each isolation level costs per child launch, against a plain launch of the same interpreter.",
            "zh": "每个隔离级别启动一个子进程的开销，与不加隔离地启动同一个解释器相比。"}),
+    Bench("hostile_channel", "bench_hostile_channel.py", (), (),
+          {"en": "The grader's own CPU-seconds and peak memory per submission for each hostile result channel of "
+                 "the corpus (a flood after a broken rule, millions of containers, deep nesting), against an honest "
+                 "submission in the same run.",
+           "zh": "对语料库里每一种恶意结果通道（破坏规则后的洪水、上百万个容器、极深的嵌套），评分器自身每份提交花的 "
+                 "CPU 秒数和内存峰值，与同一次运行里一份正常提交对比。"}),
     Bench("trusted_store", "bench_trusted_store.py", (), ("--stages", "s01", "s06"),
           {"en": "CPU-seconds a new grading process spends on a stage's trusted material with no store, an empty "
                  "one and a warm one.",
