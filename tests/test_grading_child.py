@@ -211,3 +211,45 @@ print(json.dumps({"dropped": loader._code == {}, "probes": bool(probes), "docs":
                   "lines": [ln for f in probes for ln in linecache.getlines(f.__code__.co_filename, vars(module))],
                   "sources": found}))
 """
+
+
+def test_the_wall_clock_limit_stretches_with_the_load_and_never_below_itself(monkeypatch):
+    """A child waiting for a core is not asleep: the wall-clock limit is the limit times the load over
+    the cores (at least 1, at most MAX_STRETCH), read when the limit runs out."""
+    from autograder.grading import batch, supervise
+
+    monkeypatch.setattr(batch, "available_cores", lambda: 2)
+    for load, stretch in [(0.3, 1.0), (2.0, 1.0), (7.0, 3.5), (40.0, supervise.MAX_STRETCH)]:
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert supervise.contention() == stretch
+
+
+def test_a_child_that_only_waits_is_stopped_after_the_stretched_wall_limit(monkeypatch):
+    """The limit is read when it runs out: idle, a sleeping child stops after ``wall_s``; at a load of
+    three times the cores, after three times that, and the message says the seconds it waited."""
+    import time
+
+    from autograder.child.protocol import Channel
+    from autograder.grading.supervise import ChildLimits, _collect, _report
+
+    limits = ChildLimits(0.2, 64, 0.0)  # wall_s: 0.6 s
+    for stretch in (1.0, 3.0):
+        monkeypatch.setattr("autograder.grading.supervise.contention", lambda stretch=stretch: stretch)
+        read_fd, write_fd = os.pipe()
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL)
+        out_r, out_w = os.pipe()
+        try:
+            began = time.monotonic()
+            _, _, waited = _collect(proc, read_fd, out_r, b"", Channel([]), limits, None)
+            took = time.monotonic() - began
+        finally:
+            proc.kill()
+            proc.wait()
+            for fd in (read_fd, write_fd, out_r, out_w):
+                os.close(fd)
+        assert waited is not None and stretch * limits.wall_s <= waited <= took
+        ch = Channel([])
+        ch.feed(b'{"phase": "ready"}\n')
+        said = _report(ch, None, b"", 0, True, limits, waited).stopped
+        assert f"after {waited:.0f} s of waiting" in said.en, said
