@@ -4,7 +4,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the grading benchmark end to end in a subprocess
 
 
 def test_bench_grading_quick_agrees_with_nbgrader():

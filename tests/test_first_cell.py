@@ -28,6 +28,8 @@ from autograder.core import layout
 from autograder.learner.runtime import stage_build_id
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs first cells in fresh kernels and subprocesses
+
 S01 = layout.stage_files("s01")
 SITE = sysconfig.get_paths()["purelib"]
 

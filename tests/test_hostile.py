@@ -31,6 +31,8 @@ from tests import attack_corpus, hostile_corpus
 from tests.conftest import ROOT
 from tests.hostile_corpus import ALL, Case
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a whole class of hostile notebooks, through the CLI and nbgrader
+
 S01 = layout.stage_files("s01")
 OLD = {c.name: c for c in hostile_corpus.cases()}
 NEW = {c.name: c for c in attack_corpus.cases(str(ROOT))}

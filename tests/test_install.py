@@ -17,6 +17,8 @@ from autograder.core import layout
 from autograder.core.course import load_course
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: installs into fresh virtual environments
+
 S01 = layout.stage_files("s01")
 
 

@@ -28,6 +28,8 @@ from autograder.isolation import levels as isolation, launch
 from autograder.isolation.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: starts confined children and attacks them
+
 LEVELS = ("namespaces", "fallback")
 # What a child must never see (the venv may live inside the repository, so not the repository itself)
 HIDDEN = [str(layout.SOLUTIONS), str(layout.TESTS), str(ROOT / ".git")]

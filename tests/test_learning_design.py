@@ -20,6 +20,8 @@ from autograder.core.spec import load_stage
 from tests.support.variants import apply_edits, grade_variant
 from tests.conftest import ROOT, stage_params
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's notebooks and hint variants
+
 
 def learner_module(stage_id: str, edits: list[tuple[str, str]], name: str) -> dict:
     """The reference with ``edits``, loaded the way a notebook holds it (its source in linecache)."""

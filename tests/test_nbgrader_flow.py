@@ -16,6 +16,8 @@ from autograder.core import layout
 from autograder.learner.standing import RECORD
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs nbgrader's commands end to end
+
 S01 = layout.stage_files("s01")
 ASSIGNMENT = S01.notebook
 WRONG_MATCH = [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix",

@@ -13,6 +13,8 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: executes every notebook in a kernel (nbclient)
+
 
 def execute(path):
     nb = nbformat.read(path, as_version=4)

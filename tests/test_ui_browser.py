@@ -24,7 +24,7 @@ try:
 except ImportError:
     HAVE_PLAYWRIGHT = False
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(
     not (CHROMIUM and HAVE_PLAYWRIGHT),
     reason="browser test needs chromium and playwright: run scripts/setup-browser.sh")]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
