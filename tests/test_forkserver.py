@@ -30,6 +30,7 @@ from autograder.grading.supervise import child_env
 from autograder.isolation import cgroup, forkclient, levels as isolation
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 HIDDEN = [str(layout.SOLUTIONS), str(layout.TESTS), str(ROOT / ".git")]
 
@@ -76,7 +77,7 @@ class Forked:
         self.plan = LaunchPlan([], (), {}, self.scratch, run.isolation, conf.readable)
 
     def host_pids(self, wait_s: float = 10.0) -> list[int]:
-        deadline = time.monotonic() + wait_s
+        deadline = time.monotonic() + scaled(wait_s)
         while not (pids := self.group.pids()) and time.monotonic() < deadline:
             time.sleep(0.01)
         return pids
@@ -90,7 +91,7 @@ class Forked:
 
 
 def _read_all(fd: int, seconds: float) -> bytes:
-    data, deadline = b"", time.monotonic() + seconds
+    data, deadline = b"", time.monotonic() + scaled(seconds)
     while time.monotonic() < deadline:
         if not select.select([fd], [], [], 0.1)[0]:
             continue
@@ -274,7 +275,7 @@ time.sleep(60)
         assert len(child.host_pids()) >= 2
         LaunchPlan.kill(child.proc)
         assert child.proc.returncode == -signal.SIGKILL
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while child.group.pids() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert child.group.pids() == [], "a process the child started outlived the kill"

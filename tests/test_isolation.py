@@ -27,6 +27,7 @@ from autograder.core import layout
 from autograder.isolation import levels as isolation, launch
 from autograder.isolation.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: starts confined children and attacks them
 
@@ -60,7 +61,7 @@ def _world_dir(base: str, name: str, mode: int = 0o755) -> str:
 def _read_until_closed(fd: int, seconds: float) -> bytes:
     """Everything written to the pipe until every writer closed it, or ``seconds`` ran out (a
     descendant that outlived the child would hold the pipe open: that must not hang the suite)."""
-    data, deadline = b"", time.monotonic() + seconds
+    data, deadline = b"", time.monotonic() + scaled(seconds)
     try:
         while time.monotonic() < deadline:
             if not select.select([fd], [], [], 0.1)[0]:
@@ -274,7 +275,7 @@ def test_killing_a_hung_child_ends_everything_it_started(level):
                                                         hidden=HIDDEN), iso)
         proc = subprocess.Popen(**plan.popen_kwargs())
         marker = Path(scratch, "marker")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         assert marker.exists(), "the grandchild never started"
@@ -391,7 +392,7 @@ def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
 
         def line(fd: int) -> dict:
             data = b""
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while not data.endswith(b"\n") and time.monotonic() < deadline:
                 if select.select([fd], [], [], 0.1)[0]:
                     chunk = os.read(fd, 65536)

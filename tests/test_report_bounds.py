@@ -329,9 +329,10 @@ PATHOLOGICAL = _pathological()
 
 
 def _timed(fn, *args) -> float:
-    start = time.perf_counter()
+    """CPU seconds ``fn`` takes: a bound on work, which a busy machine's clock would stretch."""
+    start = time.process_time()
     fn(*args)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 @pytest.mark.parametrize("name", list(PATHOLOGICAL))
@@ -363,11 +364,11 @@ def test_channel_parsing_is_bounded_for_huge_and_nested_lines():
     keys = ["s01.x:a"]
     for raw in [b'{"phase": "' + b"x" * (10 << 20), b"[" * (6 << 20) + b"\n", b'{"missing": "' + b"\\u0041" * (1 << 20) + b'"}\n']:
         ch = Channel(keys)
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: the bound is on work, not on how busy the machine is
         for i in range(0, len(raw), 1 << 16):
             ch.feed(raw[i:i + (1 << 16)])
         ch.close()
-        assert time.perf_counter() - start < 2 * BOUND_S
+        assert time.process_time() - start < 2 * BOUND_S
         assert ch.tampered or ch.too_large
 
 
@@ -376,10 +377,10 @@ def test_reports_are_bounded_and_linear_in_what_they_show(tmp_path):
     t = TodoResult("s01.x", 1, "x", 0.0, 1.0, TodoStatus.FAILED, big, [CheckResult("a", True, False, big)])
     r = SubmissionResult(big + ".ipynb", "s01", todos=[t], warnings=[big])
     iso = select("in-process")
-    start = time.perf_counter()
+    start = time.process_time()
     reports.table([r], iso), reports.full_json([r], iso), gradescope.results_json(r)
     reports.write_csv([r], tmp_path / "g.csv", iso), reports.write_summary([r], tmp_path / "s.json", iso)
-    assert time.perf_counter() - start < 3 * BOUND_S
+    assert time.process_time() - start < 3 * BOUND_S
 
 
 # -- names and text learners control -------------------------------------------------------------------
