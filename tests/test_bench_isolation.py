@@ -4,8 +4,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from autograder.isolation import levels as isolation
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the isolation benchmark in a subprocess
 
 
 def test_bench_isolation_quick_reports_each_level():

@@ -17,6 +17,8 @@ from autograder.learner.runtime import stage_build_id, start
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: builds every notebook
+
 # Builds everything in memory in a fresh process and prints, as JSON, the sha256 of each generated
 # file and of the expected values computed from scratch (as if no expected file were committed).
 _BUILD_IN_A_FRESH_PROCESS = """

@@ -21,6 +21,8 @@ from autograder.core.spec import load_stage
 from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs GitHub Classroom's grading steps end to end
+
 S03 = layout.stage_files("s03")
 
 

@@ -17,6 +17,8 @@ from autograder.grading.grade import grade_paths
 from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades both editions' notebooks
+
 
 def _bilingual_stage() -> str:
     ready = [s for s in layout.built_stages() if "zh" in layout.stage_files(s).languages]

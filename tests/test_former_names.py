@@ -18,6 +18,8 @@ from autograder.core import layout
 from solutions import MOVED_TO_WORKBOOK
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: imports the previous release in subprocesses
+
 PREVIOUS = "e8bd3f1"  # the last commit whose notebooks imported given code from solutions
 OLD_NOTEBOOK = ROOT / "tests" / "previous_release" / "04_eviction.ipynb"
 _REFERENCE = re.compile(r"^solutions\.s\d\d_\w+$")

@@ -6,9 +6,13 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the grading command line end to end
 
 SOL = layout.stage_files("s01").instructor()
 STUB = layout.stage_files("s01").learner()

@@ -17,6 +17,8 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the Gradescope bundle end to end
+
 S01 = layout.stage_files("s01")
 WRONG_STATS = [("reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0",
                 "reuse_ratio = hit_tokens / len(prompt) if prompt else 0.0")]

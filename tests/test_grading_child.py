@@ -36,6 +36,7 @@ def _method_source(stage_id: str, cls: str, name: str) -> str:
     return "".join(lines[fn.lineno - 1:fn.end_lineno])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_notebook_lacking_a_given_helper_earns_full_marks_and_is_told_in_its_language(tmp_path):
     removed = [(_method_source("s03", "BlockPool", "check_invariants"), "")]
     renamed = [("    def check_invariants(self) -> None:", "    def verify(self) -> None:")]
@@ -128,6 +129,7 @@ def printing_notebook(tmp_path_factory) -> Path:
     return p
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_verbose_logs_each_child_and_changes_no_report(printing_notebook):
     quiet = _cli(str(printing_notebook), "--format", "json")
     loud = _cli(str(printing_notebook), "--format", "json", "--verbose")
@@ -156,6 +158,7 @@ def _code_objects(code):
             yield from _code_objects(c)
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 @pytest.mark.parametrize("stage_id", ["s01", "s05"])
 def test_a_child_gets_its_hidden_checks_compiled_and_no_text_of_them(stage_id, tmp_path):
     """What a child is sent holds no line of its hidden checks' source, only their code: no docstring,

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from autograder.core import layout
 from autograder.core.results import TodoStatus
 from autograder.grading import grade
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades notebooks on the real grader
 
 
 def test_children_run_before_the_reference_outcomes_exist(monkeypatch):

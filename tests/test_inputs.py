@@ -21,6 +21,8 @@ from autograder.core.spec import load_stage
 from autograder.grading.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_CHARS
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a folder of malformed inputs
+
 S01, S02 = layout.stage_files("s01"), layout.stage_files("s02")
 FULL = sum(t.points for t in load_stage("s01").todos)  # the quiz included
 NEWLINE = "new\nline.ipynb"

@@ -112,6 +112,7 @@ def test_from_package_import_counts_as_importing_the_module(tmp_path):
 
 
 # -- releases ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_release_of_every_stage_builds_and_imports(tmp_path):
     course = tmp_path / "course"
     env = dict(os.environ, PYTHONPATH="")
@@ -134,6 +135,7 @@ def test_release_of_every_stage_builds_and_imports(tmp_path):
         assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (sid, p.stderr[-2000:])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_path):
     """The first cell reads ``gpu`` from the stage's ``stage.toml``: in the folder here, and where a
     release ships it (a learner's copy has no stage folders)."""

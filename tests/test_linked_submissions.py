@@ -99,6 +99,7 @@ def cli_class(tmp_path_factory):
     return p, {s["path"].split("linked_class", 1)[-1].lstrip("0123456789/"): s for s in subs}
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_cli_grades_the_honest_notebook_and_refuses_every_link(cli_class):
     p, subs = cli_class
     assert p.returncode == 1  # some files are not gradable, and each is named on stderr

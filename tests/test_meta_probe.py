@@ -9,7 +9,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from autograder.core import layout
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: imports torch in fresh subprocesses
 
 PRELUDE = """
 import json, sys

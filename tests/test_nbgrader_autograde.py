@@ -20,6 +20,8 @@ from autograder.integrations.nbgrader_autograde import early_selection
 from benchmarks.bench_grading import make_class
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs nbgrader's autograde end to end
+
 A = layout.stage_files("s01").notebook
 
 STUDENTS = [f"student{i:03d}_{k}" for i, k in enumerate(("honest", "wrong", "unfilled", "wrong", "hostile"))]

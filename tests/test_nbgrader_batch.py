@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from traitlets.config import Config
 
 from autograder.core import layout
@@ -37,6 +38,7 @@ def _points(result) -> dict[str, float]:
     return {t.id: t.points for t in result.todos}
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_the_first_request_grades_the_whole_batch_and_each_file_gets_its_own_verdict(tmp_path):
     config, paths = _course(tmp_path, {"ann": SOLVED, "bob": STUB, "cy": SOLVED})
     calls: list[list[Path]] = []
@@ -63,6 +65,7 @@ def test_the_first_request_grades_the_whole_batch_and_each_file_gets_its_own_ver
     assert not nbgrader_batch._BATCHES  # drained: a later run in this process starts its own batch
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_notebook_outside_the_selection_is_graded_alone(tmp_path):
     config, paths = _course(tmp_path, {"ann": SOLVED})
     config.CourseDirectory.student_id = "nobody*"

@@ -16,6 +16,8 @@ from autograder.core import layout
 from autograder.integrations.nbgrader_glue import release_helpers
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a class through nbgrader
+
 S01 = layout.stage_files("s01")
 A = S01.notebook
 

@@ -259,6 +259,7 @@ def test_feedback_level_is_a_course_setting(tmp_path):
     assert load_course().feedback in FEEDBACK_LEVELS
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_child_is_not_told_the_other_submissions_names(tmp_path):
     classmates = [str(tmp_path / f"student_{i}" / "s01_prefix_match.ipynb") for i in range(3)]
     hidden = [*map(str, [layout.SOLUTIONS, layout.TESTS, layout.ROOT / ".git"]), *classmates]
@@ -409,6 +410,7 @@ def test_a_learner_name_is_one_safe_line_in_every_format(name, tmp_path):
     assert all(safetext.one_line(s["path"]) == s["path"] for s in summary["per_submission"])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_grade_cli_stderr_lines_are_one_line_each(tmp_path):
     nasty = tmp_path / "a\u202eb\nc\x85.ipynb"
     nasty.write_bytes(b"not a notebook")
@@ -501,6 +503,7 @@ def _secrets_of_a_child() -> list[str]:
     return out
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exfiltrated):
     from tests import attack_corpus
     from tests.hostile_corpus import ALL
@@ -522,6 +525,7 @@ def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exf
         assert carried <= disclosure.BUDGET_BYTES, (name, carried)
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
     """Round one: the attacker deciphers what its report carried; round two would paste it in. What
     comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
@@ -566,6 +570,7 @@ def probe_smugglers(tmp_path_factory):
     return cases, {Path(r.path).stem: r for r in grade_paths([folder], workers=2)}
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_no_encoding_carries_a_hidden_checks_text_out_of_its_child(probe_smugglers):
     """The child holds its hidden checks compiled, with no source text anywhere (its modules, the
     payload, the line cache, ``inspect``, its memory): each smuggler finds nothing to send, so it runs

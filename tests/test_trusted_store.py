@@ -226,6 +226,7 @@ def test_stored_expected_outcomes_and_leak_guard_equal_computed_ones(store_dir):
         trusted._expected.update(saved[0]), trusted._guards.update(saved[1])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_report_is_the_same_byte_for_byte_with_a_cold_a_warm_and_no_store(tmp_path):
     """A wrong answer (its report shows expected values) graded three times by the command line."""
     _, edits = MUTANTS["s01.match_prefix/off_by_one"]
