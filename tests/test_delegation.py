@@ -47,6 +47,7 @@ def test_every_declared_twin_is_a_function_of_a_module_learners_can_import():
                 assert twins._functions(obj), (todo, name)
 
 
+@pytest.mark.slow  # traces every twin of a stage
 @pytest.mark.parametrize("stage_id", built_stages())
 def test_stage_has_no_undeclared_twin(stage_id):
     """Whatever given code passes a TODO on its own is declared as that TODO's twin."""
@@ -85,6 +86,7 @@ GRADED = [WITH_GLUE[0], Delegation(
     '"kernels.paged_attention")).paged_attention_torch)(q, pool, layer, block_table, offset)')]
 
 
+@pytest.mark.slow  # grades a notebook on the real grader
 def test_s06_delegating_to_the_kernels_earns_nothing_when_graded():
     """One notebook delegating TODO 2 and TODO 4 to the kernels: both fail, naming the blocked twin,
     and every other TODO keeps its points."""

@@ -166,6 +166,7 @@ def run_interpreted(script: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.slow  # runs Triton's interpreter in a subprocess
 def test_kernels_triton_interpreter_matches_torch_reference():
     proc = run_interpreted(TRITON_SCRIPT)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -175,6 +176,7 @@ def test_kernels_triton_interpreter_matches_torch_reference():
         assert diff < 1e-5, (t, offset, bs, diff)
 
 
+@pytest.mark.slow  # imports Triton in a subprocess
 def test_kernels_triton_refuses_cpu_without_interpreter():
     script = ("import os, torch; os.environ.pop('TRITON_INTERPRET', None)\n"
               "from kernels.triton_paged_attention import paged_attention_triton\n"

@@ -260,6 +260,7 @@ def test_recover_secret_bookkeeping(model):
     assert r.p_value == pytest.approx(stats.binomtest(r.correct, 3, 0.25, alternative="greater").pvalue)
 
 
+@pytest.mark.slow  # runs every side-channel experiment
 def test_bench_side_channel_quick_runs_every_experiment(tmp_path):
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_side_channel.py"), "--quick",
