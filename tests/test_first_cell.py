@@ -195,7 +195,7 @@ def test_first_cell_never_touches_an_installed_torch(tmp_path, http_server):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_"))}
     env["PYTHONPATH"] = SITE  # pip itself
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-build-isolation", str(fake)], env=env, check=True,
-                   capture_output=True, timeout=300)
+                   capture_output=True, timeout=scaled(300))
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     marker = site / "torch" / "__init__.py"

@@ -127,7 +127,7 @@ def attacked(run):
         child.proc.stdin.write(json.dumps(targets).encode())
         child.proc.stdin.close()
         raw = _read_all(child.result_r, 60)
-        rc = child.plan.returncode(child.proc.wait(timeout=30))
+        rc = child.plan.returncode(child.proc.wait(timeout=scaled(30)))
         left = child.group.pids()
         facts = {"rc": rc, "left_in_cgroup": left, "output": _read_all(child.out_r, 1).decode(errors="replace")}
         try:
@@ -196,7 +196,7 @@ def _namespaces_and_status(run: GradingRun, code: str) -> tuple[dict, int | None
         child.proc.stdin.write(code.encode())
         child.proc.stdin.close()
         raw = _read_all(child.result_r, 60)
-        rc = child.plan.returncode(child.proc.wait(timeout=30))
+        rc = child.plan.returncode(child.proc.wait(timeout=scaled(30)))
         return (json.loads(raw) if raw else {"output": _read_all(child.out_r, 1).decode(errors="replace")}), rc
     finally:
         child.end(run)
@@ -370,7 +370,7 @@ def test_a_forked_child_imports_no_module_of_the_harness_itself(run, stage_id, t
     cfg = {"root": str(run.staging), "server_imports": [*harness(payload["preload"]), *warm], "payload": payload,
            "out": str(tmp_path / "imported.json"), "result": str(tmp_path / "result")}
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    p = subprocess.run([sys.executable, "-I", "-c", _WARM_SERVER, str(tmp_path / "cfg.json")], cwd=tmp_path, timeout=120,
+    p = subprocess.run([sys.executable, "-I", "-c", _WARM_SERVER, str(tmp_path / "cfg.json")], cwd=tmp_path, timeout=scaled(120),
                        capture_output=True, text=True)
     assert p.returncode == 0 and (tmp_path / "imported.json").is_file(), p.stderr[-2000:]
     imported = json.loads((tmp_path / "imported.json").read_text())

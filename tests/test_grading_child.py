@@ -24,6 +24,7 @@ from autograder.grading.supervise import OUTPUT_KEEP, ChildReport, describe
 from tests.support.variants import variant_notebook
 from autograder.grading.trusted import given_members, leak_guard
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 HELPER = "BlockPool.check_invariants"
 
@@ -115,7 +116,7 @@ def test_describe_names_isolation_exit_status_and_escapes_the_output():
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--no-progress"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+                          capture_output=True, text=True, timeout=scaled(600), env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +192,7 @@ def test_a_child_gets_its_hidden_checks_compiled_and_no_text_of_them(stage_id, t
             assert not [k for k in c.co_consts if isinstance(k, str) and k in hidden and len(k) > 40]
         # the child's own loader, in an interpreter of its own (importing checks registers them)
         out = subprocess.run([sys.executable, "-c", _LOAD_COMPILED], input=json.dumps([payload["code"], files.hidden_module]),
-                             capture_output=True, text=True, cwd=ROOT, timeout=60)
+                             capture_output=True, text=True, cwd=ROOT, timeout=scaled(60))
         assert out.returncode == 0, out.stderr[-2000:]
         assert json.loads(out.stdout) == {"dropped": True, "probes": True, "docs": [], "lines": [], "sources": []}
 

@@ -302,7 +302,7 @@ def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
     kept = {d: _tree_digest(course / d) for d in ("source", "submitted", "release")}
     env = dict(os.environ, TMPDIR=str(grader_tmp), PYTHONDONTWRITEBYTECODE="1")
     p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", S01.notebook], cwd=course, capture_output=True,
-                       text=True, timeout=1500, env=env)
+                       text=True, timeout=scaled(1500), env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "checksum" not in p.stderr  # untouched test cells are not reported as changed
     book = _gradebook(course, gradable)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from kernels.paged_attention import (causal_attention, fused_attention_only, paged_attention_torch,
                                      paged_decode_attention_torch)
+from tests.support.machine import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,7 +164,7 @@ print(json.dumps(results))
 def run_interpreted(script: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
 
 
 @pytest.mark.slow  # runs Triton's interpreter in a subprocess
@@ -186,7 +187,7 @@ def test_kernels_triton_refuses_cpu_without_interpreter():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert "refused: Triton runs on CPU only with TRITON_INTERPRET=1" in proc.stdout, proc.stderr[-2000:]
 
 

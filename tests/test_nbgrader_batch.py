@@ -295,7 +295,7 @@ threading.Thread(target=batch).start()  # not a daemon, as nbgrader's batch thre
 for _ in range(2):  # both submissions' first jobs started (on a loaded machine the thread may start late)
     first_jobs_running.acquire()
 """)
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=scaled(60))
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == str([["done", "GradingStopped", "GradingStopped"]] * 2), p.stdout
 
@@ -323,7 +323,7 @@ def batch():
 
 threading.Thread(target=batch).start()
 """)
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=scaled(60))
     assert p.returncode == 0 and not p.stderr, p.stderr[-2000:]
     assert p.stdout.strip() == str([["GradingStopped", "GradingStopped"]] * 2), p.stdout
 

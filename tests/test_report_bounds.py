@@ -39,6 +39,7 @@ from autograder.grading.submission import read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
 from tests.support.variants import variant_notebook
 from autograder.grading.trusted import expected_outcomes, leak_guard
+from tests.support.machine import scaled
 
 S01 = layout.stage_files("s01")
 RNG = random.Random(20261201)
@@ -274,7 +275,7 @@ def test_a_child_is_not_told_the_other_submissions_names(tmp_path):
             "_install_audit_hook(p['denied_dirs'], p['workdir'], p['salt'], p['denied_digests'])\n"
             "try:\n    open(sys.argv[2]).read(); print('opened')\nexcept PermissionError:\n    print('refused')")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(payload), classmates[0]], capture_output=True, text=True,
-                         cwd=layout.ROOT, timeout=60)
+                         cwd=layout.ROOT, timeout=scaled(60))
     assert out.stdout.strip() == "refused", out.stderr
 
 
@@ -416,7 +417,7 @@ def test_grade_cli_stderr_lines_are_one_line_each(tmp_path):
     nasty.write_bytes(b"not a notebook")
     out = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nasty), "--isolation", "in-process",
                           "--no-require-isolation", "--no-progress"], capture_output=True, text=True, cwd=layout.ROOT,
-                         timeout=120)
+                         timeout=scaled(120))
     lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "\\u202e" in lines[0] and "\\n" in lines[0], out.stderr
     assert all(safetext.one_line(line) == line for line in out.stderr.splitlines() + out.stdout.splitlines())
