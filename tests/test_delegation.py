@@ -57,6 +57,7 @@ def test_stage_has_no_undeclared_twin(stage_id):
     assert not undeclared, f"given code passes these TODOs on its own; declare it as Todo(twins=...): {undeclared}"
 
 
+@pytest.mark.slow  # grades glue around each kernel
 @pytest.mark.parametrize("d", WITH_GLUE, ids=[d.todo for d in WITH_GLUE])
 def test_delegation_with_glue_passes_unless_blocked(d):
     """The screen's blind spot covered by hand: these pass when the twin is not blocked (so they are

@@ -348,6 +348,7 @@ os.waitpid(pid, 0)
 """
 
 
+@pytest.mark.slow  # starts a fork server per stage, torch preloaded
 @pytest.mark.parametrize("stage_id", layout.built_stages())
 def test_a_forked_child_imports_no_module_of_the_harness_itself(run, stage_id, tmp_path):
     """What the server imports (the entry, the harness, the preload) is every module of the course a
