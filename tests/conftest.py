@@ -28,9 +28,19 @@ _STORE = pytest.StashKey[str]()
 
 
 def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput"):
+        # One machine factor for the whole session (tests/support/machine.py): measured here, before any
+        # worker starts, so that every worker and every script a test starts scales its deadlines alike.
+        from tests.support import machine
+
+        os.environ[machine.ENV] = f"{machine.machine_factor():.2f}"
     if hasattr(config, "workerinput") or os.environ.get("PCW_CACHE_DIR", "").lower() == "off":
         return
     config.stash[_STORE] = os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
+
+
+def pytest_report_header(config) -> str:
+    return f"machine factor for deadlines: {os.environ.get('PCW_MACHINE_FACTOR', '?')} (tests/support/machine.py)"
 
 
 def pytest_unconfigure(config) -> None:

@@ -4,12 +4,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the grading benchmark end to end in a subprocess
 
 
 def test_bench_grading_quick_agrees_with_nbgrader():
     p = subprocess.run([sys.executable, "benchmarks/bench_grading.py", "--quick"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=scaled(600))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "per-TODO scores equal: True" in p.stdout
     for line in ("CLI vs plain nbgrader:", "nbgrader autograde / CLI:",
@@ -20,7 +25,7 @@ def test_bench_grading_quick_agrees_with_nbgrader():
 
 def test_bench_grading_isolation_quick_reports_each_level_with_the_same_scores():
     p = subprocess.run([sys.executable, "benchmarks/bench_grading_isolation.py", "--quick"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=scaled(600))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "in-process" in p.stdout and "extra ms per TODO" in p.stdout
     assert "same scores at every level: True" in p.stdout

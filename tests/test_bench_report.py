@@ -38,6 +38,7 @@ def test_the_committed_pages_state_date_machine_and_command():
         assert re.search(r"\| Python · torch · nbgrader \| 3\.\d+", text)
 
 
+@pytest.mark.slow  # runs the benchmark report end to end
 def test_a_report_run_writes_both_pages_from_the_same_figures(tmp_path):
     assert report.main(["--only", "traces", "--quick", "--out", str(tmp_path)]) == 0
     en = (tmp_path / "performance.md").read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ import pytest
 from autograder.core import layout
 from tests.conftest import ROOT
 from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT, open_and_run_all, start_lab, stop_lab
+from tests.support.machine import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(
     not (CHROMIUM and HAVE_PLAYWRIGHT), reason="needs chromium and playwright: run scripts/setup-browser.sh")]
@@ -28,9 +29,9 @@ def test_binder_environment_opens_and_runs_a_notebook(tmp_path):
     bindir = tmp_path / "venv" / "bin"
     env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
     p = subprocess.run([str(bindir / "python"), "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=1200)
+                       env=env, capture_output=True, text=True, timeout=scaled(1200))
     assert p.returncode == 0, p.stderr[-3000:]
-    p = subprocess.run(["bash", "binder/postBuild"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    p = subprocess.run(["bash", "binder/postBuild"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(1200))
     assert p.returncode == 0 and "course ready" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
 
     work = tmp_path / "work"

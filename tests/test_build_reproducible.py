@@ -16,6 +16,9 @@ from autograder.core import layout
 from autograder.learner.runtime import stage_build_id, start
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: builds every notebook
 
 # Builds everything in memory in a fresh process and prints, as JSON, the sha256 of each generated
 # file and of the expected values computed from scratch (as if no expected file were committed).
@@ -44,7 +47,7 @@ def test_build_gives_the_same_bytes_under_other_hash_seeds_and_thread_counts():
     runs = [_build_in_fresh_process("0", 1), _build_in_fresh_process("4242", 2)]
     results = []
     for p in runs:
-        out, err = p.communicate(timeout=600)
+        out, err = p.communicate(timeout=scaled(600))
         assert p.returncode == 0, err[-3000:]
         results.append(json.loads(out.splitlines()[-1]))
     assert [r["threads"] for r in results] == [1, 2]

@@ -23,6 +23,8 @@ from autograder.core.textwidth import display_width, pad
 from autograder.grading.verdict import check_label
 from tests.conftest import stage_params
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: builds and grades both editions' notebooks
+
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
 

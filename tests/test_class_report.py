@@ -14,6 +14,7 @@ import pytest
 
 from tests.class_sample import HOSTILE_NAME, build_class
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +22,11 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("class")
     made = build_class(base / "class")
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(base / "class"), "--format", "json", "--no-progress"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=1800)
+                       cwd=ROOT, capture_output=True, text=True, timeout=scaled(1800))
     assert p.returncode == 1, p.stderr[-2000:]  # two files cannot be graded: said, the rest graded
     (base / "class.json").write_text(p.stdout, encoding="utf-8")
     r = subprocess.run([sys.executable, "-m", "autograder", "report", str(base / "class.json"), "--html",
-                        str(base / "class.html")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        str(base / "class.html")], cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
     assert r.returncode == 0, r.stderr
     return base, made, json.loads(p.stdout)
 

@@ -20,13 +20,16 @@ from autograder.integrations.classroom import SETUP, SETUP_COMMAND, WORKFLOW, ne
 from autograder.core.spec import load_stage
 from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs GitHub Classroom's grading steps end to end
 
 S03 = layout.stage_files("s03")
 
 
 def make_template(dest: Path, *args: str) -> Path:
     p = subprocess.run([sys.executable, "-m", "autograder", "classroom", *args, str(dest)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=scaled(120))
     assert p.returncode == 0, p.stdout + p.stderr
     return dest
 
@@ -63,7 +66,7 @@ def run_step(template: Path, step: dict, runner_temp: Path, env: dict | None = N
     installed_environment(runner_temp, template)
     env = env if env is not None else {"PATH": os.environ["PATH"], "HOME": str(runner_temp / "home")}
     setup, command = (step["with"][k].replace(RUNNER_TEMP, str(runner_temp)) for k in ("setup-command", "command"))
-    ready = subprocess.run(["/bin/sh", "-c", setup], cwd=template, env=env, capture_output=True, text=True, timeout=60)
+    ready = subprocess.run(["/bin/sh", "-c", setup], cwd=template, env=env, capture_output=True, text=True, timeout=scaled(60))
     assert ready.returncode == 0 and ready.stdout == ready.stderr == "", ready.stdout + ready.stderr  # found it ready
     return subprocess.run(["/bin/sh", "-c", command], cwd=template, env=env, capture_output=True, text=True,
                           timeout=step["with"]["timeout"] * 60)
@@ -114,7 +117,7 @@ def test_setup_script_installs_from_course_sources_only_and_keeps_torch(tmp_path
     # once set up, a later step's setup does nothing and says nothing, whatever its PATH holds
     venv = installed_environment(tmp_path / "runner", t)
     p = subprocess.run(["/bin/sh", SETUP, str(venv)], cwd=t, env={"PATH": str(tmp_path / "nothing")},
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=scaled(30))
     assert p.returncode == 0 and p.stdout == p.stderr == ""
 
 
@@ -263,7 +266,7 @@ def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp
             script = tmp_path / "setup.sh"
             script.write_text(setup_script("s01", dataclasses.replace(load_course(), sources=("/nowhere/dead", source))))
             p = subprocess.run(["sh", str(script), str(v)], env={"PATH": os.environ["PATH"], "HOME": str(home)},
-                               capture_output=True, text=True, timeout=120)
+                               capture_output=True, text=True, timeout=scaled(120))
             assert p.returncode == 0, (source, p.stdout, p.stderr)
             assert f"installing the course from: {source}" in p.stdout
             assert (v / "course" / hidden).is_file(), (source, p.stdout, p.stderr)

@@ -47,6 +47,7 @@ def test_every_declared_twin_is_a_function_of_a_module_learners_can_import():
                 assert twins._functions(obj), (todo, name)
 
 
+@pytest.mark.slow  # traces every twin of a stage
 @pytest.mark.parametrize("stage_id", built_stages())
 def test_stage_has_no_undeclared_twin(stage_id):
     """Whatever given code passes a TODO on its own is declared as that TODO's twin."""
@@ -56,6 +57,7 @@ def test_stage_has_no_undeclared_twin(stage_id):
     assert not undeclared, f"given code passes these TODOs on its own; declare it as Todo(twins=...): {undeclared}"
 
 
+@pytest.mark.slow  # grades glue around each kernel
 @pytest.mark.parametrize("d", WITH_GLUE, ids=[d.todo for d in WITH_GLUE])
 def test_delegation_with_glue_passes_unless_blocked(d):
     """The screen's blind spot covered by hand: these pass when the twin is not blocked (so they are
@@ -85,6 +87,7 @@ GRADED = [WITH_GLUE[0], Delegation(
     '"kernels.paged_attention")).paged_attention_torch)(q, pool, layer, block_table, offset)')]
 
 
+@pytest.mark.slow  # grades a notebook on the real grader
 def test_s06_delegating_to_the_kernels_earns_nothing_when_graded():
     """One notebook delegating TODO 2 and TODO 4 to the kernels: both fail, naming the blocked twin,
     and every other TODO keeps its points."""

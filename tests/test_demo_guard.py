@@ -321,6 +321,7 @@ def test_a_result_error_renders_as_one_line_in_jupyter():
 
 
 # -- tracebacks through the course's code read as the edition does ------------------------------------
+@pytest.mark.slow  # runs every stage's demos in both editions
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_tracebacks_show_no_solution_markers_or_translation_comments(lang):
     import linecache
@@ -487,6 +488,7 @@ def test_s04_replay_names_the_todo_whose_value_it_read(mutant, todo):
     assert re.search(r"[\u4e00-\u9fff]", caught.value.line("zh"))
 
 
+@pytest.mark.slow  # replays every stage-4 wrong answer
 def test_s04_replay_is_bounded_for_every_wrong_answer():
     import time
 

@@ -25,8 +25,12 @@ def test_the_readme_is_short_and_gives_the_two_commands(readme):
 
 
 def test_ci_runs_the_readme_commands():
+    """CI runs the README's test command as its two lanes, the fast one first: every test is slow or
+    not, so ``-m "not slow"`` and ``-m slow`` together select exactly what the README's command does."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "bash scripts/setup.sh" in ci and re.search(rf"^{re.escape(TESTS)}$", ci, re.M)
+    assert "bash scripts/setup.sh" in ci
+    lanes = [m.group(1) for m in re.finditer(rf"^{re.escape(TESTS)}(.*?)(?: \|\|.*)?$", ci, re.M)]
+    assert lanes == [' -m "not slow"', " -m slow"], lanes
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: layout.rel(p))

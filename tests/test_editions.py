@@ -16,6 +16,9 @@ from autograder.integrations.gradescope import results_json
 from autograder.grading.grade import grade_paths
 from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades both editions' notebooks
 
 
 def _bilingual_stage() -> str:
@@ -76,7 +79,7 @@ def test_gradescope_results_agree_across_editions(graded):
 def test_cli_lang_overrides_the_notebook_language():
     sid = _bilingual_stage()
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(layout.stage_files(sid).learner("zh")), "--lang",
-                        "en", "--format", "json", "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        "en", "--format", "json", "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
     assert p.returncode == 0, p.stderr
     assert all("is not implemented yet" in t["message"] for t in json.loads(p.stdout)["submissions"][0]["todos"])
 
@@ -92,12 +95,12 @@ def test_nbgrader_releases_both_editions_and_grades_them_alike(tmp_path):
     for lang in ("en", "zh"):
         assignment = files.assignment(lang)
         subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--create"], cwd=course,
-                       check=True, capture_output=True, timeout=300)
+                       check=True, capture_output=True, timeout=scaled(300))
         d = course / "submitted" / "alice" / assignment
         shutil.copytree(course / "release" / assignment, d)
         nbformat.write(variant_notebook(sid, mutant, lang), d / files.learner(lang).name)
         p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment], cwd=course, capture_output=True,
-                           text=True, timeout=600)
+                           text=True, timeout=scaled(600))
         assert p.returncode == 0, p.stderr[-3000:]
     from nbgrader.api import Gradebook
 

@@ -55,6 +55,7 @@ def test_inline_check_leads_with_the_most_specific_failure(capsys):
     assert lines[0].lstrip().startswith("❌") and check_title(lead, "en") in lines[0], lines
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_ordinary_values_are_not_withheld_when_two_todos_are_wrong():
     """A hidden check's field names are never shown, so they must not join another TODO's values into
     a window of the hidden checks' source (which withheld every value of the submission)."""

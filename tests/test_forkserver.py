@@ -30,6 +30,7 @@ from autograder.grading.supervise import child_env
 from autograder.isolation import cgroup, forkclient, levels as isolation
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 HIDDEN = [str(layout.SOLUTIONS), str(layout.TESTS), str(ROOT / ".git")]
 
@@ -76,7 +77,7 @@ class Forked:
         self.plan = LaunchPlan([], (), {}, self.scratch, run.isolation, conf.readable)
 
     def host_pids(self, wait_s: float = 10.0) -> list[int]:
-        deadline = time.monotonic() + wait_s
+        deadline = time.monotonic() + scaled(wait_s)
         while not (pids := self.group.pids()) and time.monotonic() < deadline:
             time.sleep(0.01)
         return pids
@@ -90,7 +91,7 @@ class Forked:
 
 
 def _read_all(fd: int, seconds: float) -> bytes:
-    data, deadline = b"", time.monotonic() + seconds
+    data, deadline = b"", time.monotonic() + scaled(seconds)
     while time.monotonic() < deadline:
         if not select.select([fd], [], [], 0.1)[0]:
             continue
@@ -126,7 +127,7 @@ def attacked(run):
         child.proc.stdin.write(json.dumps(targets).encode())
         child.proc.stdin.close()
         raw = _read_all(child.result_r, 60)
-        rc = child.plan.returncode(child.proc.wait(timeout=30))
+        rc = child.plan.returncode(child.proc.wait(timeout=scaled(30)))
         left = child.group.pids()
         facts = {"rc": rc, "left_in_cgroup": left, "output": _read_all(child.out_r, 1).decode(errors="replace")}
         try:
@@ -195,7 +196,7 @@ def _namespaces_and_status(run: GradingRun, code: str) -> tuple[dict, int | None
         child.proc.stdin.write(code.encode())
         child.proc.stdin.close()
         raw = _read_all(child.result_r, 60)
-        rc = child.plan.returncode(child.proc.wait(timeout=30))
+        rc = child.plan.returncode(child.proc.wait(timeout=scaled(30)))
         return (json.loads(raw) if raw else {"output": _read_all(child.out_r, 1).decode(errors="replace")}), rc
     finally:
         child.end(run)
@@ -274,7 +275,7 @@ time.sleep(60)
         assert len(child.host_pids()) >= 2
         LaunchPlan.kill(child.proc)
         assert child.proc.returncode == -signal.SIGKILL
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while child.group.pids() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert child.group.pids() == [], "a process the child started outlived the kill"
@@ -347,6 +348,7 @@ os.waitpid(pid, 0)
 """
 
 
+@pytest.mark.slow  # starts a fork server per stage, torch preloaded
 @pytest.mark.parametrize("stage_id", layout.built_stages())
 def test_a_forked_child_imports_no_module_of_the_harness_itself(run, stage_id, tmp_path):
     """What the server imports (the entry, the harness, the preload) is every module of the course a
@@ -369,7 +371,7 @@ def test_a_forked_child_imports_no_module_of_the_harness_itself(run, stage_id, t
     cfg = {"root": str(run.staging), "server_imports": [*harness(payload["preload"]), *warm], "payload": payload,
            "out": str(tmp_path / "imported.json"), "result": str(tmp_path / "result")}
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    p = subprocess.run([sys.executable, "-I", "-c", _WARM_SERVER, str(tmp_path / "cfg.json")], cwd=tmp_path, timeout=120,
+    p = subprocess.run([sys.executable, "-I", "-c", _WARM_SERVER, str(tmp_path / "cfg.json")], cwd=tmp_path, timeout=scaled(120),
                        capture_output=True, text=True)
     assert p.returncode == 0 and (tmp_path / "imported.json").is_file(), p.stderr[-2000:]
     imported = json.loads((tmp_path / "imported.json").read_text())

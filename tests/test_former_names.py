@@ -17,6 +17,9 @@ from nbclient import NotebookClient
 from autograder.core import layout
 from solutions import MOVED_TO_WORKBOOK
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: imports the previous release in subprocesses
 
 PREVIOUS = "e8bd3f1"  # the last commit whose notebooks imported given code from solutions
 OLD_NOTEBOOK = ROOT / "tests" / "previous_release" / "04_eviction.ipynb"
@@ -53,7 +56,7 @@ def _same_objects(names: list[str]) -> subprocess.CompletedProcess:
             "    a = importlib.import_module(old)\n"
             "    assert a is importlib.import_module(new) is sys.modules[old] is sys.modules[new], old\n"
             "    assert a.__name__ == new and a.__spec__.name == new, old\n")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=scaled(300),
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 

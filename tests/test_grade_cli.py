@@ -6,16 +6,21 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the grading command line end to end
 
 SOL = layout.stage_files("s01").instructor()
 STUB = layout.stage_files("s01").learner()
 
 
 def cli(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=scaled(300))
 
 
 def test_grade_json_shape_and_full_marks_for_instructor_notebook(tmp_path):

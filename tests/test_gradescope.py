@@ -16,6 +16,9 @@ from tests.support.variants import variant_notebook
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the Gradescope bundle end to end
 
 S01 = layout.stage_files("s01")
 WRONG_STATS = [("reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0",
@@ -28,7 +31,7 @@ def bundle(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("gradescope")
     zipped = tmp / "bundle.zip"
     p = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--stage", "s01", str(zipped)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=scaled(120))
     assert p.returncode == 0, p.stderr
     root = tmp / "autograder"
     with zipfile.ZipFile(zipped) as z:
@@ -47,7 +50,7 @@ def run_autograder(root: Path, plant) -> tuple[subprocess.CompletedProcess, dict
     (root / "submission").mkdir()
     plant(root / "submission")
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHON=sys.executable)
-    p = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=scaled(300))
     assert p.returncode == 0, p.stdout + p.stderr
     return p, json.loads((root / "results" / "results.json").read_text())
 
@@ -120,13 +123,13 @@ def test_gradescope_bundle_installs_from_itself_into_a_fresh_environment_and_gra
     that interpreter: the instructor notebook earns full marks and the unfilled one 0."""
     base = shutil.which("python3") or sys.executable
     venv = tmp_path / "image"
-    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=scaled(120))
     python = str(venv / "bin" / "python")
     # the machine's own pip configuration, as an image has its own; no bytecode compiled at install (what
     # the grader imports is compiled when first imported), which is most of the install's CPU here
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "PYTHON": python, "PIP_COMPILE": "0"}
     env.pop("VIRTUAL_ENV", None)
-    p = subprocess.run(["bash", str(bundle / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(["bash", str(bundle / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=scaled(900))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0  # stage 1 needs none
     assert subprocess.run([python, "-c", "import nbgrader"], capture_output=True).returncode != 0  # no developers' extras
@@ -137,7 +140,7 @@ def test_gradescope_bundle_installs_from_itself_into_a_fresh_environment_and_gra
         (bundle / "submission").mkdir()
         shutil.copy(source, bundle / "submission" / S01.learner().name)
         p = subprocess.run(["bash", str(bundle / "source" / "run_autograder")], env=env, capture_output=True, text=True,
-                           timeout=600)
+                           timeout=scaled(600))
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         res = json.loads((bundle / "results" / "results.json").read_text())
         assert res["score"] == want, res.get("output")

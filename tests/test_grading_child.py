@@ -25,6 +25,7 @@ from tests.support.variants import variant_notebook
 from autograder.grading.disclosure import Disclosure
 from autograder.grading.trusted import given_members, leak_guard, setup_cells
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 HELPER = "BlockPool.check_invariants"
 
@@ -37,6 +38,7 @@ def _method_source(stage_id: str, cls: str, name: str) -> str:
     return "".join(lines[fn.lineno - 1:fn.end_lineno])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_notebook_lacking_a_given_helper_earns_full_marks_and_is_told_in_its_language(tmp_path):
     removed = [(_method_source("s03", "BlockPool", "check_invariants"), "")]
     renamed = [("    def check_invariants(self) -> None:", "    def verify(self) -> None:")]
@@ -162,7 +164,7 @@ def test_describe_names_isolation_exit_status_and_escapes_the_output():
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--no-progress"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+                          capture_output=True, text=True, timeout=scaled(600), env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +178,7 @@ def printing_notebook(tmp_path_factory) -> Path:
     return p
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_verbose_logs_each_child_and_changes_no_report(printing_notebook):
     quiet = _cli(str(printing_notebook), "--format", "json")
     loud = _cli(str(printing_notebook), "--format", "json", "--verbose")
@@ -223,6 +226,7 @@ def _code_objects(code):
             yield from _code_objects(c)
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 @pytest.mark.parametrize("stage_id", ["s01", "s05"])
 def test_a_child_gets_its_hidden_checks_compiled_and_no_text_of_them(stage_id, tmp_path):
     """What a child is sent holds no line of its hidden checks' source, only their code: no docstring,
@@ -255,7 +259,7 @@ def test_a_child_gets_its_hidden_checks_compiled_and_no_text_of_them(stage_id, t
             assert not [k for k in c.co_consts if isinstance(k, str) and k in hidden and len(k) > 40]
         # the child's own loader, in an interpreter of its own (importing checks registers them)
         out = subprocess.run([sys.executable, "-c", _LOAD_COMPILED], input=json.dumps([payload["code"], files.hidden_module]),
-                             capture_output=True, text=True, cwd=ROOT, timeout=60)
+                             capture_output=True, text=True, cwd=ROOT, timeout=scaled(60))
         assert out.returncode == 0, out.stderr[-2000:]
         assert json.loads(out.stdout) == {"dropped": True, "probes": True, "docs": [], "lines": [], "sources": []}
 
@@ -278,3 +282,45 @@ print(json.dumps({"dropped": loader._code == {}, "probes": bool(probes), "docs":
                   "lines": [ln for f in probes for ln in linecache.getlines(f.__code__.co_filename, vars(module))],
                   "sources": found}))
 """
+
+
+def test_the_wall_clock_limit_stretches_with_the_load_and_never_below_itself(monkeypatch):
+    """A child waiting for a core is not asleep: the wall-clock limit is the limit times the load over
+    the cores (at least 1, at most MAX_STRETCH), read when the limit runs out."""
+    from autograder.grading import batch, supervise
+
+    monkeypatch.setattr(batch, "available_cores", lambda: 2)
+    for load, stretch in [(0.3, 1.0), (2.0, 1.0), (7.0, 3.5), (40.0, supervise.MAX_STRETCH)]:
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert supervise.contention() == stretch
+
+
+def test_a_child_that_only_waits_is_stopped_after_the_stretched_wall_limit(monkeypatch):
+    """The limit is read when it runs out: idle, a sleeping child stops after ``wall_s``; at a load of
+    three times the cores, after three times that, and the message says the seconds it waited."""
+    import time
+
+    from autograder.child.protocol import Channel
+    from autograder.grading.supervise import ChildLimits, _collect, _report
+
+    limits = ChildLimits(0.2, 64, 0.0)  # wall_s: 0.6 s
+    for stretch in (1.0, 3.0):
+        monkeypatch.setattr("autograder.grading.supervise.contention", lambda stretch=stretch: stretch)
+        read_fd, write_fd = os.pipe()
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL)
+        out_r, out_w = os.pipe()
+        try:
+            began = time.monotonic()
+            _, _, waited = _collect(proc, read_fd, out_r, b"", Channel([]), limits, None)
+            took = time.monotonic() - began
+        finally:
+            proc.kill()
+            proc.wait()
+            for fd in (read_fd, write_fd, out_r, out_w):
+                os.close(fd)
+        assert waited is not None and stretch * limits.wall_s <= waited <= took
+        ch = Channel([])
+        ch.feed(b'{"phase": "ready"}\n')
+        said = _report(ch, None, b"", 0, True, limits, waited).stopped
+        assert f"after {waited:.0f} s of waiting" in said.en, said

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from autograder.core import layout
 from autograder.core.results import TodoStatus
 from autograder.grading import grade
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades notebooks on the real grader
 
 
 def test_children_run_before_the_reference_outcomes_exist(monkeypatch):
@@ -17,7 +22,7 @@ def test_children_run_before_the_reference_outcomes_exist(monkeypatch):
     real = grade.expected_outcomes
 
     def held_back(stage):  # the material appears only once every child has run (or after a minute)
-        waited.append(every_child_ran.wait(timeout=60))
+        waited.append(every_child_ran.wait(timeout=scaled(60)))
         return real(stage)
 
     def on_todo():

@@ -20,6 +20,9 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from autograder.grading.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_CHARS
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a folder of malformed inputs
 
 S01, S02 = layout.stage_files("s01"), layout.stage_files("s02")
 FULL = sum(t.points for t in load_stage("s01").todos)  # the quiz included
@@ -75,7 +78,7 @@ def graded(tmp_path_factory):
     nbformat.write(stub, d / S02.notebook / "mine.ipynb")  # stage 1 in stage 2's assignment folder
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(d), "--no-progress",
                         "--csv", str(d.parent / "g.csv"), "--summary-json", str(d.parent / "s.json")],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
     summary = json.loads((d.parent / "s.json").read_text(encoding="utf-8"))
     subs = {s["path"].rsplit("/", 1)[-1]: s for s in summary["per_submission"]}
     return {"proc": p, "table": p.stdout, "subs": subs, "csv": (d.parent / "g.csv").read_text(encoding="utf-8"),

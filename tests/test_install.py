@@ -16,6 +16,9 @@ import pytest
 from autograder.core import layout
 from autograder.core.course import load_course
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: installs into fresh virtual environments
 
 S01 = layout.stage_files("s01")
 
@@ -29,7 +32,7 @@ def test_pip_install_into_a_fresh_venv_then_grade_from_another_folder(tmp_path):
     venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")
     python = tmp_path / "venv" / "bin" / "python"
     p = subprocess.run([str(python), "-m", "pip", "install", "-q", f"{ROOT}[grader]"], env=_clean_env(),
-                       capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, timeout=scaled(900))
     assert p.returncode == 0, p.stderr[-3000:]
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
                             env=_clean_env(), check=True).stdout
@@ -52,7 +55,7 @@ def test_pip_install_into_a_fresh_venv_then_grade_from_another_folder(tmp_path):
     nbformat.write(peek, elsewhere / "peek.ipynb")
     g = subprocess.run([str(python), "-m", "autograder", "grade", str(elsewhere), "--format", "json",
                         "--no-require-isolation", "--no-progress"], cwd=elsewhere, env=_clean_env(),
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=scaled(600))
     assert g.returncode == 0, g.stderr[-3000:]
     subs = [s for s in json.loads(g.stdout)["submissions"] if not s["path"].endswith("peek.ipynb")]
     scores = {Path(s["path"]).name.split("-")[0]: (s["score"], s["max_score"]) for s in subs}
@@ -79,7 +82,7 @@ def test_setup_script_keeps_the_machines_torch(tmp_path):
     env = _clean_env()
     env.update(PYTHON=str(base), VENV=str(tmp_path / "venv"), REQUIREMENTS=str(requirements), PYTHONUSERBASE=str(userbase),
                PYTHONPATH=str(ROOT))  # the course itself from this checkout (the tiny requirements omit it)
-    p = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], env=env, capture_output=True, text=True, timeout=scaled(600))
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     assert "keeping this machine's torch: 2.0.0+machine" in p.stdout
     assert "ready: torch 2.0.0+machine" in p.stdout

@@ -27,6 +27,9 @@ from autograder.core import layout
 from autograder.isolation import levels as isolation, launch
 from autograder.isolation.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: starts confined children and attacks them
 
 LEVELS = ("namespaces", "fallback")
 # What a child must never see (the venv may live inside the repository, so not the repository itself)
@@ -58,7 +61,7 @@ def _world_dir(base: str, name: str, mode: int = 0o755) -> str:
 def _read_until_closed(fd: int, seconds: float) -> bytes:
     """Everything written to the pipe until every writer closed it, or ``seconds`` ran out (a
     descendant that outlived the child would hold the pipe open: that must not hang the suite)."""
-    data, deadline = b"", time.monotonic() + seconds
+    data, deadline = b"", time.monotonic() + scaled(seconds)
     try:
         while time.monotonic() < deadline:
             if not select.select([fd], [], [], 0.1)[0]:
@@ -131,7 +134,7 @@ def _attack(level: str, iso: isolation.Isolation | None):
         os.close(write_fd)
         child.stdin.write(json.dumps(targets).encode())
         child.stdin.close()
-        rc = child.wait(timeout=60)
+        rc = child.wait(timeout=scaled(60))
         if plan is not None and "namespaces" not in plan.isolation.layers:
             plan.kill(child)  # what the supervisor does after every child; under namespaces it is not needed
         raw = _read_until_closed(read_fd, seconds=5)
@@ -272,7 +275,7 @@ def test_killing_a_hung_child_ends_everything_it_started(level):
                                                         hidden=HIDDEN), iso)
         proc = subprocess.Popen(**plan.popen_kwargs())
         marker = Path(scratch, "marker")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         assert marker.exists(), "the grandchild never started"
@@ -324,7 +327,7 @@ def test_child_that_cannot_confine_itself_runs_nothing(tmp_path):
     policy = {"entry": "os:abort", "user": None, "must_be_unprivileged": False,
               "landlock": {"read": ["/nonexistent/path"], "write": [], "files": {}, "min_abi": 1}}
     boot = launch.BOOT.format(root=str(staging))
-    proc = subprocess.run([sys.executable, "-I", "-c", boot, json.dumps(policy)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-I", "-c", boot, json.dumps(policy)], capture_output=True, text=True, timeout=scaled(60))
     assert proc.returncode == EXIT_NOT_CONFINED and "could not confine" in proc.stderr
 
 
@@ -345,7 +348,7 @@ def test_fallback_child_becomes_nobody_where_it_can_reach_the_interpreter(tmp_pa
         staging = isolation.stage_tree(Path(base) / "staging", {**isolation.confinement_files(), "whoami.py": entry})
         plan = isolation.plan_child(isolation.ChildSpec(system_python, "whoami:main", str(staging),
                                                         isolation.make_scratch(iso, base), hidden=HIDDEN), iso)
-        proc = subprocess.run(**plan.popen_kwargs(), capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(**plan.popen_kwargs(), capture_output=True, text=True, timeout=scaled(60))
         assert proc.stdout.split() == ["65534", "65534", "[]"], proc.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -389,7 +392,7 @@ def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
 
         def line(fd: int) -> dict:
             data = b""
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + scaled(60)
             while not data.endswith(b"\n") and time.monotonic() < deadline:
                 if select.select([fd], [], [], 0.1)[0]:
                     chunk = os.read(fd, 65536)
@@ -472,7 +475,7 @@ def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_m
         proc.stdin.write(json.dumps({**payload, "result_fd": write_fd}).encode())
         proc.stdin.close()
         try:
-            proc.wait(timeout=120)
+            proc.wait(timeout=scaled(120))
         finally:
             plan.kill(proc)
         raw = _read_until_closed(read_fd, seconds=5)
@@ -594,7 +597,7 @@ def test_after_grading_nothing_the_run_made_is_left(level, tmp_path):
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--no-progress", "--isolation",
                         "best" if level == "namespaces" else "no-namespaces", "--format", "json"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(600))
     assert p.returncode in (0, 1), p.stderr[-2000:]
     graded = {s["path"].rsplit("/", 1)[-1]: s for s in json.loads(p.stdout)["submissions"]}
     assert set(graded) == {"honest.ipynb", "hostile.ipynb"} and graded["honest.ipynb"]["score"] == 12

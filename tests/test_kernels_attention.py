@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from kernels.paged_attention import (causal_attention, fused_attention_only, paged_attention_torch,
                                      paged_decode_attention_torch)
+from tests.support.machine import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,9 +164,10 @@ print(json.dumps(results))
 def run_interpreted(script: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
 
 
+@pytest.mark.slow  # runs Triton's interpreter in a subprocess
 def test_kernels_triton_interpreter_matches_torch_reference():
     proc = run_interpreted(TRITON_SCRIPT)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -175,6 +177,7 @@ def test_kernels_triton_interpreter_matches_torch_reference():
         assert diff < 1e-5, (t, offset, bs, diff)
 
 
+@pytest.mark.slow  # imports Triton in a subprocess
 def test_kernels_triton_refuses_cpu_without_interpreter():
     script = ("import os, torch; os.environ.pop('TRITON_INTERPRET', None)\n"
               "from kernels.triton_paged_attention import paged_attention_triton\n"
@@ -184,7 +187,7 @@ def test_kernels_triton_refuses_cpu_without_interpreter():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert "refused: Triton runs on CPU only with TRITON_INTERPRET=1" in proc.stdout, proc.stderr[-2000:]
 
 

@@ -6,13 +6,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support.machine import scaled
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs each benchmark script in a subprocess
 
 
 def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=scaled(180))
 
 
 def test_kernels_gpu_check_quick_runs_on_cpu_through_the_interpreter():

@@ -16,6 +16,7 @@ import pytest
 
 from autograder.core import layout
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 
 def test_every_stage_is_complete():
@@ -112,13 +113,14 @@ def test_from_package_import_counts_as_importing_the_module(tmp_path):
 
 
 # -- releases ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_release_of_every_stage_builds_and_imports(tmp_path):
     course = tmp_path / "course"
     env = dict(os.environ, PYTHONPATH="")
     subprocess.run([sys.executable, "-m", "autograder", "course", str(course)], cwd=ROOT, check=True,
                    capture_output=True, env=env)
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "--create", "*"], cwd=course, check=True,
-                   capture_output=True, timeout=600)
+                   capture_output=True, timeout=scaled(600))
     for sid in layout.built_stages():
         files = layout.stage_files(sid)
         release = course / "release" / files.notebook
@@ -129,11 +131,12 @@ def test_release_of_every_stage_builds_and_imports(tmp_path):
         setup = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in nb["cells"]
                  if "setup" in c.get("metadata", {}).get("tags", [])]
         script = "\n".join(setup) + f"\nimport autograder.checks.{sid}\nprint('ok')"
-        p = subprocess.run([sys.executable, "-c", script], cwd=release, capture_output=True, text=True, timeout=120,
+        p = subprocess.run([sys.executable, "-c", script], cwd=release, capture_output=True, text=True, timeout=scaled(120),
                            env=env)
         assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (sid, p.stderr[-2000:])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_path):
     """The first cell reads ``gpu`` from the stage's ``stage.toml``: in the folder here, and where a
     release ships it (a learner's copy has no stage folders)."""
@@ -150,7 +153,7 @@ def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_pa
         shutil.copy(src, tmp_path / dest)
     query = ("import json; from autograder.learner.runtime import wants_gpu; from autograder.core import layout; "
              "print(json.dumps({s: wants_gpu(s) for s in layout.stage_ids()}))")
-    p = subprocess.run([sys.executable, "-c", query], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", query], cwd=tmp_path, capture_output=True, text=True, timeout=scaled(120),
                        env=dict(os.environ, PYTHONPATH=""))
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout) == says
@@ -171,7 +174,7 @@ def test_the_names_a_stage_is_imported_by_resolve_to_its_folder():
              f.mutants_module: f.mutants, f.alternatives_module: f.alternatives}
     query = ("import importlib, json, sys; from solutions.s03_block_pool import BlockPool; "
              f"print(json.dumps({{n: importlib.import_module(n).__file__ for n in {sorted(names)!r}}}))")
-    p = subprocess.run([sys.executable, "-c", query], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", query], cwd=ROOT, capture_output=True, text=True, timeout=scaled(120),
                        env=dict(os.environ, PYTHONPATH=""))
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout) == {n: str(path) for n, path in names.items()}
@@ -203,7 +206,7 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
     env = dict(os.environ, PYTHONPATH="")
 
     def run(*args: str, cwd: Path = repo, check: bool = True) -> subprocess.CompletedProcess:
-        p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+        p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=scaled(600), env=env)
         assert not check or p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
         return p
 
@@ -256,7 +259,7 @@ def test_a_new_stage_passes_the_generic_tests_as_written(tmp_path):
     env = dict(os.environ, PYTHONPATH="")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(list(args), cwd=repo, capture_output=True, text=True, timeout=1500, env=env)
+        return subprocess.run(list(args), cwd=repo, capture_output=True, text=True, timeout=scaled(1500), env=env)
 
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"]):
         assert run(*cmd).returncode == 0
@@ -268,8 +271,10 @@ def test_a_new_stage_passes_the_generic_tests_as_written(tmp_path):
                               layout.rel(layout.StageFiles(sid, "shared_prefix").reference_tests)])
     assert run(sys.executable, "-m", "autograder", "build").returncode == 0
     others = " or ".join(s for s in layout.stage_ids())
-    p = run(sys.executable, "-m", "pytest", "-n", "0", "-v", "-p", "no:cacheprovider", "-m", "not slow",
-            "-k", f"{sid} or not ({others})", *GENERIC_TESTS)
+    # the new stage's every case (the generic files are slow-marked as wholes: they grade every stage),
+    # and the fast cases that belong to no stage (-k matches marker names too)
+    p = run(sys.executable, "-m", "pytest", "-n", "0", "-v", "-p", "no:cacheprovider", "-m", "not browser",
+            "-k", f"{sid} or not ({others} or slow)", *GENERIC_TESTS)
     assert p.returncode == 0, p.stdout[-6000:]
     own = [line for line in p.stdout.splitlines() if sid in line and " PASSED" in line]
     assert len(own) >= 20, p.stdout[-6000:]  # the new stage's own cases ran (TODOs, checks, wrong answers, fills)

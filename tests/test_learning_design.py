@@ -19,6 +19,9 @@ from autograder.learner.learn import hint, judged, reveal
 from autograder.core.spec import load_stage
 from tests.support.variants import apply_edits, grade_variant
 from tests.conftest import ROOT, stage_params
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's notebooks and hint variants
 
 
 def learner_module(stage_id: str, edits: list[tuple[str, str]], name: str) -> dict:
@@ -200,7 +203,7 @@ def test_partial_credit_through_the_cli_and_gradescope(tmp_path):
     nbformat.write(variant_notebook("s01", WRONG_MATCH), nb)
     out = tmp_path / "results.json"
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nb), "--grading", "partial", "--format",
-                        "json", "--gradescope", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        "json", "--gradescope", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
     assert p.returncode == 0, p.stderr
     todo = next(t for t in json.loads(p.stdout)["submissions"][0]["todos"] if t["id"] == "s01.match_prefix")
     assert 0 < todo["points"] < todo["max_points"]
@@ -220,7 +223,7 @@ def test_a_plot_with_chinese_labels_draws_every_glyph(tmp_path):
         "missing = [str(x.message) for x in w if 'missing from' in str(x.message)]\nassert not missing, missing\nprint('ok')"
     ) % str(tmp_path / "zh.png")
     env = {k: v for k, v in __import__("os").environ.items() if k != "PCW_GRADING"}
-    p = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    p = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=scaled(120), env=env)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
     assert (tmp_path / "zh.png").stat().st_size > 5000
 
@@ -242,17 +245,17 @@ def test_partial_credit_reaches_nbgraders_gradebook(tmp_path):
     with open(course / "nbgrader_config.py", "a", encoding="utf-8") as f:
         f.write('\nc.IsolatedGrade.grading = "partial"\n')
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", s01.notebook, "--create"], cwd=course,
-                   check=True, capture_output=True, timeout=300)
+                   check=True, capture_output=True, timeout=scaled(300))
     submitted = course / "submitted" / "bob" / s01.notebook
     shutil.copytree(course / "release" / s01.notebook, submitted)
     nb_path = submitted / s01.learner().name
     nbformat.write(variant_notebook("s01", WRONG_MATCH), nb_path)
     p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", s01.notebook], cwd=course, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=scaled(600))
     assert p.returncode == 0, p.stderr[-3000:]
     cli = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nb_path),
                           "--grading", "partial", "--format", "json", "--no-progress"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=scaled(300))
     want = {t["id"].replace(".", "-"): t["points"] for t in json.loads(cli.stdout)["submissions"][0]["todos"]}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         nb = gb.find_submission_notebook(s01.notebook, s01.notebook, "bob")

@@ -23,6 +23,7 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from autograder.grading.submission import SubmissionError, read_submission
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 S01 = layout.stage_files("s01")
 FULL = load_stage("s01", hidden=False).max_score
@@ -94,11 +95,12 @@ def cli_class(tmp_path_factory):
     (d / "copycat").symlink_to(d / "honest")
     paths = [d, d / "course_folder" / S01.instructor().name, d / "copycat" / S01.learner().name]
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, paths), "--no-progress",
-                        "--summary-json", str(d.parent / "linked.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        "--summary-json", str(d.parent / "linked.json")], cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
     subs = json.loads((d.parent / "linked.json").read_text(encoding="utf-8"))["per_submission"]
     return p, {s["path"].split("linked_class", 1)[-1].lstrip("0123456789/"): s for s in subs}
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_cli_grades_the_honest_notebook_and_refuses_every_link(cli_class):
     p, subs = cli_class
     assert p.returncode == 1  # some files are not gradable, and each is named on stderr

@@ -9,7 +9,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from autograder.core import layout
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: imports torch in fresh subprocesses
 
 PRELUDE = """
 import json, sys
@@ -29,7 +34,7 @@ def marks():
 
 def _run(body: str) -> dict:
     code = PRELUDE + textwrap.dedent(body)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=layout.ROOT, timeout=300)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=layout.ROOT, timeout=scaled(300))
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 

@@ -23,6 +23,8 @@ from autograder.core.spec import load_stage
 from tests.support.variants import assert_all_pass, assert_blamed_on, grade_variants
 from autograder.grading.verdict import check_title
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's wrong answers on the real grader
+
 # Built stages only: a half-written stage is named by tests/test_layout.py's completeness test.
 DATA = {sid: importlib.import_module(layout.stage_files(sid).mutants_module) for sid in layout.built_stages()}
 

@@ -19,6 +19,9 @@ from autograder.core import layout
 from autograder.integrations.nbgrader_autograde import early_selection
 from benchmarks.bench_grading import make_class
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs nbgrader's autograde end to end
 
 A = layout.stage_files("s01").notebook
 
@@ -42,7 +45,7 @@ print("CALLS " + json.dumps({"code": code, "calls": calls}))
 
 
 def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=scaled(600))
 
 
 @pytest.fixture(scope="module")

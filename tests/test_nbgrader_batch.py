@@ -8,12 +8,14 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from traitlets.config import Config
 
 from autograder.core import layout
 from autograder.integrations import nbgrader_batch
 from autograder.grading.grade import grade_paths
 from autograder.integrations.nbgrader_batch import BatchKey, result_for, selected_submissions
+from tests.support.machine import scaled
 
 ASSIGNMENT = layout.stage_files("s01").assignment("en")
 SOLVED = layout.stage_files("s01").instructor("en")
@@ -36,6 +38,7 @@ def _points(result) -> dict[str, float]:
     return {t.id: t.points for t in result.todos}
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_the_first_request_grades_the_whole_batch_and_each_file_gets_its_own_verdict(tmp_path):
     config, paths = _course(tmp_path, {"ann": SOLVED, "bob": STUB, "cy": SOLVED})
     calls: list[list[Path]] = []
@@ -62,6 +65,7 @@ def test_the_first_request_grades_the_whole_batch_and_each_file_gets_its_own_ver
     assert not nbgrader_batch._BATCHES  # drained: a later run in this process starts its own batch
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_notebook_outside_the_selection_is_graded_alone(tmp_path):
     config, paths = _course(tmp_path, {"ann": SOLVED})
     config.CourseDirectory.student_id = "nobody*"
@@ -186,7 +190,11 @@ def test_a_stopped_batch_starts_no_further_job_and_reports_each_one_left_out():
 def test_a_started_group_goes_before_a_new_one_so_groups_finish_in_order():
     """A group's first job starts only when the workers have nothing else: with one worker, each group's
     jobs run before the next group's first one (nbgrader's batch then answers its first notebooks early,
-    while the rest grade, instead of all of them at the end)."""
+    while the rest grade, instead of all of them at the end).
+
+    With three workers the test holds every job until it lets that one go, oldest first, and waits for
+    the start that each release allows: the order of starts is then fixed by the scheduler alone, never
+    by which thread the machine happens to run first (a busy host once finished group 0 last)."""
     import threading
 
     from autograder.grading.batch import run_batch
@@ -209,14 +217,48 @@ def test_a_started_group_goes_before_a_new_one_so_groups_finish_in_order():
     run_batch(groups, work=work, shared_failure=lambda r: False, shortcut=lambda first, job: first,
               failed=lambda job, exc: exc, on_result=on_result, workers=1)
     assert ran == [job for group in groups for job in group]
-    ran.clear()
-    finished.clear()
-    run_batch(groups, work=work, shared_failure=lambda r: False, shortcut=lambda first, job: first,
-              failed=lambda job, exc: exc, on_result=on_result, workers=3)
-    last = {g: max(i for i, (gg, _) in enumerate(finished) if gg == g) for g in range(4)}
-    starts = {g: min(i for i, (gg, _) in enumerate(ran) if gg == g) for g in range(4)}
-    assert sorted(ran) == sorted(job for group in groups for job in group)
-    assert last[0] < starts[3], (ran, finished)  # three workers: the first group is done before the last starts
+    assert finished == ran
+
+    # three workers, every job held until released (one event per job, oldest start released first)
+    started: list = []
+    changed = threading.Condition()
+    go = {job: threading.Event() for group in groups for job in group}
+
+    def held(job, gate):
+        with changed:
+            started.append(job)
+            changed.notify_all()
+        assert go[job].wait(120), f"{job} was never released"
+        if gate is not None:
+            gate()  # the group's other jobs join the queue once its first job is let go
+        return job
+
+    total = sum(len(g) for g in groups)
+    # How many jobs have started once k jobs were let go (k = 0..12), by the rule "a group's first job
+    # starts only while fewer jobs than workers wait or run": releasing a first job queues its group's two
+    # others; group 3 starts after the 7th release, when two jobs are left in flight; the 10th release
+    # (group 3's first) frees its two others onto two idle workers.
+    need = [3, 4, 5, 6, 7, 8, 9, 10, 10, 10, 12, 12, 12]
+    batch = threading.Thread(target=run_batch, args=(groups,), kwargs=dict(
+        work=held, shared_failure=lambda r: False, shortcut=lambda first, job: first,
+        failed=lambda job, exc: exc, on_result=lambda *a: None, workers=3))
+    batch.start()
+    try:
+        for released in range(total + 1):
+            with changed:
+                assert changed.wait_for(lambda n=need[released]: len(started) >= n, 120), (released, started)
+                nxt = started[released] if released < total else None
+            if nxt is not None:
+                go[nxt].set()
+    finally:
+        for event in go.values():
+            event.set()
+        batch.join(120)
+    assert not batch.is_alive()
+    assert sorted(started[:3]) == [(0, 0), (1, 0), (2, 0)]  # three workers: three groups' first jobs
+    # then every started group's other jobs, in the order their groups started, before group 3's first
+    assert started[3:9] == [(0, 1), (0, 2), (1, 1), (1, 2), (2, 1), (2, 2)], started
+    assert started[9] == (3, 0) and sorted(started[10:]) == [(3, 1), (3, 2)], started
 
 
 def test_a_batch_still_running_when_the_program_ends_gives_every_job_a_result_and_lets_it_exit(tmp_path):
@@ -253,7 +295,7 @@ threading.Thread(target=batch).start()  # not a daemon, as nbgrader's batch thre
 for _ in range(2):  # both submissions' first jobs started (on a loaded machine the thread may start late)
     first_jobs_running.acquire()
 """)
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=scaled(60))
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == str([["done", "GradingStopped", "GradingStopped"]] * 2), p.stdout
 
@@ -281,7 +323,7 @@ def batch():
 
 threading.Thread(target=batch).start()
 """)
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=scaled(60))
     assert p.returncode == 0 and not p.stderr, p.stderr[-2000:]
     assert p.stdout.strip() == str([["GradingStopped", "GradingStopped"]] * 2), p.stdout
 
@@ -311,6 +353,6 @@ def grade_many(paths, on_done=None, stop=None):
 Batch.start([Path({str(tmp_path / "a.ipynb")!r})], grade_many)
 """)
     start = time.monotonic()
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=scaled(60))
     assert p.returncode == 0 and p.stdout.strip() == "stopped", p.stdout + p.stderr[-2000:]
-    assert time.monotonic() - start < 8  # not the batch's 10 s
+    assert time.monotonic() - start < scaled(8)  # not the batch's 10 s ("stopped" above says it noticed)

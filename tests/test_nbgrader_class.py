@@ -15,13 +15,16 @@ import pytest
 from autograder.core import layout
 from autograder.integrations.nbgrader_glue import release_helpers
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a class through nbgrader
 
 S01 = layout.stage_files("s01")
 A = S01.notebook
 
 
 def run(cmd: list[str], cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=scaled(600))
     if ok:
         assert p.returncode == 0, p.stdout + p.stderr
     return p

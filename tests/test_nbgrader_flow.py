@@ -15,6 +15,9 @@ from tests.support.variants import variant_notebook
 from autograder.core import layout
 from autograder.learner.standing import RECORD
 from tests.conftest import ROOT
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs nbgrader's commands end to end
 
 S01 = layout.stage_files("s01")
 ASSIGNMENT = S01.notebook
@@ -23,7 +26,7 @@ WRONG_MATCH = [("is_match = tuple(prompt[: len(cached_prefix)]) == cached_prefix
 
 
 def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=scaled(300))
     assert p.returncode == 0, p.stdout + p.stderr
     return p
 
@@ -71,7 +74,7 @@ def gradebook_points(root: Path, student: str) -> dict[str, float]:
 
 def cli_points(path: Path) -> dict[str, float]:
     p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--format", "json"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
     sub = json.loads(p.stdout)["submissions"][0]
     return {t["id"].replace(".", "-"): t["points"] for t in sub["todos"]}
 
@@ -132,7 +135,7 @@ def test_autograde_refuses_without_a_kernel_boundary(course):
                                                '\nc.IsolatedGrade.isolation = "in-process"\n')
     try:
         p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student", "stub", "--force"],
-                           cwd=course, capture_output=True, text=True, timeout=300)
+                           cwd=course, capture_output=True, text=True, timeout=scaled(300))
         assert p.returncode != 0 and "refusing to grade" in p.stdout + p.stderr
         assert "bubblewrap" in p.stdout + p.stderr
     finally:
@@ -184,7 +187,7 @@ def odd_class(tmp_path_factory):
     (d / "my_work.ipynb").symlink_to(os.path.relpath(S01.instructor(), d))
     handed_in = {student: [root / "submitted" / student / ASSIGNMENT / n for n in files] for student, files in subs.items()}
     p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root, capture_output=True,
-                       text=True, timeout=900)
+                       text=True, timeout=scaled(900))
     return root, handed_in, p.stdout + p.stderr
 
 

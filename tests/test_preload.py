@@ -14,6 +14,8 @@ from autograder.grading.grade import child_preload, grade_paths
 from autograder.grading.submission import read_submission
 from tests.support.variants import assert_all_pass, variant_notebook
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades notebooks to see what each child preloads
+
 DEF = "def detect_sharing(hit, miss, alpha=1e-3):\n    from scipy import stats\n    return stats.ks_2samp(hit, miss)\n"
 OTHER = "def fit_threshold(hits, misses):\n    \"\"\"The midpoint.\"\"\"\n    return (min(hits) + max(misses)) / 2\n"
 

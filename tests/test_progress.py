@@ -21,6 +21,7 @@ from tests.support.variants import apply_edits
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS as M1
 from tests.mutants_s02 import MUTANTS as M2
+from tests.support.machine import scaled
 
 
 def namespace(stage_id: str, edits: list[tuple[str, str]] = ()) -> dict:
@@ -90,7 +91,7 @@ def test_progress_reports_exactly_the_last_checks_in_two_stages(tmp_path):
     assert f" 2/{sum(len(load_stage(s, hidden=False).todos) for s in layout.built_stages())} TODOs · {pts}/" in text
     # the command line, in the language of the last check(): the same states
     p = subprocess.run([sys.executable, "-m", "autograder", "progress", str(tmp_path), "--lang", "zh"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=scaled(120))
     assert p.returncode == 0 and p.stdout.count("✅") == 2 and p.stdout.count("❌") == 2 and "你的进度" in p.stdout
 
 
@@ -233,7 +234,7 @@ def test_a_fifo_named_like_the_record_blocks_neither_progress_nor_check(tmp_path
     assert p.returncode == 0 and "not read (it is not a regular file)" in p.stdout, p.stderr
     try:
         c = subprocess.run([sys.executable, "-c", CHECK_IN, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                           timeout=180, env={**os.environ, "PCW_LANG": "en"})
+                           timeout=scaled(180), env={**os.environ, "PCW_LANG": "en"})
     except subprocess.TimeoutExpired:
         pytest.fail("check() did not finish in 180 s: it blocked on the FIFO")
     assert c.returncode == 0 and "✅" in c.stdout, c.stdout + c.stderr

@@ -68,6 +68,7 @@ def _says(stage_id: str, en: str, zh: str) -> None:
     assert zh in prose["zh"], f"{stage_id}: the Chinese prose no longer says {zh!r}: update this test with it"
 
 
+@pytest.mark.slow  # reruns the recap's measurements
 def test_s01_recap_numbers():
     ns = _run("s01", "prefill work saved")
     ledgers = ns["ledgers"]
@@ -78,6 +79,7 @@ def test_s01_recap_numbers():
     _says("s01", "105 of 175 prompt tokens (60 %)", "175 个提示词 token 里有 105 个（60%）")
 
 
+@pytest.mark.slow  # reruns the recap's measurements
 def test_s02_recap_numbers():
     ns = _run("s02", "results[name] = blocks")
     france, spain, chain_keys = ns["france"], ns["spain"], ns["chain_keys"]

@@ -39,6 +39,7 @@ from autograder.grading.submission import read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
 from tests.support.variants import variant_notebook
 from autograder.grading.trusted import expected_outcomes, leak_guard
+from tests.support.machine import scaled
 
 S01 = layout.stage_files("s01")
 RNG = random.Random(20261201)
@@ -259,6 +260,7 @@ def test_feedback_level_is_a_course_setting(tmp_path):
     assert load_course().feedback in FEEDBACK_LEVELS
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_child_is_not_told_the_other_submissions_names(tmp_path):
     classmates = [str(tmp_path / f"student_{i}" / "s01_prefix_match.ipynb") for i in range(3)]
     hidden = [*map(str, [layout.SOLUTIONS, layout.TESTS, layout.ROOT / ".git"]), *classmates]
@@ -273,7 +275,7 @@ def test_a_child_is_not_told_the_other_submissions_names(tmp_path):
             "_install_audit_hook(p['denied_dirs'], p['workdir'], p['salt'], p['denied_digests'])\n"
             "try:\n    open(sys.argv[2]).read(); print('opened')\nexcept PermissionError:\n    print('refused')")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(payload), classmates[0]], capture_output=True, text=True,
-                         cwd=layout.ROOT, timeout=60)
+                         cwd=layout.ROOT, timeout=scaled(60))
     assert out.stdout.strip() == "refused", out.stderr
 
 
@@ -329,9 +331,10 @@ PATHOLOGICAL = _pathological()
 
 
 def _timed(fn, *args) -> float:
-    start = time.perf_counter()
+    """CPU seconds ``fn`` takes: a bound on work, which a busy machine's clock would stretch."""
+    start = time.process_time()
     fn(*args)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 @pytest.mark.parametrize("name", list(PATHOLOGICAL))
@@ -363,11 +366,11 @@ def test_channel_parsing_is_bounded_for_huge_and_nested_lines():
     keys = ["s01.x:a"]
     for raw in [b'{"phase": "' + b"x" * (10 << 20), b"[" * (6 << 20) + b"\n", b'{"missing": "' + b"\\u0041" * (1 << 20) + b'"}\n']:
         ch = Channel(keys)
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: the bound is on work, not on how busy the machine is
         for i in range(0, len(raw), 1 << 16):
             ch.feed(raw[i:i + (1 << 16)])
         ch.close()
-        assert time.perf_counter() - start < 2 * BOUND_S
+        assert time.process_time() - start < 2 * BOUND_S
         assert ch.tampered or ch.too_large
 
 
@@ -376,10 +379,10 @@ def test_reports_are_bounded_and_linear_in_what_they_show(tmp_path):
     t = TodoResult("s01.x", 1, "x", 0.0, 1.0, TodoStatus.FAILED, big, [CheckResult("a", True, False, big)])
     r = SubmissionResult(big + ".ipynb", "s01", todos=[t], warnings=[big])
     iso = select("in-process")
-    start = time.perf_counter()
+    start = time.process_time()
     reports.table([r], iso), reports.full_json([r], iso), gradescope.results_json(r)
     reports.write_csv([r], tmp_path / "g.csv", iso), reports.write_summary([r], tmp_path / "s.json", iso)
-    assert time.perf_counter() - start < 3 * BOUND_S
+    assert time.process_time() - start < 3 * BOUND_S
 
 
 # -- names and text learners control -------------------------------------------------------------------
@@ -408,12 +411,13 @@ def test_a_learner_name_is_one_safe_line_in_every_format(name, tmp_path):
     assert all(safetext.one_line(s["path"]) == s["path"] for s in summary["per_submission"])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_grade_cli_stderr_lines_are_one_line_each(tmp_path):
     nasty = tmp_path / "a\u202eb\nc\x85.ipynb"
     nasty.write_bytes(b"not a notebook")
     out = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nasty), "--isolation", "in-process",
                           "--no-require-isolation", "--no-progress"], capture_output=True, text=True, cwd=layout.ROOT,
-                         timeout=120)
+                         timeout=scaled(120))
     lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "\\u202e" in lines[0] and "\\n" in lines[0], out.stderr
     assert all(safetext.one_line(line) == line for line in out.stderr.splitlines() + out.stdout.splitlines())
@@ -500,6 +504,7 @@ def _secrets_of_a_child() -> list[str]:
     return out
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exfiltrated):
     from tests import attack_corpus
     from tests.hostile_corpus import ALL
@@ -521,6 +526,7 @@ def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exf
         assert carried <= disclosure.BUDGET_BYTES, (name, carried)
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
     """Round one: the attacker deciphers what its report carried; round two would paste it in. What
     comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
@@ -565,6 +571,7 @@ def probe_smugglers(tmp_path_factory):
     return cases, {Path(r.path).stem: r for r in grade_paths([folder], workers=2)}
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_no_encoding_carries_a_hidden_checks_text_out_of_its_child(probe_smugglers):
     """The child holds its hidden checks compiled, with no source text anywhere (its modules, the
     payload, the line cache, ``inspect``, its memory): each smuggler finds nothing to send, so it runs

@@ -552,6 +552,7 @@ class PoolMachine(RuleBasedStateMachine):
 
 TestPoolMachine = PoolMachine.TestCase
 TestPoolMachine.settings = settings(max_examples=120, stateful_step_count=30, deadline=None)
+pytest.mark.slow(TestPoolMachine)  # random operations against a model, many examples: the slow lane
 
 
 @settings(max_examples=60, deadline=None)

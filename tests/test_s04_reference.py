@@ -485,6 +485,7 @@ def test_s04_request_tokens_reproduce_the_block_structure():
     assert toks == [12, 13, 14, 15, 36, 37] and r.block_tokens(1) == 2
 
 
+@pytest.mark.slow  # runs the stage's benchmarks
 def test_s04_benchmarks_run_quick(capsys):
     import benchmarks.bench_free_queue as bq
     import benchmarks.bench_traces as bt

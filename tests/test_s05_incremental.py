@@ -124,6 +124,7 @@ class TwinMachine(RuleBasedStateMachine):
 TwinMachine.TestCase.settings = settings(
     max_examples=200, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 test_s05_incremental_evicts_exactly_what_the_simple_evict_evicts = TwinMachine.TestCase
+pytest.mark.slow(test_s05_incremental_evicts_exactly_what_the_simple_evict_evicts)  # random operations against a model, many examples: the slow lane
 
 
 class Counting(IncrementalRadixCache):

@@ -495,6 +495,7 @@ RadixMachine.TestCase.settings = settings(
     max_examples=200, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 test_s05_random_operations_match_brute_force_model = RadixMachine.TestCase
+pytest.mark.slow(test_s05_random_operations_match_brute_force_model)  # random operations against a model, many examples: the slow lane
 
 
 # -- the given tree view and the benchmark (smoke) ----------------------------------------------------

@@ -197,6 +197,7 @@ def test_s06_prefill_rejects_bad_prompts_without_state_change(model):
     assert engine.blocks.num_free == 8 and not [r for r in engine.blocks.requests if not r.startswith("#")]
 
 
+@pytest.mark.slow  # generates with the model, cache on and off
 def test_s06_greedy_generation_is_identical_with_cache(model):
     engine = PagedPrefiller(model, 64, 4)
     prompt = tokens(9, 21)

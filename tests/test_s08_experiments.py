@@ -29,6 +29,7 @@ from workbook.timing_attack import (SharedEngine, TimingSamples, effect_size, lo
 from workbook.weak_keys import (TokenCheckedPool, WeakKeyPool, expected_birthday_tries, first_block_key,
                                  random_blocks, second_preimage_search, truncate_key, verification_cost,
                                  weak_chain_keys)
+from tests.support.machine import scaled
 
 
 @pytest.fixture(scope="module")
@@ -260,11 +261,12 @@ def test_recover_secret_bookkeeping(model):
     assert r.p_value == pytest.approx(stats.binomtest(r.correct, 3, 0.25, alternative="greater").pvalue)
 
 
+@pytest.mark.slow  # runs every side-channel experiment
 def test_bench_side_channel_quick_runs_every_experiment(tmp_path):
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_side_channel.py"), "--quick",
                            "--record", str(tmp_path / "samples.json")], cwd=root, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=scaled(180))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     assert "WeakKeyPool(16 bits)" in out and "TokenCheckedPool(16 bits)" in out

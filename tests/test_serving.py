@@ -58,6 +58,7 @@ def run_checked(model, requests, *, num_blocks, cache, block_size=4, max_batch=4
     return record, engine
 
 
+@pytest.mark.slow  # generates with the model, cache on and off
 def test_serving_cached_and_uncached_runs_generate_identical_tokens(model):
     requests = small_shared()
     on, _ = run_checked(model, requests, num_blocks=40, cache=True)
@@ -69,6 +70,7 @@ def test_serving_cached_and_uncached_runs_generate_identical_tokens(model):
         assert on.outputs()[r.request_id] == generate_full(model, list(r.prompt), r.max_new_tokens)
 
 
+@pytest.mark.slow  # serves whole workloads on the model
 def test_serving_accounting_invariants_hold(model):
     requests = small_shared(seed=1) + W.unique(num_requests=6, prompt_len=(5, 30), output_len=3, rate=300.0,
                                                  vocab=VOCAB, seed=1)
@@ -108,6 +110,7 @@ def test_serving_a_full_pool_makes_requests_wait_not_fail(model):
         engine.run([Request("big", 0.0, tuple(range(30)), 1)])
 
 
+@pytest.mark.slow  # serves whole workloads on the model
 def test_serving_thrashing_needs_a_pool_that_holds_every_prefix(model):
     requests = W.thrashing(num_prefixes=4, prefix_len=32, rounds=4, question_len=3, output_len=2, rate=50.0,
                            vocab=VOCAB, seed=0)

@@ -16,6 +16,8 @@ from autograder.grading.grade import grade_paths
 from tests.support.variants import variant_notebook
 from tests.mutants_s01 import MUTANTS
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades notebooks in parts, in subprocesses
+
 S01 = layout.stage_files("s01")
 
 

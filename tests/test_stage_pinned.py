@@ -12,17 +12,22 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from autograder.core import layout
 from autograder.integrations import nbgrader_batch, preflight
 from tests.conftest import ROOT
 from tests.test_classroom import grading_steps, make_template, run_step
+from tests.support.machine import scaled
+
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades through the CLI, nbgrader and Classroom
 
 S01, S02, S03 = (layout.stage_files(s) for s in ("s01", "s02", "s03"))
 OTHER = "is the notebook of stage s01"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, capture_output=True, text=True, timeout=scaled(300))
 
 
 def test_stage_ids_and_assignment_names_both_pin(tmp_path):

@@ -29,6 +29,7 @@ def test_generated_files_match_their_sources():
     assert not stale, f"regenerate with `python -m autograder build`: {[str(p) for p in stale]}"
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 @pytest.mark.parametrize("stage_id,todo_id", TODOS)
 def test_todo_reference_passes(graded_reference_and_stub, stage_id, todo_id):
     r = graded_reference_and_stub[(stage_id, "reference")]
@@ -36,6 +37,7 @@ def test_todo_reference_passes(graded_reference_and_stub, stage_id, todo_id):
     assert t.passed and t.points == t.max_points, t.message
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 @pytest.mark.parametrize("stage_id,todo_id", TODOS)
 def test_todo_stub_fails_as_not_implemented(graded_reference_and_stub, stage_id, todo_id):
     r = graded_reference_and_stub[(stage_id, "stub")]
@@ -60,6 +62,7 @@ def test_todo_has_enough_checks_and_one_region(stage_id, todo_id):
     assert f"TODO {todo.number} ({todo.id})" in above, "the region must be introduced by its TODO comment"
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 @pytest.mark.parametrize("stage_id", stage_params())
 def test_stage_scores_add_up(graded_reference_and_stub, stage_id):
     stage = load_stage(stage_id, hidden=False)
@@ -68,6 +71,7 @@ def test_stage_scores_add_up(graded_reference_and_stub, stage_id):
     assert graded_reference_and_stub[(stage_id, "stub")].score == 0
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 @pytest.mark.parametrize("stage_id", stage_params())
 def test_stub_reports_every_check_as_not_implemented(graded_reference_and_stub, stage_id):
     """No check of an unfilled TODO reads as a wrong answer (in the table, JSON, CSV or Gradescope)."""

@@ -21,6 +21,7 @@ from autograder.grading.leaks import LeakGuard
 from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS
+from tests.support.machine import scaled
 
 
 @pytest.fixture
@@ -226,6 +227,7 @@ def test_stored_expected_outcomes_and_leak_guard_equal_computed_ones(store_dir):
         trusted._expected.update(saved[0]), trusted._guards.update(saved[1])
 
 
+@pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_a_report_is_the_same_byte_for_byte_with_a_cold_a_warm_and_no_store(tmp_path):
     """A wrong answer (its report shows expected values) graded three times by the command line."""
     _, edits = MUTANTS["s01.match_prefix/off_by_one"]
@@ -236,7 +238,7 @@ def test_a_report_is_the_same_byte_for_byte_with_a_cold_a_warm_and_no_store(tmp_
     def grade(cache: str) -> str:
         env = {**os.environ, trusted_store.CACHE_ENV: cache}
         p = subprocess.run([sys.executable, "-m", "autograder", "grade", str(nb), "--format", "json", "--no-progress"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+                           cwd=ROOT, capture_output=True, text=True, timeout=scaled(300), env=env)
         assert p.returncode == 0, p.stderr
         return p.stdout
 

@@ -16,6 +16,7 @@ import pytest
 
 from autograder.core import layout
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 try:
@@ -24,7 +25,7 @@ try:
 except ImportError:
     HAVE_PLAYWRIGHT = False
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(
     not (CHROMIUM and HAVE_PLAYWRIGHT),
     reason="browser test needs chromium and playwright: run scripts/setup-browser.sh")]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -56,7 +57,7 @@ def start_lab(python: str, work, tmp_path, env: dict) -> tuple[subprocess.Popen,
     url = f"http://127.0.0.1:{port}"
     for _ in range(240):
         try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=scaled(1))
             return proc, url, token
         except OSError:
             time.sleep(0.5)
@@ -67,7 +68,7 @@ def start_lab(python: str, work, tmp_path, env: dict) -> tuple[subprocess.Popen,
 def stop_lab(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=scaled(10))
     except subprocess.TimeoutExpired:
         proc.kill()
 
@@ -87,13 +88,13 @@ def open_and_run_all(page, url: str, token: str, notebook: str, shots) -> None:
     # a fresh workspace per notebook: only this notebook's panel is in the page
     page.goto(f"{url}/lab/workspaces/{notebook.split('.')[0]}/tree/{notebook}?token={token}&reset")
     try:
-        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook", timeout=scaled(60_000))
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=90_000)
     except Exception:
         page.screenshot(path=str(shots / f"{notebook}-not-ready.png"))
         raise
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator("[data-command='runmenu:run-all']").click(timeout=30_000)
+    page.locator("[data-command='runmenu:run-all']").click(timeout=scaled(30_000))
 
 
 def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
@@ -104,13 +105,13 @@ def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/lab/tree/{layout.stage_files('s01').instructor().name}?token={token}")
-        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook", timeout=scaled(60_000))
         # the kernel must be up before Run All, or the click is lost
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=90_000)
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        page.locator("[data-command='runmenu:run-all']").click(timeout=30_000)
+        page.locator("[data-command='runmenu:run-all']").click(timeout=scaled(30_000))
         try:
-            page.wait_for_selector(".jp-RenderedImage img", timeout=90_000)
+            page.wait_for_selector(".jp-RenderedImage img", timeout=scaled(90_000))
         finally:
             page.screenshot(path=str(tmp / "after_run_all.png"))
         page.wait_for_function("document.body.innerText.includes('prefill work saved')", timeout=90_000)
@@ -131,7 +132,7 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         open_and_run_all(page, url, token, layout.stage_files("s03").instructor().name, tmp)
         try:
-            page.wait_for_selector(".widget-slider", timeout=120_000)
+            page.wait_for_selector(".widget-slider", timeout=scaled(120_000))
         finally:
             page.screenshot(path=str(tmp / "s03_after_run.png"), full_page=True)
         button = page.locator(".widget-button", has_text="next").first
@@ -140,17 +141,17 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
         before = slider.inner_text()
         button.click()
         page.wait_for_function(f"() => document.querySelector('.widget-slider .widget-readout').innerText !== {before!r}",
-                               timeout=30_000)
+                               timeout=scaled(30_000))
         # the stepper's output area redraws the pool for the new step
-        page.wait_for_selector(".widget-output .jp-RenderedImage img", timeout=60_000)
+        page.wait_for_selector(".widget-output .jp-RenderedImage img", timeout=scaled(60_000))
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
         page.screenshot(path=str(tmp / "s03_stepper.png"))
         outputs3 = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
 
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         open_and_run_all(page, url, token, layout.stage_files("s05").instructor().name, tmp)
-        page.wait_for_selector(".jp-RenderedImage img", timeout=120_000)
-        page.wait_for_selector(".widget-slider", timeout=120_000)
+        page.wait_for_selector(".jp-RenderedImage img", timeout=scaled(120_000))
+        page.wait_for_selector(".widget-slider", timeout=scaled(120_000))
         page.screenshot(path=str(tmp / "s05_tree.png"))
         outputs5 = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
         browser.close()

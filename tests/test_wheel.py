@@ -12,6 +12,7 @@ import pytest
 
 from autograder.core import layout
 from tests.conftest import ROOT
+from tests.support.machine import scaled
 
 
 pytestmark = pytest.mark.slow  # building the wheel takes about 20 s on 2 cores
@@ -30,7 +31,7 @@ def wheel_names(tmp_path_factory) -> list[str]:
             shutil.copy2(ROOT / name, src / name)
     out = tmp_path_factory.mktemp("wheel")
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=scaled(600))
     assert p.returncode == 0, p.stderr[-3000:]
     (wheel,) = out.glob("*.whl")
     return zipfile.ZipFile(wheel).namelist()

@@ -5,7 +5,9 @@ The child (:mod:`autograder.child.sandbox`) runs learner code; this module runs 
 executes learner code. Every child is launched through :mod:`autograder.isolation.launch` at the run's
 isolation level (or, at ``in-process``, as a plain child guarded only by its audit hook). CPU time
 is the limit that matters (it does not depend on how busy the machine is); the wall clock only ends
-code that waits forever without computing. The child's stdout and stderr go to a pipe that this
+code that waits forever without computing, and it stretches with the machine's load (:func:`contention`),
+so that a child waiting for a core is not taken for one that sleeps: a busy host makes grading slower,
+never a different verdict. The child's stdout and stderr go to a pipe that this
 module drains continuously: the first :data:`OUTPUT_KEEP` bytes are kept for diagnosis and the rest
 is dropped, so printing never blocks, fills a disk, or raises inside learner code. The child's
 events are read under :mod:`autograder.child.protocol`: at its first broken rule, or once it sent
@@ -42,6 +44,23 @@ _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.child.san
 OUTPUT_KEEP = 16 * 1024
 DRAIN_LIMIT = 1 << 20  # what is read of the output pipe after the child is done, at most
 AFTER_DONE_S = 1.0  # how long the child may take to exit once it reported "done"
+MAX_STRETCH = 6.0  # the most a busy machine stretches a child's wall-clock limit (see contention())
+
+
+def contention() -> float:
+    """How many times longer than on an idle machine a CPU-bound child may take now: the 1-minute load
+    average over the cores this process may use (:func:`autograder.grading.batch.available_cores`), at
+    least 1 and at most :data:`MAX_STRETCH`. A child's CPU-time limit ends an endless loop whatever the
+    load; its wall-clock limit, three times the CPU limit, only has to outlast code that computes while
+    waiting its turn for a core (at a load of 14 on 2 cores a child gets a seventh of one). Read when the
+    wall-clock limit runs out, so that an idle machine stops a sleeping child exactly on time."""
+    from autograder.grading.batch import available_cores  # (batch does not import this module)
+
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here (Windows): the limit as it is
+        return 1.0
+    return min(MAX_STRETCH, max(1.0, load / available_cores()))
 
 
 @dataclass(frozen=True)
@@ -233,7 +252,7 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
     try:
         output, dropped, timed_out = _collect(proc, read_fd, out_r, payload_bytes(payload), channel, limits,
                                               on_event)
-        if not timed_out and not channel.stopped:  # the pipe closed: let the child's own exit status arrive
+        if timed_out is None and not channel.stopped:  # the pipe closed: let the child's own exit status arrive
             try:
                 proc.wait(timeout=AFTER_DONE_S)
             except subprocess.TimeoutExpired:
@@ -245,15 +264,17 @@ def _run(payload: dict, limits: ChildLimits, run: GradingRun, staging: Path, scr
         os.close(read_fd)
         os.close(out_r)
     rc = plan.returncode(proc.returncode) if plan is not None else proc.returncode
-    report = _report(channel, rc, output, dropped, timed_out, limits)
-    report.isolation, report.returncode, report.timed_out = applied, rc, timed_out
+    report = _report(channel, rc, output, dropped, timed_out is not None, limits, timed_out)
+    report.isolation, report.returncode, report.timed_out = applied, rc, timed_out is not None
     return report
 
 
 def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, limits: ChildLimits,
-             on_event: Callable[[Event], None] | None) -> tuple[bytes, int, bool]:
+             on_event: Callable[[Event], None] | None) -> tuple[bytes, int, float | None]:
     """Feed the payload and read events and output until the result pipe closes, the child exits
-    after ``done``, or the wall clock runs out. Returns (kept output, dropped bytes, timed out)."""
+    after ``done``, or the wall clock runs out: ``limits.wall_s`` times the machine's :func:`contention`
+    when it runs out (an idle machine: ``wall_s`` itself). Returns (kept output, dropped bytes, the
+    seconds waited when the wall clock ran out, else None)."""
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ, "events")
     sel.register(out_fd, selectors.EVENT_READ, "output")
@@ -269,10 +290,10 @@ def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, 
         output.extend(chunk[:keep])
         dropped += len(chunk) - min(keep, len(chunk))
 
-    def finish(timed_out: bool) -> tuple[bytes, int, bool]:
+    def finish(timed_out: float | None) -> tuple[bytes, int, float | None]:
         # The child may have printed just before it finished: what the pipe still holds is read without
         # waiting (at most DRAIN_LIMIT bytes, so a descendant that keeps writing cannot hold the grader).
-        if draining[0] and not timed_out:
+        if draining[0] and timed_out is None:
             os.set_blocking(out_fd, False)
             left = DRAIN_LIMIT
             while left > 0:
@@ -285,15 +306,19 @@ def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, 
                 take(chunk)
                 left -= len(chunk)
         return bytes(output), dropped, timed_out
-    deadline = time.monotonic() + limits.wall_s
+    began = time.monotonic()
+    deadline = began + limits.wall_s
     done_at = None
     try:
         while True:
             now = time.monotonic()
             if done_at is not None and (proc.poll() is not None or now - done_at > AFTER_DONE_S):
-                return finish(False)
+                return finish(None)
             if now >= deadline:
-                return finish(True)
+                allowed = limits.wall_s * contention()  # a child waiting for a core is not asleep
+                if now - began >= allowed:
+                    return finish(now - began)
+                deadline = began + allowed
             for key, _ in sel.select(timeout=min(deadline - now, 0.25)):
                 if key.data == "stdin":
                     try:
@@ -314,12 +339,12 @@ def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, 
                     continue
                 if not chunk:
                     channel.close()
-                    return finish(False)
+                    return finish(None)
                 for event in channel.feed(chunk):
                     if on_event is not None:
                         on_event(event)
                 if channel.stopped:  # a broken rule, or too much: nothing more is read, and the child is ended
-                    return finish(False)
+                    return finish(None)
                 if channel.done and done_at is None:
                     done_at = time.monotonic()
     finally:
@@ -329,7 +354,8 @@ def _collect(proc: Any, fd: int, out_fd: int, payload: bytes, channel: Channel, 
 
 
 def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed_out: bool,
-            limits: ChildLimits) -> ChildReport:
+            limits: ChildLimits, waited_s: float | None = None) -> ChildReport:
+    waited = f"{limits.wall_s if waited_s is None else waited_s:.0f}"  # the seconds the message says
     report = ChildReport(list(channel.events), None, list(channel.tampering), None, output, dropped)
     if not report.summary.ready and not channel.tampered:
         # before "ready" no learner code has run: the child's last line is the grader's own
@@ -338,7 +364,7 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
         if rc == EXIT_NOT_CONFINED:
             report.grader_error = f"isolation could not be set up ({why[-1][:200] if why else 'no message'})"
         elif timed_out:
-            report.grader_error = f"the grading process did not start within {limits.wall_s:.0f} s"
+            report.grader_error = f"the grading process did not start within {waited} s"
         else:
             report.grader_error = f"the grading process failed before running your code (exit code {rc}{last})"
         report.stopped = "not started"
@@ -348,7 +374,7 @@ def _report(channel: Channel, rc: int | None, output: bytes, dropped: int, timed
     elif channel.tampered:  # ended at its first broken rule: its exit status says nothing more
         report.stopped = messages.STOP_TAMPERED
     elif timed_out:
-        report.stopped = messages.STOP_WAITED.format(s=f"{limits.wall_s:.0f}")
+        report.stopped = messages.STOP_WAITED.format(s=waited)
     elif channel.done and rc in (0, -signal.SIGKILL) and not channel.tampered:
         return report
     elif rc is not None and rc < 0:
