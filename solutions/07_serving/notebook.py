@@ -997,7 +997,7 @@ print(tr(f"sweep: {len(POOLS) + 2} settings, measured in {time.perf_counter() - 
 
 # %% check="s07.choose_setting"
 
-# %% given="repeat_ttft_p90,sweep_rows,cliff,sweep_verdict"
+# %% given="repeat_ttft_p90,sweep_rows,cliff,_against,sweep_verdict"
 
 # %%
 #: The SLO: p90 TTFT at most this share of today's (cache off).
