@@ -532,10 +532,12 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
 # 2. **在那里，LRU 离 Belady 有多远？** 用 LRU 的命中率占 Belady 命中率的比例来回答（1 表示已经最优）。
 
 # %%
-my_guess_3 = None  # your prediction: "A", "B" or "C"
-my_guess_4 = None  # your prediction: LRU's hit rate as a fraction of Belady's
+# your prediction: "A", "B" or "C"
 # zh: 你的预测：填 "A"、"B" 或 "C"
-# zh: 你的预测：LRU 命中率占 Belady 命中率的比例
+my_guess_3 = None
+# your prediction: LRU's hit rate as a fraction of Belady's (a number)
+# zh: 你的预测：LRU 命中率占 Belady 命中率的比例（一个数）
+my_guess_4 = None
 
 # %%
 with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.pin", "s04.expire"):
