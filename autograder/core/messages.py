@@ -56,6 +56,11 @@ DEMO_STOPPED = L("❌ this cell stopped in the course's code ({error}) on a valu
                  "checks pass, so this is a case they do not cover: look at what they return here",
                  "❌ 这个单元停在了课程给定的代码里（{error}），起因是你的 {labels} 返回的值；它们的可见检查都通过了，"
                  "说明这是检查没覆盖到的情况：看看它们在这里返回了什么")
+DEMO_NAME_MISSING = L("❌ this cell uses `{name}`, which this notebook has not defined: run the cell above that "
+                      "defines it (or put it back if it was deleted or renamed), then run this cell again; no TODO "
+                      "is at fault",
+                      "❌ 这个单元用到了 `{name}`，可这个笔记本里还没有定义它：先运行上面定义它的那个单元（如果被删掉或改了名，"
+                      "就把它恢复），再重新运行这个单元；这不是哪个 TODO 的问题")
 DEMO_OUT_OF_MEMORY = L("more than {gb} GB of memory", "内存超过 {gb} GB")
 DEMO_TOO_LONG = L("more than {s} s", "运行超过 {s} 秒")
 BAD_RESULT = L("your {label} returned {problem}: fix it (check(\"{id}\") and hint(\"{id}\") help), then run "
