@@ -488,7 +488,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
     fig.tight_layout()
     plt.show()
     loop = all_curves[list(workloads)[-1]]
-    reveal(my_guess_2, round(loop["lru"][-1], 3), why("s04.my_guess_2", belady=loop["belady"][-1]), within=0.05)
+    reveal(my_guess_2, loop["lru"][-1], why("s04.my_guess_2", belady=loop["belady"][-1]), within=0.05,
+           bounds=(0, 1))
 
 # %% [markdown] lang="en"
 # ## Real traffic: the Mooncake traces
@@ -564,8 +565,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
     change = conv["pin"][0] - conv["lru"][0]
     reveal(my_guess_3, "A" if change > 0.01 else "C" if change < -0.01 else "B",
            why("s04.my_guess_3", lru=conv["lru"][0], pin=conv["pin"][0]))
-    reveal(my_guess_4, round(conv["lru"][0] / conv["belady"][0], 2),
-           why("s04.my_guess_4", lru=conv["lru"][0], belady=conv["belady"][0]), within=0.05)
+    reveal(my_guess_4, conv["lru"][0] / conv["belady"][0],
+           why("s04.my_guess_4", lru=conv["lru"][0], belady=conv["belady"][0]), within=0.05, bounds=(0, 1))
 
 # %% [markdown] lang="en"
 # ## What the plots show

@@ -452,7 +452,8 @@ with demo("s07.cache_accounting"):
         print(f"{pad(LABELS[name], 16)} {acct['hit_rate']:>9.1%} {acct['requests_with_hit']:>6}/{acct['requests']:<6} "
               f"{acct['saved_fraction']:>12.1%}")
     shared = accounts["shared_prefix"]
-    reveal(my_guess, round(shared["hit_rate"], 2), why("s07.my_guess", saved=shared["saved_fraction"]), within=0.03)
+    reveal(my_guess, shared["hit_rate"], why("s07.my_guess", saved=shared["saved_fraction"]), within=0.03,
+           bounds=(0, 1))
 
 # %% [markdown] lang="en"
 # ## Cache on vs off, side by side
