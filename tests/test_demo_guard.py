@@ -564,3 +564,27 @@ def test_s08_accuracy_scores_a_number():
     assert accuracy(0.003, [0.001, 0.002], [0.004]) == 1.0
     assert accuracy(np.float64(0.0015), [0.001, 0.002], [0.004]) == 2 / 3
     assert accuracy(0, [0.001], [0.004]) == 0.5
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_prediction_left_out_says_so_and_blames_no_todo(lang):
+    """A skipped prediction cell (or ``my_guess = B``, an unquoted letter, which never assigns):
+    the demo names the missing name and no TODO, in the notebook's language."""
+    stage = load_stage("s07", hidden=False)
+    set_language(lang)
+    with notebook_namespace(module_text(stage)) as ns:
+        ns.pop("my_guess_3", None)
+        out = run('with demo("s07.latency_summary", "s07.cache_accounting"):\n'
+                  '    reveal(my_guess_3, 224, "")\n', guard_namespace(ns))
+    assert out.startswith("❌") and "`my_guess_3`" in out and out.count("\n") == 1, out
+    assert "TODO 1" not in out and "TODO 2" not in out and "course's code" not in out and "课程给定" not in out
+    assert ("no TODO is at fault" in out) if lang == "en" else ("不是哪个 TODO 的问题" in out)
+
+
+def test_a_name_missing_in_course_code_is_not_called_the_notebooks():
+    """A NameError raised inside a course module is not the notebook's missing name: the old line."""
+    stage = load_stage("s07", hidden=False)
+    with notebook_namespace(module_text(stage)) as ns:
+        ns["course_fn"] = eval(compile("lambda: undefined_in_course", "<course>", "eval"), {})
+        out = run('with demo("s07.latency_summary"):\n    course_fn()\n', guard_namespace(ns))
+    assert out.startswith("❌") and "NameError" in out and "TODO 1 (s07.latency_summary)" in out, out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import types
 
+import pytest
+
 from autograder.core.spec import load_stage
 from autograder.learner.inline import run_check
 from solutions import s01_prefix_match as ref
@@ -117,7 +119,8 @@ def test_code_that_waits_forever_is_stopped_by_the_clock_and_told_so(capsys, mon
     report = run_check("s01.normalize", impl=ns_with(_normalize=_normalize))
     out = capsys.readouterr().out
     assert not report.passed and time.monotonic() - started < scaled(60)  # stopped, not left to sleep
-    assert "still running after 3 s while computing little" in out, out
+    assert "still running after 3 s on the clock, having used 0.0 s of CPU time" in out, out
+    assert "load average was" in out
     # the rest of the TODO's checks are left out, as grading leaves them (one child, one limit), and said so
     total = len(load_stage("s01", hidden=False).checks_for("s01.normalize"))
     assert len(report.verdicts) == 1 and report.not_run == total - 1 and total > 1
@@ -163,3 +166,29 @@ def test_without_a_thread_cpu_clock_the_clock_alone_stops_a_loop_and_claims_no_c
     out = capsys.readouterr().out
     assert not report.passed and time.monotonic() - started < scaled(30)  # stopped, not left to loop
     assert "took longer than 1 s" in out and "CPU" not in out, out
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_stopped_child_is_worded_by_what_was_measured(lang):
+    """Stopped on the clock: the CPU time used and the machine's load say which it was. A load of 13
+    on 2 cores is a busy machine, never "a sleeping program"; an idle machine means the code waited."""
+    from autograder.core.i18n import set_language
+    from autograder.learner.inline import wall_timeout_text
+
+    set_language(lang)
+    try:
+        busy = wall_timeout_text(30, 4.2, load=13.0, cores=2)
+        idle = wall_timeout_text(30, 0.01, load=0.3, cores=2)
+        unknown = wall_timeout_text(30, 0.01, load=float("nan"), cores=2)
+    finally:
+        set_language("en")
+    for said in (busy, idle):
+        assert "30" in said and ("4.2" in said or "0.0" in said) and ("13.0" in said or "0.3" in said)
+    if lang == "en":
+        assert "busy machine" in busy and "sleep" not in busy and "a lock" not in busy
+        assert "was waiting" in idle and "busy" not in idle
+        assert "busy" not in unknown and "waiting" not in unknown
+    else:
+        assert "机器很忙" in busy and "sleep" not in busy and "锁" not in busy
+        assert "在等待" in idle and "很忙" not in idle
+        assert "很忙" not in unknown and "等待" not in unknown

@@ -64,8 +64,11 @@ def _reveals() -> dict[tuple[str, str], dict[str, float]]:
                 assert isinstance(said, ast.Call) and getattr(said.func, "id", None) == "why" and \
                     ast.literal_eval(said.args[0]) == f"{sid}.{guess.id}", \
                     f"{sid}.{guess.id}: explain the answer with why({sid}.{guess.id!r}), not in the cell"
+                answer = node.args[1]
+                assert not (isinstance(answer, ast.Call) and getattr(answer.func, "id", None) == "round"), \
+                    f"{sid}.{guess.id}: judge the exact answer (a tolerance applies to it), not a rounded one"
                 found[(sid, guess.id)] = {k.arg: ast.literal_eval(k.value) for k in node.keywords
-                                          if k.arg in ("within", "relative")}
+                                          if k.arg in ("within", "relative", "bounds")}
     return found
 
 
@@ -83,10 +86,54 @@ def test_prediction_accepts_the_answer_and_rejects_its_misconception(key):
     assert judged(answer, answer, **tolerance) is True
     for w in wrong:
         assert judged(w, answer, **tolerance) is False, f"{key}: {w!r} ({why}) is judged right"
+    width = {k: v for k, v in tolerance.items() if k != "bounds"}
     if isinstance(answer, float):
-        assert tolerance, f"{key}: a fractional answer declares within= or relative="
+        assert width, f"{key}: a fractional answer declares within= or relative="
     else:
-        assert not tolerance, f"{key}: a whole number, a letter or a bool is judged exactly"
+        assert not width, f"{key}: a whole number, a letter or a bool is judged exactly"
+    if "bounds" in tolerance:
+        lo, hi = tolerance["bounds"]
+        assert lo <= answer <= hi
+        for outside in (lo - 0.04, hi + 0.04):
+            assert judged(outside, answer, **tolerance) is False, f"{key}: {outside} is outside the question's range"
+
+
+#: predictions whose question asks for a number between 0 and 1 ("a hit rate", "a fraction")
+FRACTION_QUESTIONS = {("s04", "my_guess_2"), ("s04", "my_guess_4"), ("s06", "my_guess_2"), ("s07", "my_guess"),
+                      ("s08", "my_guess_3")}
+
+
+@pytest.mark.parametrize("key", sorted(FRACTION_QUESTIONS), ids=[f"{s}.{g}" for s, g in sorted(FRACTION_QUESTIONS)])
+def test_a_fraction_question_declares_its_range(key):
+    assert REVEALS[key].get("bounds") == (0, 1)
+
+
+def test_a_tolerance_applies_to_the_exact_answer_and_a_range_rejects_what_is_outside():
+    # the issue's cases: 0.26 against an exact 0.209, 0.8301 against an exact 0.8635, -0.04 for a rate
+    assert judged(0.26, 0.209, within=0.05) is False
+    assert judged(0.26, round(0.209, 2), within=0.05) is True  # why no reveal may pass a rounded answer
+    assert judged(0.8301, 0.8635, within=0.03) is False
+    assert judged(-0.04, 0.0, within=0.05) is True and judged(-0.04, 0.0, within=0.05, bounds=(0, 1)) is False
+    assert judged(0.02, 0.0, within=0.05, bounds=(0, 1)) is True
+
+
+def test_s08_recovery_is_judged_against_the_chance_rate_not_this_run():
+    """The salted attacker's recovery rate is a guess among 8 candidates: the answer is 1/8 (the
+    claim under the reveal), however this run's 40 trials came out."""
+    src = layout.stage_files("s08").source.read_text(encoding="utf-8")
+    call = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call) and getattr(n.func, "id", None) ==
+                "reveal" and getattr(n.args[0], "id", None) == "my_guess_3")
+    assert ast.unparse(call.args[1]) == "s.chance"
+    from autograder.learner.learn import reveal
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        reveal(0.125, 1 / 8, "", within=0.06, bounds=(0, 1))
+        reveal(-0.04, 1 / 8, "", within=0.2, bounds=(0, 1))
+    first, _, second, third = out.getvalue().splitlines()[:4]
+    assert first.startswith("✅") and second.startswith("🤔") and "outside that range" in third
 
 
 def test_every_explanation_belongs_to_a_prediction_and_renders_in_both_languages():

@@ -64,8 +64,10 @@ def test_s07_thrashing_verdict_names_the_computed_decision(model, seed):
         assert chosen[next(iter(slo))] <= slo["ttft_p90_repeat"]
         if chosen["cache"] and size == edge:
             assert "the first measured size past the cliff" in en and "越过悬崖后第一个测过的大小" in zh
-        elif chosen["cache"]:
+        elif chosen["cache"] and edge is not None and size > edge:
             assert f"first size past the cliff ({edge} blocks)" in en and f"（{edge} 块）" in zh
+        elif chosen["cache"]:
+            assert "below the cliff" in en and "在悬崖之前" in zh
         else:
             assert "cache off" in en and "关缓存" in zh
     # The SLO is one a pool can meet: the cache on, past the cliff, cuts the repeat visits' p90.

@@ -195,3 +195,40 @@ def test_serving_engine_reserves_output_blocks_at_admission(model):
     engine.pool.release("x")
     assert engine.pool.num_free == 12
     torch.testing.assert_close(torch.tensor(len(live.tokens)), torch.tensor(10))
+
+
+def _flop_cost(kind: str, a: int, b: int) -> float:
+    """A fixed cost model (no measurement): a prefill of ``a`` computed over ``b`` cached tokens, or a
+    decode step of ``a`` requests over ``b`` context tokens."""
+    return 1e-3 + (a * 2e-4 + a * (a + b) * 1e-7 if kind == "prefill" else a * 1e-4 + b * 1e-6)
+
+
+def test_serving_virtual_clock_makes_the_run_independent_of_measured_time(model):
+    """With a cost model the schedule, the hits, every latency and the sweep's decision are the same
+    whatever the measured clock says: two timing tables 100x apart give identical runs."""
+    from solutions.s07_serving import choose_setting, sweep_rows
+
+    requests = W.thrashing(num_prefixes=4, prefix_len=32, rounds=4, question_len=3, output_len=2, rate=50.0,
+                           vocab=VOCAB, seed=0)
+
+    def fake_clock(step: float):
+        ticks = iter(range(10**7))
+        return lambda: next(ticks) * step
+
+    runs = {}
+    for step in (1e-4, 1e-2):  # every timed piece of work "measures" 100x longer in the second table
+        runs[step] = [ServingEngine(model, blocks, 4, cache=cache, max_batch=2, clock=fake_clock(step),
+                                    cost=_flop_cost).run(requests, settings={"workload": "thrashing"})
+                      for cache, blocks in ((False, 14), (True, 14), (True, 80))]
+    fast, slow = runs[1e-4], runs[1e-2]
+    for a, b in zip(fast, slow, strict=True):
+        assert [(r.hit_tokens, r.ttft_s, r.finished_s) for r in a.requests] == \
+               [(r.hit_tokens, r.ttft_s, r.finished_s) for r in b.requests]
+        assert a.settings["clock"] == "virtual (cost model)"
+        assert [s for _, s in a.decode_steps] != [s for _, s in b.decode_steps]  # measured times kept, and differ
+    decisions = []
+    for records in (fast, slow):
+        rows, slo = sweep_rows(records, ModelConfig.tiny(), today=(False, 14), share=0.6)
+        chosen = choose_setting(rows, slo)
+        decisions.append(None if chosen is None else (chosen["cache"], chosen["num_blocks"]))
+    assert decisions[0] == decisions[1] == (True, 80)

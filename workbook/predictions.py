@@ -125,12 +125,12 @@ WHY: dict[str, L] = {
       "44 × 512 个命中 token，除以大约 48 × 544 个提示词 token。省下的 "
       "FLOPs（{saved:.0%}）略低一些：问题部分仍要对缓存的前缀做 attention。"),
     "s07.my_guess_2": L(
-      "TPOT p50 changed by {change:+.0%}. A decode step at the same batch size costs about the same "
-      "either way (right). What changes is what happens *between* a request's decode steps: prefills "
-      "run first, so every newcomer's prefill stalls all running requests, and cached prefills are "
-      "much shorter.",
-      "TPOT p50 变化了 {change:+.0%}。批大小相同时，一个 decode 步骤无论开不开缓存耗时都差不多（右图）"
-      "。变的是一个请求两次 decode 步骤*之间*发生的事：prefill 优先，所以每个新请求的 "
+      "TPOT p50 changed by {change:+.0%}. A decode step at the same batch size does the same work "
+      "either way (the right plot measures it; its two curves differ by timing noise only). What "
+      "changes is what happens *between* a request's decode steps: prefills run first, so every "
+      "newcomer's prefill stalls all running requests, and cached prefills are much shorter.",
+      "TPOT p50 变化了 {change:+.0%}。批大小相同时，一个 decode 步骤无论开不开缓存做的计算都一样"
+      "（右图测的就是它，两条曲线的差别只是计时噪声）。变的是一个请求两次 decode 步骤*之间*发生的事：prefill 优先，所以每个新请求的 "
       "prefill 都会让所有正在运行的请求停下来等，而带缓存的 prefill 短得多。"),
     "s07.my_guess_3": L(
       "Below the cliff the cache is on but nothing hits, so the repeat visits compute their whole "

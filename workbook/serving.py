@@ -31,6 +31,13 @@ is wall time by default; ``clock=time.process_time`` measures the process's own 
 which keeps runs on a CPU comparable when other jobs share the cores (with one torch thread, the
 two agree on an idle machine).
 
+With ``cost=`` the run's clock is *virtual*: it advances by a cost model's seconds for each prefill
+(``cost("prefill", computed, cached)``) and each decode step (``cost("decode", batch, context)``,
+context = the tokens the batch attends to) instead of the measured ones, and admission checks cost
+nothing. The schedule, the hits and every latency then depend only on the requests and the model of
+cost, never on the machine's load; the measured durations are still recorded (``prefill_s``,
+``decode_steps``) as the check that the model holds.
+
 Invariants of :func:`serve` (tested): cached and uncached runs generate identical tokens for every
 request (fp32); each request's ``hit_tokens + computed_tokens == prompt_tokens``; blocks in use
 never exceed the pool; every block is free when the run ends.
@@ -272,7 +279,8 @@ class ServingEngine:
     """
 
     def __init__(self, model: DecoderLM, num_blocks: int, block_size: int = 16, *, cache: bool = True,
-                 max_batch: int = 8, clock: Callable[[], float] = time.perf_counter) -> None:
+                 max_batch: int = 8, clock: Callable[[], float] = time.perf_counter,
+                 cost: Callable[[str, int, int], float] | None = None) -> None:
         if max_batch < 1:
             raise ValueError(tr("max_batch must be >= 1", "max_batch 必须 >= 1"))
         self.model = model
@@ -284,6 +292,7 @@ class ServingEngine:
                                         attention=pool_attention(kernel))
         self.max_batch = max_batch
         self.clock = clock
+        self.cost = cost  # None: the run's clock advances by measured time; else by this model's seconds
 
     @property
     def kv_bytes_per_block(self) -> int:
@@ -363,12 +372,13 @@ class ServingEngine:
                 synchronize(self.device)
                 start = self.clock()
                 if not pool.can_admit(request.prompt, blocks_for(request, bs)):
-                    now += self.clock() - start
+                    now += 0.0 if self.cost else self.clock() - start
                     break
                 pending.popleft()
                 admitted_at = now
                 live = self._prefill(request, admitted_at)
-                now += self.clock() - start
+                now += (self.cost("prefill", live.record.computed_tokens, live.record.hit_tokens) if self.cost
+                        else self.clock() - start)
                 live.record.first_token_s = now
                 peak_blocks = max(peak_blocks, pool.num_in_use)
                 if request.max_new_tokens == 1:
@@ -386,7 +396,7 @@ class ServingEngine:
                 r.tokens.append(token)
                 r.record.output_tokens.append(token)
             elapsed = self.clock() - start
-            now += elapsed
+            now += self.cost("decode", len(running), sum(len(r.tokens) - 1 for r in running)) if self.cost else elapsed
             steps.append((len(running), elapsed))
             for r in running:
                 if len(r.record.output_tokens) == r.request.max_new_tokens:
@@ -405,7 +415,7 @@ class ServingEngine:
                "max_batch": self.max_batch, "model": asdict(self.model.config),
                "dtype": str(param.dtype).removeprefix("torch."), "device": describe_device(self.device),
                "device_type": self.device.type, "prefill_attention": self.prefill_kernel,
-               "clock": getattr(self.clock, "__name__", str(self.clock))}
+               "clock": "virtual (cost model)" if self.cost else getattr(self.clock, "__name__", str(self.clock))}
         out.update(extra or {})
         return out
 

@@ -56,6 +56,11 @@ DEMO_STOPPED = L("❌ this cell stopped in the course's code ({error}) on a valu
                  "checks pass, so this is a case they do not cover: look at what they return here",
                  "❌ 这个单元停在了课程给定的代码里（{error}），起因是你的 {labels} 返回的值；它们的可见检查都通过了，"
                  "说明这是检查没覆盖到的情况：看看它们在这里返回了什么")
+DEMO_NAME_MISSING = L("❌ this cell uses `{name}`, which this notebook has not defined: run the cell above that "
+                      "defines it (or put it back if it was deleted or renamed), then run this cell again; no TODO "
+                      "is at fault",
+                      "❌ 这个单元用到了 `{name}`，可这个笔记本里还没有定义它：先运行上面定义它的那个单元（如果被删掉或改了名，"
+                      "就把它恢复），再重新运行这个单元；这不是哪个 TODO 的问题")
 DEMO_OUT_OF_MEMORY = L("more than {gb} GB of memory", "内存超过 {gb} GB")
 DEMO_TOO_LONG = L("more than {s} s", "运行超过 {s} 秒")
 BAD_RESULT = L("your {label} returned {problem}: fix it (check(\"{id}\") and hint(\"{id}\") help), then run "
@@ -63,8 +68,15 @@ BAD_RESULT = L("your {label} returned {problem}: fix it (check(\"{id}\") and hin
                "你的 {label} 返回了{problem}：先把它修好（check(\"{id}\") 和 hint(\"{id}\") 能帮上忙），"
                "再重新运行这个单元")
 TIMEOUT = L("used more than {s} s of CPU time (an endless loop?)", "CPU 时间用了 {s} 秒以上（死循环？）")
-TIMEOUT_WALL = L("still running after {s} s while computing little (sleeping, or waiting for input or a lock?)",
-                 "{s} 秒了还没结束，却没怎么计算（在 sleep，还是在等输入或锁？）")
+TIMEOUT_WALL = L("still running after {s} s on the clock, having used {cpu:.1f} s of CPU time; the machine's load "
+                 "average was {load:.1f} on {cores} cores",
+                 "过了 {s} 秒（按时钟）还没结束，只用了 {cpu:.1f} 秒 CPU 时间；这台机器的平均负载是 {load:.1f}，"
+                 "共 {cores} 个核")
+#: what TIMEOUT_WALL's numbers say, by whether the machine had CPU to spare (load below its cores)
+TIMEOUT_WALL_BUSY = L(" (a busy machine: other work had the CPU; run it again when the machine is quieter)",
+                      "（机器很忙：CPU 被别的任务占着；等机器空一些再运行一次）")
+TIMEOUT_WALL_IDLE = L(" (the machine had CPU to spare, so this code was waiting: sleep, input() or a lock?)",
+                      "（机器有空闲的 CPU，所以这段代码是在等待：sleep、input() 还是锁？）")
 TIMEOUT_CLOCK = L("took longer than {s} s (an endless loop?)", "运行超过 {s} 秒（死循环？）")
 NOT_RUN_AFTER_TIMEOUT = L("{k} more check(s) not run: a check above ran out of time, and grading stops there too",
                           "还有 {k} 项检查没有运行：上面有一项超时了，评分时也会在那里停下")

@@ -23,6 +23,7 @@ documented ``frame.f_trace`` hook; the previous trace function (a debugger's) is
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import signal
@@ -100,6 +101,21 @@ def _todo_in_traceback(tb: types.TracebackType | None, codes: dict[types.CodeTyp
         found = codes.get(tb.tb_frame.f_code, found)
         tb = tb.tb_next
     return found
+
+
+def _missing_notebook_name(exc: BaseException, tb: types.TracebackType | None, namespace: dict[str, Any]) -> str | None:
+    """The name, when ``exc`` is a name the notebook's own code looked up and the notebook never
+    defined (a skipped or deleted cell, a mistyped name such as an unquoted letter): the innermost
+    frame runs in the notebook's namespace, so no course module and no TODO's value is involved."""
+    name = getattr(exc, "name", None)
+    if not isinstance(exc, NameError) or isinstance(exc, UnboundLocalError) or not isinstance(name, str):
+        return None
+    inner = tb
+    while inner is not None and inner.tb_next is not None:
+        inner = inner.tb_next
+    missing = (inner is not None and inner.tb_frame.f_globals is namespace and name not in namespace
+               and not hasattr(builtins, name))
+    return name if missing else None
 
 
 def _error_text(exc: BaseException, limits: _Limits) -> str:
@@ -221,6 +237,9 @@ class demo(contextlib.AbstractContextManager):  # noqa: N801 - used like a funct
         codes = {code: t for t in self.stage.todos if (code := _target_code(t, self._namespace)) is not None}
         error = _error_text(exc, limits)
         culprit = _todo_in_traceback(tb, codes)
+        missing = _missing_notebook_name(exc, tb, self._namespace) if culprit is None else None
+        if missing is not None:
+            return text(messages.DEMO_NAME_MISSING).format(name=missing)
         if culprit is not None and isinstance(exc, NotImplementedError):
             return text(messages.FINISH_TO_SEE).format(label=culprit.label)
         if culprit is not None:

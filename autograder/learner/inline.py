@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -64,6 +65,23 @@ def load_expected(stage_id: str) -> dict:
     return json.loads(layout.stage_files(stage_id).expected.read_text(encoding="utf-8"))
 
 
+def wall_timeout_text(wall_s: float, cpu_s: float, load: float | None = None, cores: int | None = None) -> str:
+    """Why code was stopped on the clock, in words from what was measured: the wall time, the CPU time
+    it used, the machine's 1-minute load average and its cores. A load at or above the cores means
+    other work had the CPU (a busy machine, not a sleeping program); below it, the code was waiting.
+    ``load``/``cores`` default to this machine's now; an unknown load says neither."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = math.nan
+    cores = cores or os.cpu_count() or 1
+    said = text(messages.TIMEOUT_WALL).format(s=f"{wall_s:g}", cpu=cpu_s, load=load, cores=cores)
+    if math.isnan(load):
+        return said
+    return said + text(messages.TIMEOUT_WALL_BUSY if load >= cores else messages.TIMEOUT_WALL_IDLE)
+
+
 @contextlib.contextmanager
 def _time_limit(seconds: int) -> Iterator[None]:
     """Stop learner code that runs away: after ``seconds`` of the main thread's CPU time (an endless
@@ -83,14 +101,19 @@ def _time_limit(seconds: int) -> Iterator[None]:
     except (AttributeError, OSError):  # no per-thread CPU clock here (macOS): the clock alone, as long as
         clock = None                   # the CPU limit, and a message that does not claim to know which
     wall = INLINE_WALL_FACTOR * seconds if clock is not None else seconds
-    waited = messages.TIMEOUT_WALL if clock is not None else messages.TIMEOUT_CLOCK
     which: list = []  # the limit that fired, as the message that says so
     done = threading.Event()
+
+    def waited() -> str:
+        """The clock limit's message: with a CPU clock, what was measured (CPU time, the machine's load)."""
+        if clock is None:
+            return text(messages.TIMEOUT_CLOCK).format(s=wall)
+        return wall_timeout_text(wall, time.clock_gettime(clock) - start)
 
     def on_alarm(signum, frame):
         if done.is_set():  # the check ended as the limit fired: nothing left to stop
             return
-        raise CheckTimeout(which[0] if which else text(waited).format(s=wall))
+        raise CheckTimeout(which[0] if which else waited())
 
     def watch(done: threading.Event) -> None:
         began = time.monotonic()
@@ -98,7 +121,7 @@ def _time_limit(seconds: int) -> Iterator[None]:
             if clock is not None and time.clock_gettime(clock) - start > seconds:
                 which.append(text(messages.TIMEOUT).format(s=seconds))
             elif time.monotonic() - began > wall:
-                which.append(text(waited).format(s=wall))
+                which.append(waited())
             else:
                 continue
             signal.pthread_kill(main.ident, signal.SIGALRM)  # type: ignore[arg-type]  # the main thread has started

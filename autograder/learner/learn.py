@@ -54,7 +54,8 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
-def judged(prediction: Any, actual: Any, within: float | None = None, relative: float | None = None) -> bool | None:
+def judged(prediction: Any, actual: Any, within: float | None = None, relative: float | None = None,
+           bounds: tuple[float, float] | None = None) -> bool | None:
     """Whether ``prediction`` counts as right for ``actual``; None when no prediction was made.
 
     A whole-number answer (an int) is right only when the prediction equals it. A fractional answer
@@ -62,9 +63,16 @@ def judged(prediction: Any, actual: Any, within: float | None = None, relative: 
     it (for a measured ratio whose scale depends on the machine); the prediction declares one of the
     two, since no default width can both accept a close guess and reject the misconception that a
     given prediction targets. Anything else (a choice letter, a bool) must be equal; letters ignore case.
+
+    The tolerance applies to ``actual`` as computed: pass the exact value, never a rounded one (0.26
+    is 0.051 from 0.209, outside ±0.05; against 0.21, the answer rounded, it would pass).
+    ``bounds``: the range the question asks for (e.g. ``(0, 1)`` for a rate); a number outside it is
+    wrong, however close to the answer.
     """
     if prediction is None or prediction is ...:
         return None
+    if bounds is not None and _is_number(prediction) and not bounds[0] <= prediction <= bounds[1]:
+        return False
     width = [w for w in (within, relative) if w is not None]
     if any(w < 0 for w in width) or len(width) > 1:
         raise ValueError("declare one non-negative tolerance: within= (absolute) or relative=")
@@ -86,19 +94,24 @@ def judged(prediction: Any, actual: Any, within: float | None = None, relative: 
 
 
 def reveal(prediction: Any, actual: Any, why: L | str = "", *, within: float | None = None,
-           relative: float | None = None) -> None:
+           relative: float | None = None, bounds: tuple[float, float] | None = None) -> None:
     """Print the prediction next to the answer and one sentence on the gap; returns nothing.
 
-    ``within`` / ``relative``: the tolerance of a fractional answer (see :func:`judged`).
+    ``within`` / ``relative``: the tolerance of a fractional answer, applied to ``actual`` exactly as
+    given; ``bounds``: the range the question asks for (see :func:`judged`).
     """
-    matched = judged(prediction, actual, within, relative)
+    matched = judged(prediction, actual, within, relative, bounds)
     if matched is None:
         print(text(L("🔎 You did not write a prediction. The answer: {a}", "🔎 你没有写下预测。答案是：{a}")).format(a=_show(actual)))
     else:
         mark = "✅" if matched else "🤔"
         print(text(L("{m} You predicted {p}; the answer is {a}.", "{m} 你的预测是 {p}；实际是 {a}。")).format(
             m=mark, p=_show(prediction), a=_show(actual)))
-        if within is not None or relative is not None:
+        if bounds is not None and _is_number(prediction) and not bounds[0] <= prediction <= bounds[1]:
+            print("   " + text(L("(the question asks for a number between {lo} and {hi}; {p} is outside that range)",
+                                 "（题目要的是 {lo} 到 {hi} 之间的数；{p} 不在这个范围里）")).format(
+                lo=_show(bounds[0]), hi=_show(bounds[1]), p=_show(prediction)))
+        elif within is not None or relative is not None:
             width = _show(within) if within is not None else f"{relative:.0%}"
             print("   " + text(L("(a prediction within ±{w} of the answer counts as right)",
                                  "（与答案相差不超过 ±{w} 的预测算对）")).format(w=width))

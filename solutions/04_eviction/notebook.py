@@ -488,7 +488,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
     fig.tight_layout()
     plt.show()
     loop = all_curves[list(workloads)[-1]]
-    reveal(my_guess_2, round(loop["lru"][-1], 3), why("s04.my_guess_2", belady=loop["belady"][-1]), within=0.05)
+    reveal(my_guess_2, loop["lru"][-1], why("s04.my_guess_2", belady=loop["belady"][-1]), within=0.05,
+           bounds=(0, 1))
 
 # %% [markdown] lang="en"
 # ## Real traffic: the Mooncake traces
@@ -532,10 +533,12 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
 # 2. **在那里，LRU 离 Belady 有多远？** 用 LRU 的命中率占 Belady 命中率的比例来回答（1 表示已经最优）。
 
 # %%
-my_guess_3 = None  # your prediction: "A", "B" or "C"
-my_guess_4 = None  # your prediction: LRU's hit rate as a fraction of Belady's
+# your prediction: "A", "B" or "C"
 # zh: 你的预测：填 "A"、"B" 或 "C"
-# zh: 你的预测：LRU 命中率占 Belady 命中率的比例
+my_guess_3 = None
+# your prediction: LRU's hit rate as a fraction of Belady's (a number)
+# zh: 你的预测：LRU 命中率占 Belady 命中率的比例（一个数）
+my_guess_4 = None
 
 # %%
 with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.pin", "s04.expire"):
@@ -562,8 +565,8 @@ with demo("s04.append", "s04.popleft", "s04.remove", "s04.release_blocks", "s04.
     change = conv["pin"][0] - conv["lru"][0]
     reveal(my_guess_3, "A" if change > 0.01 else "C" if change < -0.01 else "B",
            why("s04.my_guess_3", lru=conv["lru"][0], pin=conv["pin"][0]))
-    reveal(my_guess_4, round(conv["lru"][0] / conv["belady"][0], 2),
-           why("s04.my_guess_4", lru=conv["lru"][0], belady=conv["belady"][0]), within=0.05)
+    reveal(my_guess_4, conv["lru"][0] / conv["belady"][0],
+           why("s04.my_guess_4", lru=conv["lru"][0], belady=conv["belady"][0]), within=0.05, bounds=(0, 1))
 
 # %% [markdown] lang="en"
 # ## What the plots show

@@ -422,7 +422,7 @@ print(tr(f"attention's share of the work: {full['attention'] / full['total']:.0%
 print(tr(f"predicted TTFT speedup: {full['total'] / cached['total']:.1f}x (the token ratio alone would say "
          f"{(P + Q) / Q:.1f}x)", f"预测的 TTFT 加速比：{full['total'] / cached['total']:.1f} 倍（只看 token 比例会是 "
          f"{(P + Q) / Q:.1f} 倍）"))
-reveal(my_guess_2, round(saved_total, 3), why("s06.my_guess_2"), within=0.005)
+reveal(my_guess_2, saved_total, why("s06.my_guess_2"), within=0.005, bounds=(0, 1))
 
 # %% [markdown] lang="en"
 # ## Measure it: TTFT with and without a cached prefix
@@ -512,7 +512,7 @@ with demo("s06.suffix_positions", "s06.slot_mapping", "s06.write_kv", "s06.paged
     ax.set_title(tr(f"Prefix cache TTFT speedup on {device.type}", f"前缀缓存的 TTFT 加速比（{device.type}）"))
     ax.legend()
     plt.show()
-    reveal(my_guess_3, round(last.speedup, 1), why("s06.my_guess_3"), relative=0.25)
+    reveal(my_guess_3, last.speedup, why("s06.my_guess_3"), relative=0.25)
 
 # %% [markdown] lang="en"
 # ## Reading the plot

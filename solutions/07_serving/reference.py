@@ -351,44 +351,100 @@ def cliff(rows: Sequence[Mapping[str, Any]], *, min_hit_rate: float = 0.05) -> i
     return min(past) if past else None
 
 
+def _against(value: float, bound: float, zh: bool) -> str:
+    """``value`` (seconds) against an SLO ``bound`` in words, the comparison taken from the numbers themselves,
+    each printed in ms with enough decimals that the printed numbers compare the same way.
+
+    [zh]
+    用文字说出 ``value``（秒）和 SLO 上限 ``bound`` 的关系，比较结果直接来自这两个数；两个数都以毫秒打印，
+    小数位数足以让打印出来的数也是同样的大小关系。
+    """
+    value, bound = float(value), float(bound)
+    digits = next((d for d in range(1, 7) if value == bound or f"{value * 1e3:.{d}f}" != f"{bound * 1e3:.{d}f}"), 6)
+    b = f"{bound * 1e3:.{digits}f}"
+    if not math.isfinite(value):
+        return f"NaN（没有可测的重复访问；上限 {b} 毫秒）" if zh else f"NaN (nothing to measure; the bound is {b} ms)"
+    v = f"{value * 1e3:.{digits}f}"
+    if value <= bound:
+        return f"{v} 毫秒，不超过上限 {b} 毫秒" if zh else f"{v} ms, within the bound of {b} ms"
+    return f"{v} 毫秒，超过了上限 {b} 毫秒" if zh else f"{v} ms, above the bound of {b} ms"
+
+
 def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], chosen: Mapping[str, Any] | None,
                   *, lang: str = "en") -> str:
     """One sentence (``lang`` "en" or "zh") that says what the rule chose from a pool sweep and how it
     relates to the thrashing cliff, rendered from the sweep's own numbers.
 
+    Total over its inputs: no pool past the cliff or some; nothing chosen, the cache off chosen, or
+    the cache on chosen below, at or past the cliff; a value within, above or missing against the
+    bound. Every comparison the sentence states ("within", "above", "below the cliff", "more than")
+    is computed from the numbers it prints, so the sentence cannot contradict them. ``slo`` names
+    one metric (``ValueError`` otherwise).
+
     [zh]
     用一句话（``lang`` 为 "en" 或 "zh"）说明规则从块池扫描中选了什么、它和抖动悬崖是什么关系；
     句中的数字都来自这次扫描本身。
+
+    对所有可能的输入都有定义：有没有块池越过悬崖；什么都没选、选了关缓存、选了悬崖之前/悬崖处/悬崖之后的开缓存；
+    数值不超过上限、超过上限或没有测到。句中说出的每个比较（“不超过”“超过”“悬崖之前”“更大”）都由句中给出的数字
+    算出来，所以句子不会和它的数字矛盾。``slo`` 只能指定一个指标（否则抛出 ``ValueError``）。
     """
-    metric, bound = next(iter(slo.items()))
+    if len(slo) != 1:
+        raise ValueError(tr("the sweep's SLO names exactly one metric", "扫描的 SLO 必须恰好指定一个指标"))
+    (metric, bound), = slo.items()
     edge = cliff(rows)
-    at_edge = next((r for r in rows if r["cache"] and r["num_blocks"] == edge), None)
     zh = lang == "zh"
+    on = {int(r["num_blocks"]): r for r in rows if r["cache"]}
     if chosen is None:
-        if at_edge is None:
-            return ("没有任何测过的块池越过悬崖，所以没有设置满足 SLO：要测更大的块池。" if zh else
-                    "No measured pool got past the cliff, so no setting meets the SLO: measure larger pools.")
-        best = min(float(r[metric]) for r in rows if r["cache"] and r["num_blocks"] >= edge)
-        return (f"没有任何测过的设置满足 SLO：即使越过了悬崖（从 {edge} 块开始），重复访问的 p90 最好也只有 "
-                f"{best * 1e3:.1f} 毫秒，高于上限 {bound * 1e3:.1f} 毫秒。" if zh else
-                f"No measured setting meets the SLO: even past the cliff (from {edge} blocks on), the repeat visits' "
-                f"p90 is at best {best * 1e3:.1f} ms, above the bound of {bound * 1e3:.1f} ms.")
+        if edge is None:
+            return ("没有任何测过的块池越过悬崖（开缓存时命中率都不到 5%），也没有任何设置满足 SLO：要测更大的块池。" if zh else
+                    "No measured pool got past the cliff (the cache on hit under 5 % of tokens at every size), and "
+                    "no setting meets the SLO: measure larger pools.")
+        past = [float(r[metric]) for b, r in on.items() if b >= edge and math.isfinite(float(r[metric]))]
+        if not past:
+            return (f"没有任何测过的设置满足 SLO：越过悬崖之后（从 {edge} 块开始），没有测到重复访问的 p90"
+                    f"（上限 {bound * 1e3:.1f} 毫秒）。" if zh else
+                    f"No measured setting meets the SLO: past the cliff (from {edge} blocks on), no repeat visit's "
+                    f"p90 was measured (the bound is {bound * 1e3:.1f} ms).")
+        best = min(past)
+        return (f"没有任何测过的设置满足 SLO：越过悬崖之后（从 {edge} 块开始），重复访问的 p90 最好是 "
+                f"{_against(best, bound, zh)}。" if zh else
+                f"No measured setting meets the SLO: past the cliff (from {edge} blocks on), the repeat visits' p90 "
+                f"is at best {_against(best, bound, zh)}.")
     size = int(chosen["num_blocks"])
+    value = float(chosen[metric])
+    meets = math.isfinite(value) and value <= bound
     if not chosen["cache"]:
-        return (f"规则选的是关缓存、{size} 块：它满足 SLO，而且没有更小的设置满足。" if zh else
-                f"The rule takes the cache off at {size} blocks: it meets the SLO, and no smaller setting does.")
+        smaller = sorted({int(r["num_blocks"]) for r in rows if int(r["num_blocks"]) < size and _meets(r, slo)})
+        rest = ((f"；更小的 {smaller[0]} 块也满足。" if smaller else "；没有更小的设置满足。") if zh else
+                (f"; {smaller[0]} blocks also meets it." if smaller else "; no smaller setting meets it."))
+        return (f"规则选的是关缓存、{size} 块：重复访问的 p90 为 {_against(value, bound, zh)}{rest}" if zh else
+                f"The rule takes the cache off at {size} blocks: the repeat visits' p90 is {_against(value, bound, zh)}"
+                f"{rest}")
+    if edge is None or size < edge:
+        where = (("没有任何测过的块池越过悬崖" if edge is None else f"越过悬崖后的第一个大小是 {edge} 块") if zh else
+                 ("no measured pool got past the cliff" if edge is None else f"the first size past it is {edge} blocks"))
+        hit = float(chosen.get("hit_rate", math.nan))
+        return (f"规则选的是 {size} 块，在悬崖之前（{where}）：这里缓存只命中了 {hit:.1%} 的 token，几乎没省下计算，"
+                f"重复访问的 p90 是 {_against(value, bound, zh)}"
+                + ("；一个几乎不省计算的块池能满足上限，说明上限太松或者计时有噪声，不是缓存的功劳。" if meets else "。")
+                if zh else
+                f"The rule takes {size} blocks, below the cliff ({where}): there the cache hit only {hit:.1%} of the "
+                f"tokens and saved almost no work, and the repeat visits' p90 is {_against(value, bound, zh)}"
+                + ("; a pool that saves no work meeting the bound means a loose bound or noisy timing, not the "
+                   "cache's doing." if meets else "."))
     if size == edge:
-        return (f"规则选的是 {size} 块，也就是越过悬崖后第一个测过的大小：重复访问的 p90 为 "
-                f"{float(chosen[metric]) * 1e3:.1f} 毫秒，不超过上限 {bound * 1e3:.1f} 毫秒；再多的显存也换不来 SLO 要求的"
-                f"任何东西。" if zh else
+        return (f"规则选的是 {size} 块，也就是越过悬崖后第一个测过的大小：重复访问的 p90 为 {_against(value, bound, zh)}"
+                + ("；更大的块池只是为一个已经满足的上限多花显存。" if meets else "。") if zh else
                 f"The rule takes {size} blocks, the first measured size past the cliff: the repeat visits' p90 is "
-                f"{float(chosen[metric]) * 1e3:.1f} ms, within the bound of {bound * 1e3:.1f} ms; more memory would "
-                f"buy nothing the SLO asks for.")
+                f"{_against(value, bound, zh)}" + ("; a larger pool would cost more memory for a bound already met."
+                                                   if meets else "."))
+    at_edge = on[edge]
     return (f"规则选的是 {size} 块，比越过悬崖后的第一个大小（{edge} 块）更大：在 {edge} 块时重复访问的 p90 是 "
-            f"{float(at_edge[metric]) * 1e3:.1f} 毫秒，超过了上限 {bound * 1e3:.1f} 毫秒。" if zh else
+            f"{_against(float(at_edge[metric]), bound, zh)}；在 {size} 块时是 {_against(value, bound, zh)}。" if zh else
             f"The rule takes {size} blocks, more than the first size past the cliff ({edge} blocks): at {edge} "
-            f"blocks the repeat visits' p90 was {float(at_edge[metric]) * 1e3:.1f} ms, above the bound of "
-            f"{bound * 1e3:.1f} ms.")
+            f"blocks the repeat visits' p90 was {_against(float(at_edge[metric]), bound, zh)}; at {size} blocks it "
+            f"is {_against(value, bound, zh)}.")
 
 
 def _model_size(model: Mapping[str, Any]) -> str:
