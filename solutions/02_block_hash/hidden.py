@@ -57,6 +57,13 @@ def several_extra_keys(impl):
             ([("salt", "s"), ("lora", "l")], [("lora", "l"), ("salt", "s")], [("lora", "sl")], [("lora", "s"), ("salt", "l")])]
 
 
+@STAGE.check("s02.hash_block", hidden=True, sibling="pairs_of_one_kind_all_count")
+def repeated_kinds(impl):
+    return [impl.hash_block(None, [2, 4], extra) for extra in
+            ([("lora", "a"), ("lora", "b")], [("lora", "b")], [("lora", "a")], [("image", "x"), ("image", "y"), ("image", "z")],
+             [("image", "z"), ("image", "y")], [("image", "x"), ("image", "x")])]
+
+
 @STAGE.check("s02.hash_block", hidden=True, sibling="framing_keeps_kind_and_value_apart")
 def framing_keeps_fields_apart(impl):
     return [impl.hash_block(None, [1], [("salt", "ab")]), impl.hash_block(None, [1], [("salta", "b")]),
@@ -157,6 +164,14 @@ def random_calls_with_salts_and_seeds(impl):
 
 
 # -- TODO 4 -------------------------------------------------------------------------------------
+@STAGE.check("s02.chain_keys", hidden=True, sibling="pairs_of_one_kind_all_count")
+def repeated_kinds_in_every_block(impl):
+    tokens = list(range(30, 39))
+    return [impl.chain_keys(tokens, 3, extra) for extra in
+            ([("image", "p"), ("image", "q")], [("image", "r"), ("image", "q")], [("image", "q")],
+             [("lora", "a"), ("salt", "s"), ("lora", "b")])]
+
+
 @STAGE.check("s02.longest_cached_run", hidden=True, sibling="stored_value_does_not_matter")
 def falsy_values_are_hits(impl):
     table = {b"a": 0, b"b": None, b"c": ""}

@@ -288,6 +288,20 @@ def ids_kept_exactly(impl):
                             ("zh_again", "".join(["租户", "甲"]), PROMPT, list(lora))])
 
 
+@STAGE.check("s08.tenant_extra_keys", specificity=2)
+def pairs_of_one_kind_all_kept(impl):
+    # A request with two images (or two adapters) carries two pairs of one kind: both stay in its keys.
+    # zh: 带两张图片（或两个适配器）的请求有两对同一种类的 key：两对都要留在它的 key 里。
+    images_ab = [("image", "A"), ("image", "B")]
+    images_cb = [("image", "C"), ("image", "B")]
+    loras = [("lora", "a"), ("lora", "b")]
+    kept = impl.tenant_extra_keys("alice", loras)
+    return record(two_loras_kept=sorted(kept) if type(kept) is list else kept,
+                  hits=pool_hits(impl, [("images_A_B", "alice", PROMPT, images_ab), ("images_C_B", "alice", PROMPT, images_cb),
+                                        ("images_B", "alice", PROMPT, [("image", "B")]),
+                                        ("images_A_B_again", "alice", PROMPT, list(images_ab))]))
+
+
 @STAGE.check("s08.tenant_extra_keys", specificity=1)
 def fresh_list_per_call(impl):
     from solutions.s02_block_hash import chain_keys

@@ -154,6 +154,15 @@ def salts_change_within_one_sequence(impl):
                             ("bob_salt_a", "bob", PROMPT, [("salt", "a")])])
 
 
+@STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="pairs_of_one_kind_all_kept")
+def repeated_kinds_through_a_pool(impl):
+    return pool_hits(impl, [("loras_a_b", "bob", PROMPT, [("lora", "a"), ("lora", "b")]), ("lora_b", "bob", PROMPT, [("lora", "b")]),
+                            ("loras_c_b", "bob", PROMPT, (("lora", "c"), ("lora", "b"))),
+                            ("three_images", "bob", PROMPT, [("image", "x"), ("salt", "s"), ("image", "y"), ("image", "z")]),
+                            ("two_images", "bob", PROMPT, [("image", "y"), ("salt", "s"), ("image", "z")]),
+                            ("loras_a_b_again", "bob", PROMPT, [("lora", "a"), ("lora", "b")])])
+
+
 @STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="fresh_list_per_call")
 def results_are_independent(impl):
     first = impl.tenant_extra_keys("alice")

@@ -118,6 +118,8 @@ MUTANTS = {
     # identity where equality is meant: passes only when the request's kind is the very constant object
     "s08.tenant_extra_keys/kind_compared_by_identity": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
         "kind == TENANT_KIND", "kind is TENANT_KIND"))]),
+    # pairs collapsed by a dict: two adapters become one, images [C, B] hit the blocks of images [A, B]
+    "s08.tenant_extra_keys/pairs_through_a_dict": ("s08.tenant_extra_keys", [(COPY, "    keys = list(dict(extra_keys or ()).items())\n")]),
     # a Chinese tenant name crashes admission
     "s08.tenant_extra_keys/ascii_only_tenant": ("s08.tenant_extra_keys", [(ADD, """    keys.append((TENANT_KIND, tenant.encode("ascii").decode()))
 """)]),
@@ -189,6 +191,7 @@ LEADS = {
     "s08.tenant_extra_keys/unicode_normalized_tenant": "ids_kept_exactly",
     "s08.tenant_extra_keys/kind_compared_by_identity": "fresh_list_per_call",
     "s08.tenant_extra_keys/ascii_only_tenant": "ids_kept_exactly",
+    "s08.tenant_extra_keys/pairs_through_a_dict": "pairs_of_one_kind_all_kept",
     "s08.quiz/full_key_search_cost": "q1",
     "s08.quiz/only_the_first_block_hits": "q2",
     "s08.quiz/partial_blocks_leak": "q3",
