@@ -130,6 +130,16 @@ def same_tokens_any_container(impl):
     return record(raised=[raised(lambda s=s: m.add_prefix(s)) for s in steps], cached_prefixes=m.cached_prefixes)
 
 
+@STAGE.check("s01.add_prefix", specificity=1,
+             call="add_prefix(()); add_prefix(range(0)); add_prefix(t for t in []); cached_prefixes")
+def empty_in_any_container_is_refused(impl):
+    # A generator is truthy even when it yields nothing: only the normalized tokens say "empty".
+    # zh: 生成器即使什么都不产出也是真值：只有规范化后的 token 才能说明“空”。
+    m = impl.PrefixCacheManager()
+    steps = [(), range(0), (t for t in [])]
+    return record(raised=[raised(lambda s=s: m.add_prefix(s)) for s in steps], cached_prefixes=m.cached_prefixes)
+
+
 # -- TODO 3: match_prefix -----------------------------------------------------------------------
 @STAGE.check("s01.match_prefix")
 def seed_match_3(impl):

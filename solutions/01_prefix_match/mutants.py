@@ -42,6 +42,10 @@ MUTANTS = {
         if not prefix:
             raise ValueError("an empty prefix cannot be cached")""")]),
     # validates with TODO 1, then reads the caller's iterable again: a generator is empty by then
+    # "not given" decided on the argument's truth value: an empty generator is truthy and registers ()
+    "s01.add_prefix/falsy_argument_check": ("s01.add_prefix", [(ADD, """        if not prefix_tokens:
+            raise ValueError("an empty prefix cannot be cached")
+        prefix = tuple(self._normalize(prefix_tokens))""")]),
     "s01.add_prefix/reads_the_generator_twice": ("s01.add_prefix", [(ADD, """        self._normalize(prefix_tokens)
         prefix = tuple(prefix_tokens)
         if not prefix:
@@ -120,6 +124,7 @@ LEADS = {
     "s01.cache_stats/percent": "seed_stats",
     "s01.cache_stats/truncates": "ratio_rounded_to_4_decimals",
     "s01.cache_stats/two_decimals": "ratio_rounded_to_4_decimals",
+    "s01.add_prefix/falsy_argument_check": "empty_in_any_container_is_refused",
     "s01.quiz/text_boundaries": "q2",
     "s01.quiz/longest_registered_not_longest_match": "q1",
     "s01.quiz/cached_share_instead_of_suffix": "q5",

@@ -224,6 +224,28 @@ def pairs_of_one_kind_all_count(impl):
                   last_key=a_b[-1] if a_b else None)
 
 
+def keys_stand_for_the_default_seed(impl, seed, tokens, default) -> bool:
+    """Whether ``chain_keys(tokens, 2, root_seed=seed)`` answers with the default seed's keys (refusing the
+    seed, as hash_block does, is not)."""
+    try:
+        keys = impl.chain_keys(tokens, 2, root_seed=seed)
+    except (ValueError, TypeError):
+        return False
+    return keys == default
+
+
+@STAGE.check("s02.chain_keys", specificity=1,
+             call="chain_keys([1, 2, 3, 4], 2, root_seed=b'') and chain_keys([1, 2, 3, 4], 2, root_seed=None): "
+                  "the keys of chain_keys([1, 2, 3, 4], 2)?")
+def empty_root_seed_is_not_the_default(impl):
+    # An empty seed is a wrong seed, not "no seed given": hash_block refuses it, and so must the chain.
+    # zh: 空种子是错的种子，不是“没给种子”：hash_block 会拒绝它，整条链也必须拒绝。
+    tokens = [1, 2, 3, 4]
+    default = impl.chain_keys(tokens, 2)
+    return record(empty_gives_default_keys=keys_stand_for_the_default_seed(impl, bytes(0), tokens, default),
+                  none_gives_default_keys=keys_stand_for_the_default_seed(impl, None, tokens, default))
+
+
 # -- TODO 4: longest_cached_run -------------------------------------------------------------------
 @STAGE.check("s02.longest_cached_run", call="longest_cached_run([b'a', b'b', b'c'], {b'a': 1, b'c': 3})")
 def stops_at_first_miss(impl):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from autograder.checks.common import plain, record, within_budget
-from autograder.checks.s02 import FRANCE, SPAIN, STAGE, TENANT_A, byte_tokens
+from autograder.checks.s02 import FRANCE, SPAIN, STAGE, TENANT_A, byte_tokens, keys_stand_for_the_default_seed
 
 # Token ids whose decimal digits run into each other: 1 then 23 reads like 12 then 3, or 123.
 MULTI_DIGIT = (1, 2, 3, 12, 23, 123, 11, 111)
@@ -170,6 +170,14 @@ def repeated_kinds_in_every_block(impl):
     return [impl.chain_keys(tokens, 3, extra) for extra in
             ([("image", "p"), ("image", "q")], [("image", "r"), ("image", "q")], [("image", "q")],
              [("lora", "a"), ("salt", "s"), ("lora", "b")])]
+
+
+@STAGE.check("s02.chain_keys", hidden=True, sibling="empty_root_seed_is_not_the_default")
+def falsy_root_seeds(impl):
+    tokens = list(range(8))
+    default = impl.chain_keys(tokens, 2)
+    return record(falsy=[keys_stand_for_the_default_seed(impl, seed, tokens, default) for seed in (b"", None, bytes(), bytearray())],
+                  zero_byte=impl.chain_keys(tokens, 2, root_seed=b"\x00"))
 
 
 @STAGE.check("s02.longest_cached_run", hidden=True, sibling="stored_value_does_not_matter")

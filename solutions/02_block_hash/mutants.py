@@ -129,6 +129,8 @@ MUTANTS = {
     "s02.chain_keys/extra_keys_in_given_order": ("s02.chain_keys", [(CHAIN_TAGS, CHAIN_TAGS.replace(
         "normalize_extra_keys(extra_keys))", "extra_keys or () if value)"))]),
     # pairs collapsed by a dict: one value per kind, so images [C, B] get the keys of images [A, B]
+    # a falsy seed taken for "not given": an empty seed silently becomes the default one
+    "s02.chain_keys/empty_seed_becomes_default": ("s02.chain_keys", [(CHAIN_END, "    root_seed = root_seed or ROOT_SEED\n" + CHAIN_END)]),
     "s02.chain_keys/pairs_through_a_dict": ("s02.chain_keys", [(CHAIN_TAGS, CHAIN_TAGS.replace(
         "normalize_extra_keys(extra_keys))", "sorted(dict(normalize_extra_keys(extra_keys)).items()))"))]),
     "s02.chain_keys/case_folded_values": ("s02.chain_keys", [(CHAIN_TAG_BYTES, CHAIN_TAG_BYTES.replace("value.encode()", "value.lower().encode()"))]),
@@ -208,6 +210,7 @@ LEADS = {
     "s02.chain_keys/memo_without_root_seed": "same_prompt_other_salts_in_one_sequence",
     "s02.chain_keys/extra_keys_in_given_order": "non_ascii_extra_keys_in_any_order",
     "s02.chain_keys/pairs_through_a_dict": "pairs_of_one_kind_all_count",
+    "s02.chain_keys/empty_seed_becomes_default": "empty_root_seed_is_not_the_default",
     "s02.chain_keys/case_folded_values": "non_ascii_extra_keys_in_any_order",
     "s02.longest_cached_run/skips_misses": "stops_at_first_miss",
     "s02.longest_cached_run/tests_value": "stored_value_does_not_matter",
