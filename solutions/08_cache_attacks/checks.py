@@ -288,7 +288,7 @@ def ids_kept_exactly(impl):
                             ("zh_again", "".join(["租户", "甲"]), PROMPT, list(lora))])
 
 
-@STAGE.check("s08.tenant_extra_keys", specificity=2)
+@STAGE.check("s08.tenant_extra_keys")
 def pairs_of_one_kind_all_kept(impl):
     # A request with two images (or two adapters) carries two pairs of one kind: both stay in its keys.
     # zh: 带两张图片（或两个适配器）的请求有两对同一种类的 key：两对都要留在它的 key 里。
