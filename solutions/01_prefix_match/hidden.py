@@ -154,3 +154,11 @@ def random_ledgers(impl):
 def multi_digit_ledgers(impl):
     return plain([_manager(impl, prefixes).cache_stats(prompt)
                   for prefixes, prompt in _random_cases(16, n=60, vocab=MULTI_DIGIT)])
+
+
+@STAGE.check("s01.cache_stats", hidden=True, sibling="generator_prompt_read_once")
+def iterator_prompts(impl):
+    # each prompt starts with a registered prefix, so a ledger counted on the spent iterator shows
+    # zh: 每个提示词都以一个已登记的前缀开头，在读空了的迭代器上数出来的账本就会露馅
+    return plain([_manager(impl, prefixes).cache_stats(iter((prefixes[-1] if prefixes else []) + prompt))
+                  for prefixes, prompt in _random_cases(17, n=20)])
