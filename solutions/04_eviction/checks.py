@@ -259,6 +259,22 @@ def lru_evicts_the_tail_before_the_prefix(impl):
 
 
 @STAGE.check("s04.release_blocks")
+def callers_table_of_any_sequence_type_left_alone(impl):
+    # The block table is the caller's: a tuple must work, and a list must come back as it went in.
+    # zh: 块表属于调用者：传 tuple 也要能用，传 list 回来时也要原样不变。
+    pool = impl.EvictionPool(8, 2)
+    table = [pool.blocks[i] for i in pool.admit("a", [1, 2, 3, 4, 5, 6]).block_table]
+    pool.commit("a")
+    pool.admit("b", [1, 2, 3, 4, 5, 6])  # every block of the table now has two users
+    as_tuple, as_list = tuple(table), list(table)
+    from_tuple = caught(lambda: pool.release_blocks(as_tuple))
+    counts_after_tuple = [b.ref_count for b in pool.blocks]
+    from_list = caught(lambda: pool.release_blocks(as_list))
+    return record(from_tuple=from_tuple, counts_after_tuple=counts_after_tuple, from_list=from_list,
+                  list_after=[b.block_id for b in as_list], cached_free_order=cached_ids(pool))
+
+
+@STAGE.check("s04.release_blocks")
 def tail_first_whatever_the_block_ids(impl):
     pool = impl.EvictionPool(5, 2)
     run(pool, "x", [4] * 8)

@@ -74,6 +74,12 @@ MUTANTS = {
         for block in blocks:
             if block.ref_count == 0:
                 self.free_queue.append(block)""")]),
+    # pops the caller's table: a list comes back empty, a tuple raises AttributeError before any reference is dropped
+    "s04.release_blocks/pops_the_callers_table": ("s04.release_blocks", [(RELEASE, """        while blocks:
+            block = blocks.pop()
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self.free_queue.append(block)""")]),
     # the table's order taken from the block ids: right on a fresh pool (ids grow along the table), wrong
     # once reused blocks make the ids fall along it
     "s04.release_blocks/highest_id_first": ("s04.release_blocks", [(RELEASE, RELEASE.replace(
@@ -133,6 +139,7 @@ LEADS = {
     "s04.release_blocks/only_decrements_last_user": "shared_blocks_stay_in_use",
     "s04.release_blocks/two_passes_second_head_first": "tail_is_freed_first",
     "s04.release_blocks/highest_id_first": "tail_first_whatever_the_block_ids",
+    "s04.release_blocks/pops_the_callers_table": "callers_table_of_any_sequence_type_left_alone",
     "s04.pin/no_cap": "cap_is_respected",
     "s04.pin/cap_off_by_one": "cap_is_respected",
     "s04.pin/pinned_block_stays_evictable": "free_block_leaves_the_queue",
