@@ -177,6 +177,21 @@ def popped_blocks_leave_the_queue(impl):
     return record(popped=popped, after_popping=after, pop_from_empty=err, after_append_again=ids(q))
 
 
+@STAGE.check("s04.popleft")
+def length_counts_every_pop(impl):
+    # Both paths (a keyless block, a cached block) take one block out, so both count it out.
+    # zh: 两条路径（取无 key 的块、取缓存块）都会拿走一个块，所以都要把计数减一。
+    q = impl.LRUFreeQueue()
+    b0, b2 = keyed(impl, 0, 2)
+    for b in (b0, impl.Block(1), b2, impl.Block(3)):
+        q.append(b)
+    trail = []
+    for _ in range(4):
+        popped = q.popleft()
+        trail.append((popped.block_id, len(q)))
+    return record(popped_then_length=trail, pop_from_empty=caught(q.popleft))
+
+
 @STAGE.check("s04.popleft",
              specificity=2)
 def popleft_work_does_not_grow(impl):
@@ -315,6 +330,20 @@ def pin_in_use_block(impl):
     pool.release("a")
     return record(pinned=ok, ref_count=block.ref_count, in_free_queue=block in pool.free_queue,
                   free_blocks=len(pool.free_queue), violations=pool.violations())
+
+
+@STAGE.check("s04.pin")
+def pinning_twice_is_one_pin(impl):
+    # The pinned set holds block ids: pinning a pinned block again finds it there and changes nothing.
+    # zh: 固定集合里存的是块的 id：再次固定一个已固定的块，会在集合里找到它，什么都不改。
+    pool = impl.EvictionPool(4, 1, max_pinned=2)
+    run(pool, "a", [3, 4])
+    block = pool.cached[pool.keys_of([3])[0]]
+    first, second = pool.pin(block), pool.pin(block)
+    pinned = record(ref_count=block.ref_count, num_pinned=pool.num_pinned, is_pinned=pool.is_pinned(block))
+    unpinned = caught(lambda: pool.unpin(block))
+    return record(first=first, second=second, after_pins=pinned, unpin=unpinned, ref_count_after_unpin=block.ref_count,
+                  in_free_queue=block in pool.free_queue, violations=pool.violations())
 
 
 @STAGE.check("s04.pin")

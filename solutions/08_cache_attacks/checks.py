@@ -188,6 +188,13 @@ def shared_values_and_tuples(impl):
     return plain(impl.fit_threshold((3, 1, 2, 2, 7), (2, 6, 4, 4, 9)))
 
 
+@STAGE.check("s08.fit_threshold", call="fit_threshold([1, 1, 3], [1, 3, 3]), fit_threshold([2, 2], [2, 5])", atol=ATOL)
+def equal_samples_are_one_value(impl):
+    # Equal samples are one value: no threshold sits between two equal samples.
+    # zh: 相等的样本是同一个取值：两个相等的样本之间不放阈值。
+    return plain([impl.fit_threshold([1, 1, 3], [1, 3, 3]), impl.fit_threshold([2, 2], [2, 5])])
+
+
 @STAGE.check("s08.fit_threshold",
              call="hit, miss = ttft_samples(1, 40, 40, miss_ms=3.0); t = fit_threshold(hit[:20], miss[:20]); "
                   "t, accuracy(t, hit[20:], miss[20:])",

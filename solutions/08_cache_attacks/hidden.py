@@ -78,6 +78,12 @@ def duplicates_and_tuples(impl):
     return impl.fit_threshold((3.0, 1.0, 2.0, 2.0), (2.0, 4.0, 3.0, 5.0))
 
 
+@STAGE.check("s08.fit_threshold", hidden=True, sibling="equal_samples_are_one_value", atol=ATOL)
+def repeated_values_at_the_boundary(impl):
+    return [impl.fit_threshold(hit, miss) for hit, miss in
+            (([1.0, 1.0, 4.0], [1.0, 4.0, 6.0]), ((5, 5, 5), (5, 8)), ([0.5, 2.0, 2.0], [2.0, 2.0, 3.0]))]
+
+
 @STAGE.check("s08.fit_threshold", hidden=True, sibling="calibrate_then_hold_out", atol=ATOL)
 def random_calibrations(impl):
     out = []

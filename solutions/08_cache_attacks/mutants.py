@@ -73,6 +73,9 @@ MUTANTS = {
     "s08.fit_threshold/hits_above": ("s08.fit_threshold", [(SWEEP, SWEEP.replace(
         "errors = (len(hits) - bisect.bisect_right(hits, a)) + bisect.bisect_right(misses, a)",
         "errors = bisect.bisect_right(hits, a) + (len(misses) - bisect.bisect_right(misses, a))"))]),
+    # midpoints of consecutive samples, equal ones included: a threshold equal to a sample is a candidate
+    "s08.fit_threshold/midpoints_of_equal_samples": ("s08.fit_threshold", [(SWEEP, SWEEP.replace(
+        "for a, b in zip(values, values[1:]):", "for a, b in zip(sorted([*hit, *miss]), sorted([*hit, *miss])[1:]):"))]),
     # TODO 3: detect_sharing
     "s08.detect_sharing/two_sided": ("s08.detect_sharing", [(KS, "    result = stats.ks_2samp(hit, miss)\n")]),
     "s08.detect_sharing/wrong_direction": ("s08.detect_sharing", [(KS, KS.replace('"greater"', '"less"'))]),
@@ -171,6 +174,7 @@ LEADS = {
     "s08.fit_threshold/largest_on_a_tie": "tie_takes_the_smallest",
     "s08.fit_threshold/balanced_errors": "every_sample_counts_once",
     "s08.fit_threshold/hits_above": "separated",
+    "s08.fit_threshold/midpoints_of_equal_samples": "equal_samples_are_one_value",
     "s08.detect_sharing/two_sided": "hits_slower_is_not_sharing",
     "s08.detect_sharing/wrong_direction": "hits_faster_is_detected",
     "s08.detect_sharing/samples_swapped": "hits_faster_is_detected",
