@@ -221,6 +221,20 @@ def pairs_of_one_kind_all_count(impl):
                   images_B_share_with_A_B=bool(set(a_b) & set(b)), loras_a_b_share_with_b=bool(set(two_loras) & set(lora_b)))
 
 
+@STAGE.check("s02.chain_keys",
+             call="tokens = [4, 4, 4, 4]; a = chain_keys(tokens, 2); a.append(b'extra'); b = chain_keys(tokens, 2); len(b), tokens")
+def fresh_list_per_call(impl):
+    # The returned list is the caller's to change: the next call must not see those changes.
+    # zh: 返回的列表归调用者所有，随便怎么改：下一次调用不能受影响。
+    tokens = [4, 4, 4, 4]
+    first = impl.chain_keys(tokens, 2)
+    first_len = len(first)
+    if type(first) is list:
+        first.append(b"extra")
+    second = impl.chain_keys(tokens, 2)
+    return record(first_len=first_len, second_len=len(second), same_object=first is second, tokens_after=tokens)
+
+
 def keys_stand_for_the_default_seed(impl, seed, tokens, default) -> bool:
     """Whether ``chain_keys(tokens, 2, root_seed=seed)`` answers with the default seed's keys (refusing the
     seed, as hash_block does, is not)."""

@@ -180,6 +180,17 @@ def falsy_root_seeds(impl):
                   zero_byte=impl.chain_keys(tokens, 2, root_seed=b"\x00"))
 
 
+@STAGE.check("s02.chain_keys", hidden=True, sibling="fresh_list_per_call")
+def answers_changed_by_the_caller(impl):
+    out = []
+    for tokens in ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], [9, 9]):
+        keys = impl.chain_keys(tokens, 2, [("salt", "s")])
+        out.append(len(keys))
+        if type(keys) is list and keys:
+            keys.pop()
+    return out
+
+
 @STAGE.check("s02.longest_cached_run", hidden=True, sibling="stored_value_does_not_matter")
 def falsy_values_are_hits(impl):
     table = {b"a": 0, b"b": None, b"c": ""}

@@ -126,6 +126,17 @@ MUTANTS = {
     "s02.chain_keys/memo_by_tokens": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_TOKENS)]),
     "s02.chain_keys/memo_by_token_prefix": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_PREFIX)]),
     "s02.chain_keys/memo_without_root_seed": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_WITHOUT_ROOT_SEED)]),
+    # memoised under every input, but hands out the memo's own list: a caller's append changes the next answer
+    "s02.chain_keys/returns_the_memo_list": ("s02.chain_keys", [(CHAIN_BODY, """    memo = chain_keys.__dict__.setdefault("memo", {})
+    run = (tuple(tokens), block_size, normalize_extra_keys(extra_keys), root_seed)
+    if run not in memo:
+        memo[run] = []
+        parent = None
+        for block in split_blocks(tokens, block_size):
+            parent = hash_block(parent, block, extra_keys, root_seed=root_seed)
+            memo[run].append(parent)
+    keys = memo[run]
+""")]),
     "s02.chain_keys/extra_keys_in_given_order": ("s02.chain_keys", [(CHAIN_TAGS, CHAIN_TAGS.replace(
         "normalize_extra_keys(extra_keys))", "extra_keys or () if value)"))]),
     # pairs collapsed by a dict: one value per kind, so images [C, B] get the keys of images [A, B]
@@ -210,6 +221,7 @@ LEADS = {
     "s02.chain_keys/memo_without_root_seed": "same_prompt_other_salts_in_one_sequence",
     "s02.chain_keys/extra_keys_in_given_order": "non_ascii_extra_keys_in_any_order",
     "s02.chain_keys/pairs_through_a_dict": "pairs_of_one_kind_all_count",
+    "s02.chain_keys/returns_the_memo_list": "fresh_list_per_call",
     "s02.chain_keys/empty_seed_becomes_default": "empty_root_seed_is_not_the_default",
     "s02.chain_keys/case_folded_values": "non_ascii_extra_keys_in_any_order",
     "s02.longest_cached_run/skips_misses": "stops_at_first_miss",
