@@ -208,7 +208,7 @@ def non_ascii_extra_keys_in_any_order(impl):
 
 
 @STAGE.check("s02.chain_keys")
-def pairs_of_one_kind_all_count(impl):
+def pairs_of_one_kind_count_in_every_block(impl):
     # The KV of a prompt with images [C, B] is not the KV of one with images [A, B]: every pair counts.
     # zh: 带图片 [C, B] 的提示词的 KV 不是带图片 [A, B] 的 KV：每一对都算数。
     tokens = [3, 1, 4, 1, 5, 9]

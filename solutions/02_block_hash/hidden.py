@@ -164,7 +164,7 @@ def random_calls_with_salts_and_seeds(impl):
 
 
 # -- TODO 4 -------------------------------------------------------------------------------------
-@STAGE.check("s02.chain_keys", hidden=True, sibling="pairs_of_one_kind_all_count")
+@STAGE.check("s02.chain_keys", hidden=True, sibling="pairs_of_one_kind_count_in_every_block")
 def repeated_kinds_in_every_block(impl):
     tokens = list(range(30, 39))
     return [impl.chain_keys(tokens, 3, extra) for extra in

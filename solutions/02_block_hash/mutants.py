@@ -220,7 +220,7 @@ LEADS = {
     "s02.chain_keys/memo_by_token_prefix": "same_prompt_other_salts_in_one_sequence",
     "s02.chain_keys/memo_without_root_seed": "same_prompt_other_salts_in_one_sequence",
     "s02.chain_keys/extra_keys_in_given_order": "non_ascii_extra_keys_in_any_order",
-    "s02.chain_keys/pairs_through_a_dict": "pairs_of_one_kind_all_count",
+    "s02.chain_keys/pairs_through_a_dict": "pairs_of_one_kind_count_in_every_block",
     "s02.chain_keys/returns_the_memo_list": "fresh_list_per_call",
     "s02.chain_keys/empty_seed_becomes_default": "empty_root_seed_is_not_the_default",
     "s02.chain_keys/case_folded_values": "non_ascii_extra_keys_in_any_order",
