@@ -55,6 +55,8 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     ],
     "s08.tenant_extra_keys": [
         ("Duplicates of one kind are kept", "同一种类的重复项要保留", ("repeated_kinds_through_a_pool",)),
+        ("The rule holds for every item and for the caller's own value", "规则对每一项都成立，对调用者自己的值也成立",
+         ("spoofs_in_every_position",)),
     ],
 }
 CASES = [(todo, en, zh, hidden) for todo, rules in RULES.items() for en, zh, hidden in rules]

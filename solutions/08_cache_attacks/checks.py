@@ -274,6 +274,18 @@ def request_cannot_choose_its_tenant(impl):
     return impl.tenant_extra_keys("mallory", [("tenant", "alice")])
 
 
+@STAGE.check("s08.tenant_extra_keys")
+def any_tenant_pair_is_refused(impl):
+    # The rule holds for every pair, wherever it stands, and for the caller's own name too.
+    # zh: 这条规则对每一对都成立，不管它在哪个位置，也包括调用者自己的名字。
+    named = "".join(["ten", "ant"])  # equal to TENANT_KIND, not the same object
+    return record(
+        second_of_two=attempt(lambda: impl.tenant_extra_keys("alice", [("lora", "a"), (named, "bob")])),
+        last_of_three=attempt(lambda: impl.tenant_extra_keys("alice", (("salt", "s"), ("lora", "x"), (named, "mallory")))),
+        own_name=attempt(lambda: impl.tenant_extra_keys("alice", [(named, "alice")])),
+        own_name_after_a_salt=attempt(lambda: impl.tenant_extra_keys("alice", [("salt", "s"), (named, "alice")])))
+
+
 @STAGE.check("s08.tenant_extra_keys",
              call="pool_hits(impl, [('x_salt_y', 'x', PROMPT, [('salt', 'y')]), ('y_salt_x', 'y', PROMPT, "
                   "[('salt', 'x')])])",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from autograder.checks.common import record
+from autograder.checks.common import attempt, record
 from autograder.checks.s08 import (ATOL, PROMPT, STAGE, alpha_around_p, digest, found, ks, pool_hits, random_blocks,
                                    sum_key, truncated_first_block_key, ttft_samples)
 
@@ -167,6 +167,17 @@ def repeated_kinds_through_a_pool(impl):
                             ("three_images", "bob", PROMPT, [("image", "x"), ("salt", "s"), ("image", "y"), ("image", "z")]),
                             ("two_images", "bob", PROMPT, [("image", "y"), ("salt", "s"), ("image", "z")]),
                             ("loras_a_b_again", "bob", PROMPT, [("lora", "a"), ("lora", "b")])])
+
+
+@STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="any_tenant_pair_is_refused")
+def spoofs_in_every_position(impl):
+    out = []
+    others = [("salt", "s"), ("lora", "l"), ("image", "i")]
+    for at in range(4):
+        for named in ("bob", "carol"):
+            pairs = others[:at] + [("tenant", named)] + others[at:]
+            out.append(attempt(lambda pairs=pairs, caller=(named if at % 2 else "dave"): impl.tenant_extra_keys(caller, pairs)))
+    return out
 
 
 @STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="fresh_list_per_call")

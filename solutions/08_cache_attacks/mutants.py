@@ -123,6 +123,12 @@ MUTANTS = {
         "kind == TENANT_KIND", "kind is TENANT_KIND"))]),
     # pairs collapsed by a dict: two adapters become one, images [C, B] hit the blocks of images [A, B]
     "s08.tenant_extra_keys/pairs_through_a_dict": ("s08.tenant_extra_keys", [(COPY, "    keys = list(dict(extra_keys or ()).items())\n")]),
+    # the spoof check looks at the first pair only
+    "s08.tenant_extra_keys/spoof_checked_on_first_pair": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
+        "if any(kind == TENANT_KIND for kind, _ in keys):", "if keys and keys[0][0] == TENANT_KIND:"))]),
+    # another tenant's name refused, the caller's own accepted (the contract says raise for any)
+    "s08.tenant_extra_keys/own_tenant_name_accepted": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
+        "if any(kind == TENANT_KIND for kind, _ in keys):", "if any(kind == TENANT_KIND and value != tenant for kind, value in keys):"))]),
     # a Chinese tenant name crashes admission
     "s08.tenant_extra_keys/ascii_only_tenant": ("s08.tenant_extra_keys", [(ADD, """    keys.append((TENANT_KIND, tenant.encode("ascii").decode()))
 """)]),
@@ -196,6 +202,8 @@ LEADS = {
     "s08.tenant_extra_keys/kind_compared_by_identity": "fresh_list_per_call",
     "s08.tenant_extra_keys/ascii_only_tenant": "ids_kept_exactly",
     "s08.tenant_extra_keys/pairs_through_a_dict": "pairs_of_one_kind_all_kept",
+    "s08.tenant_extra_keys/spoof_checked_on_first_pair": "any_tenant_pair_is_refused",
+    "s08.tenant_extra_keys/own_tenant_name_accepted": "any_tenant_pair_is_refused",
     "s08.quiz/full_key_search_cost": "q1",
     "s08.quiz/only_the_first_block_hits": "q2",
     "s08.quiz/partial_blocks_leak": "q3",
