@@ -250,8 +250,7 @@ def full_hit_and_one_token(impl):
     return plain([m.cache_stats([1, 2, 3]), m.cache_stats([7])])
 
 
-@STAGE.check("s01.cache_stats",
-             call="seed fixture; cache_stats(t for t in [1, 2, 3, 9]), cache_stats((1, 2, 3, 9)), cache_stats(range(1, 4))")
+@STAGE.check("s01.cache_stats")
 def generator_prompt_read_once(impl):
     # A generator can be read once, and TODO 1's copy has read it: count on that copy.
     # zh: 生成器只能读一遍，TODO 1 的复制已经把它读完了：后面要用那份复制来数。
