@@ -130,6 +130,16 @@ def same_tokens_any_container(impl):
     return record(raised=[raised(lambda s=s: m.add_prefix(s)) for s in steps], cached_prefixes=m.cached_prefixes)
 
 
+@STAGE.check("s01.add_prefix",
+             call="add_prefix(()); add_prefix(range(0)); add_prefix(t for t in []); cached_prefixes")
+def empty_in_any_container_is_refused(impl):
+    # A generator is truthy even when it yields nothing: only the normalized tokens say "empty".
+    # zh: 生成器即使什么都不产出也是真值：只有规范化后的 token 才能说明“空”。
+    m = impl.PrefixCacheManager()
+    steps = [(), range(0), (t for t in [])]
+    return record(raised=[raised(lambda s=s: m.add_prefix(s)) for s in steps], cached_prefixes=m.cached_prefixes)
+
+
 # -- TODO 3: match_prefix -----------------------------------------------------------------------
 @STAGE.check("s01.match_prefix")
 def seed_match_3(impl):
@@ -238,3 +248,11 @@ def ratio_rounded_to_4_decimals(impl):
 def full_hit_and_one_token(impl):
     m = seed_fixture(impl)
     return plain([m.cache_stats([1, 2, 3]), m.cache_stats([7])])
+
+
+@STAGE.check("s01.cache_stats")
+def generator_prompt_read_once(impl):
+    # A generator can be read once, and TODO 1's copy has read it: count on that copy.
+    # zh: 生成器只能读一遍，TODO 1 的复制已经把它读完了：后面要用那份复制来数。
+    m = seed_fixture(impl)
+    return plain([m.cache_stats(t for t in [1, 2, 3, 9]), m.cache_stats((1, 2, 3, 9)), m.cache_stats(range(1, 4))])

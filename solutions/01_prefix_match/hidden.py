@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from autograder.checks.common import plain, record
+from autograder.checks.common import plain, raised, record
 from autograder.checks.s01 import STAGE, boundary_matches, outcome_and_state, seed_fixture, split_record
 
 # Token ids whose decimal digits run into each other: 1 then 23 reads like 12 then 3, or 123. A
@@ -65,6 +65,13 @@ def list_and_tuple_dedupe(impl):
 def empty_stores_nothing(impl):
     m = seed_fixture(impl)
     return outcome_and_state(lambda: m.add_prefix([]), m)
+
+
+@STAGE.check("s01.add_prefix", hidden=True, sibling="empty_in_any_container_is_refused")
+def empty_iterators_store_nothing(impl):
+    m = seed_fixture(impl)
+    return record(raised=[raised(lambda s=s: m.add_prefix(s)) for s in (iter([]), iter(()), (x for x in range(0)))],
+                  cached_prefixes=m.cached_prefixes)
 
 
 @STAGE.check("s01.add_prefix", hidden=True, sibling="seed_registration")
@@ -147,3 +154,11 @@ def random_ledgers(impl):
 def multi_digit_ledgers(impl):
     return plain([_manager(impl, prefixes).cache_stats(prompt)
                   for prefixes, prompt in _random_cases(16, n=60, vocab=MULTI_DIGIT)])
+
+
+@STAGE.check("s01.cache_stats", hidden=True, sibling="generator_prompt_read_once")
+def iterator_prompts(impl):
+    # each prompt starts with a registered prefix, so a ledger counted on the spent iterator shows
+    # zh: 每个提示词都以一个已登记的前缀开头，在读空了的迭代器上数出来的账本就会露馅
+    return plain([_manager(impl, prefixes).cache_stats(iter((prefixes[-1] if prefixes else []) + prompt))
+                  for prefixes, prompt in _random_cases(17, n=20)])

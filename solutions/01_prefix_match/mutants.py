@@ -42,6 +42,10 @@ MUTANTS = {
         if not prefix:
             raise ValueError("an empty prefix cannot be cached")""")]),
     # validates with TODO 1, then reads the caller's iterable again: a generator is empty by then
+    # "not given" decided on the argument's truth value: an empty generator is truthy and registers ()
+    "s01.add_prefix/falsy_argument_check": ("s01.add_prefix", [(ADD, """        if not prefix_tokens:
+            raise ValueError("an empty prefix cannot be cached")
+        prefix = tuple(self._normalize(prefix_tokens))""")]),
     "s01.add_prefix/reads_the_generator_twice": ("s01.add_prefix", [(ADD, """        self._normalize(prefix_tokens)
         prefix = tuple(prefix_tokens)
         if not prefix:
@@ -76,6 +80,9 @@ MUTANTS = {
     "s01.cache_stats/uncached_ratio": ("s01.cache_stats", [(STATS, "reuse_ratio = round(uncached_tokens / len(prompt), 4) if prompt else 0.0")]),
     "s01.cache_stats/percent": ("s01.cache_stats", [(STATS, "reuse_ratio = round(100 * hit_tokens / len(prompt), 2) if prompt else 0.0")]),
     "s01.cache_stats/truncates": ("s01.cache_stats", [(STATS, "reuse_ratio = int(hit_tokens / len(prompt) * 10_000) / 10_000 if prompt else 0.0")]),
+    # the caller's iterable read again after TODO 1 copied it: a generator prompt gets 0 hits
+    "s01.cache_stats/reads_the_generator_twice": ("s01.cache_stats", [(
+        "hit_tokens = self.match_prefix(prompt)", "hit_tokens = self.match_prefix(prompt_tokens)")]),
     "s01.cache_stats/two_decimals": ("s01.cache_stats", [(STATS, STATS.replace(", 4)", ", 2)"))]),
     # TODO 6: quiz
     "s01.quiz/text_boundaries": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q2": "A"', '"q2": "C"'))]),
@@ -120,6 +127,8 @@ LEADS = {
     "s01.cache_stats/percent": "seed_stats",
     "s01.cache_stats/truncates": "ratio_rounded_to_4_decimals",
     "s01.cache_stats/two_decimals": "ratio_rounded_to_4_decimals",
+    "s01.cache_stats/reads_the_generator_twice": "generator_prompt_read_once",
+    "s01.add_prefix/falsy_argument_check": "empty_in_any_container_is_refused",
     "s01.quiz/text_boundaries": "q2",
     "s01.quiz/longest_registered_not_longest_match": "q1",
     "s01.quiz/cached_share_instead_of_suffix": "q5",

@@ -131,6 +131,17 @@ def extra_key_values_kept_exactly(impl):
     return record(values=len(values), distinct_keys=len(set(keys)), built_at_run_time_same_key=again == keys[0])
 
 
+@STAGE.check("s02.hash_block")
+def pairs_of_one_kind_all_count(impl):
+    # Two images (or two adapters) of one request are two pairs of one kind: each must reach the key.
+    # zh: 一个请求的两张图片（或两个适配器）是同一种类的两对：每一对都要进入 key。
+    tokens = [7, 7, 8]
+    a_b = impl.hash_block(None, tokens, [("image", "A"), ("image", "B")])
+    c_b = impl.hash_block(None, tokens, [("image", "C"), ("image", "B")])
+    b = impl.hash_block(None, tokens, [("image", "B")])
+    return record(images_A_B_same_as_C_B=a_b == c_b, images_A_B_same_as_B=a_b == b)
+
+
 @STAGE.check("s02.hash_block", call="[hash_block(None, block) for block in ([1, 23], [12, 3], [123], [1, 2, 3])]")
 def token_boundaries(impl):
     keys = [impl.hash_block(None, block) for block in ([1, 23], [12, 3], [123], [1, 2, 3])]
@@ -194,6 +205,54 @@ def non_ascii_extra_keys_in_any_order(impl):
     lower = impl.chain_keys(tokens, 2, [("salt", "tenant-a")])
     return record(keys=len(a), same_keys_in_any_order=a == b, shares_a_key_with_no_extra_keys=bool(set(a) & set(plain_keys)),
                   case_ignored=upper == lower)
+
+
+@STAGE.check("s02.chain_keys")
+def pairs_of_one_kind_count_in_every_block(impl):
+    # The KV of a prompt with images [C, B] is not the KV of one with images [A, B]: every pair counts.
+    # zh: 带图片 [C, B] 的提示词的 KV 不是带图片 [A, B] 的 KV：每一对都算数。
+    tokens = [3, 1, 4, 1, 5, 9]
+    a_b = impl.chain_keys(tokens, 2, [("image", "A"), ("image", "B")])
+    c_b = impl.chain_keys(tokens, 2, [("image", "C"), ("image", "B")])
+    b = impl.chain_keys(tokens, 2, [("image", "B")])
+    two_loras = impl.chain_keys(tokens, 2, [("lora", "a"), ("lora", "b")])
+    lora_b = impl.chain_keys(tokens, 2, [("lora", "b")])
+    return record(keys=len(a_b), images_C_B_share_with_A_B=bool(set(a_b) & set(c_b)),
+                  images_B_share_with_A_B=bool(set(a_b) & set(b)), loras_a_b_share_with_b=bool(set(two_loras) & set(lora_b)))
+
+
+@STAGE.check("s02.chain_keys",
+             call="tokens = [4, 4, 4, 4]; a = chain_keys(tokens, 2); a.append(b'extra'); b = chain_keys(tokens, 2); len(b), tokens")
+def fresh_list_per_call(impl):
+    # The returned list is the caller's to change: the next call must not see those changes.
+    # zh: 返回的列表归调用者所有，随便怎么改：下一次调用不能受影响。
+    tokens = [4, 4, 4, 4]
+    first = impl.chain_keys(tokens, 2)
+    first_len = len(first)
+    if type(first) is list:
+        first.append(b"extra")
+    second = impl.chain_keys(tokens, 2)
+    return record(first_len=first_len, second_len=len(second), same_object=first is second, tokens_after=tokens)
+
+
+def keys_stand_for_the_default_seed(impl, seed, tokens, default) -> bool:
+    """Whether ``chain_keys(tokens, 2, root_seed=seed)`` answers with the default seed's keys (refusing the
+    seed, as hash_block does, is not)."""
+    try:
+        keys = impl.chain_keys(tokens, 2, root_seed=seed)
+    except (ValueError, TypeError):
+        return False
+    return keys == default
+
+
+@STAGE.check("s02.chain_keys")
+def empty_root_seed_is_not_the_default(impl):
+    # An empty seed is a wrong seed, not "no seed given": hash_block refuses it, and so must the chain.
+    # zh: 空种子是错的种子，不是“没给种子”：hash_block 会拒绝它，整条链也必须拒绝。
+    tokens = [1, 2, 3, 4]
+    default = impl.chain_keys(tokens, 2)
+    return record(empty_gives_default_keys=keys_stand_for_the_default_seed(impl, bytes(0), tokens, default),
+                  none_gives_default_keys=keys_stand_for_the_default_seed(impl, None, tokens, default))
 
 
 # -- TODO 4: longest_cached_run -------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from autograder.checks.common import plain, record, within_budget
-from autograder.checks.s02 import FRANCE, SPAIN, STAGE, TENANT_A, byte_tokens
+from autograder.checks.s02 import FRANCE, SPAIN, STAGE, TENANT_A, byte_tokens, keys_stand_for_the_default_seed
 
 # Token ids whose decimal digits run into each other: 1 then 23 reads like 12 then 3, or 123.
 MULTI_DIGIT = (1, 2, 3, 12, 23, 123, 11, 111)
@@ -55,6 +55,13 @@ def uses_the_given_root_seed(impl):
 def several_extra_keys(impl):
     return [impl.hash_block(None, [9], extra) for extra in
             ([("salt", "s"), ("lora", "l")], [("lora", "l"), ("salt", "s")], [("lora", "sl")], [("lora", "s"), ("salt", "l")])]
+
+
+@STAGE.check("s02.hash_block", hidden=True, sibling="pairs_of_one_kind_all_count")
+def repeated_kinds(impl):
+    return [impl.hash_block(None, [2, 4], extra) for extra in
+            ([("lora", "a"), ("lora", "b")], [("lora", "b")], [("lora", "a")], [("image", "x"), ("image", "y"), ("image", "z")],
+             [("image", "z"), ("image", "y")], [("image", "x"), ("image", "x")])]
 
 
 @STAGE.check("s02.hash_block", hidden=True, sibling="framing_keeps_kind_and_value_apart")
@@ -157,6 +164,33 @@ def random_calls_with_salts_and_seeds(impl):
 
 
 # -- TODO 4 -------------------------------------------------------------------------------------
+@STAGE.check("s02.chain_keys", hidden=True, sibling="pairs_of_one_kind_count_in_every_block")
+def repeated_kinds_in_every_block(impl):
+    tokens = list(range(30, 39))
+    return [impl.chain_keys(tokens, 3, extra) for extra in
+            ([("image", "p"), ("image", "q")], [("image", "r"), ("image", "q")], [("image", "q")],
+             [("lora", "a"), ("salt", "s"), ("lora", "b")])]
+
+
+@STAGE.check("s02.chain_keys", hidden=True, sibling="empty_root_seed_is_not_the_default")
+def falsy_root_seeds(impl):
+    tokens = list(range(8))
+    default = impl.chain_keys(tokens, 2)
+    return record(falsy=[keys_stand_for_the_default_seed(impl, seed, tokens, default) for seed in (b"", None, bytes(), bytearray())],
+                  zero_byte=impl.chain_keys(tokens, 2, root_seed=b"\x00"))
+
+
+@STAGE.check("s02.chain_keys", hidden=True, sibling="fresh_list_per_call")
+def answers_changed_by_the_caller(impl):
+    out = []
+    for tokens in ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], [9, 9]):
+        keys = impl.chain_keys(tokens, 2, [("salt", "s")])
+        out.append(len(keys))
+        if type(keys) is list and keys:
+            keys.pop()
+    return out
+
+
 @STAGE.check("s02.longest_cached_run", hidden=True, sibling="stored_value_does_not_matter")
 def falsy_values_are_hits(impl):
     table = {b"a": 0, b"b": None, b"c": ""}

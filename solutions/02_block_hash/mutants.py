@@ -104,6 +104,7 @@ MUTANTS = {
     "s02.hash_block/extra_keys_in_given_order": ("s02.hash_block", [
         ("for kind, value in tags:", "for kind, value in [pair for pair in extra_keys or () if pair[1]]:")]),
     # "robust" tenant ids: values that differ in case, spaces or Unicode form merged (a cross-tenant hit)
+    "s02.hash_block/pairs_through_a_dict": ("s02.hash_block", [("for kind, value in tags:", "for kind, value in sorted(dict(tags).items()):")]),
     "s02.hash_block/case_folded_values": ("s02.hash_block", [(TAG, TAG.replace("value.encode()", "value.casefold().encode()"))]),
     "s02.hash_block/stripped_values": ("s02.hash_block", [(TAG, TAG.replace("value.encode()", "value.strip().encode()"))]),
     "s02.hash_block/nfkc_values": ("s02.hash_block", [
@@ -125,8 +126,24 @@ MUTANTS = {
     "s02.chain_keys/memo_by_tokens": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_TOKENS)]),
     "s02.chain_keys/memo_by_token_prefix": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_BY_PREFIX)]),
     "s02.chain_keys/memo_without_root_seed": ("s02.chain_keys", [(CHAIN_BODY, CHAIN_MEMO_WITHOUT_ROOT_SEED)]),
+    # memoised under every input, but hands out the memo's own list: a caller's append changes the next answer
+    "s02.chain_keys/returns_the_memo_list": ("s02.chain_keys", [(CHAIN_BODY, """    memo = chain_keys.__dict__.setdefault("memo", {})
+    run = (tuple(tokens), block_size, normalize_extra_keys(extra_keys), root_seed)
+    if run not in memo:
+        memo[run] = []
+        parent = None
+        for block in split_blocks(tokens, block_size):
+            parent = hash_block(parent, block, extra_keys, root_seed=root_seed)
+            memo[run].append(parent)
+    keys = memo[run]
+""")]),
     "s02.chain_keys/extra_keys_in_given_order": ("s02.chain_keys", [(CHAIN_TAGS, CHAIN_TAGS.replace(
         "normalize_extra_keys(extra_keys))", "extra_keys or () if value)"))]),
+    # pairs collapsed by a dict: one value per kind, so images [C, B] get the keys of images [A, B]
+    # a falsy seed taken for "not given": an empty seed silently becomes the default one
+    "s02.chain_keys/empty_seed_becomes_default": ("s02.chain_keys", [(CHAIN_END, "    root_seed = root_seed or ROOT_SEED\n" + CHAIN_END)]),
+    "s02.chain_keys/pairs_through_a_dict": ("s02.chain_keys", [(CHAIN_TAGS, CHAIN_TAGS.replace(
+        "normalize_extra_keys(extra_keys))", "sorted(dict(normalize_extra_keys(extra_keys)).items()))"))]),
     "s02.chain_keys/case_folded_values": ("s02.chain_keys", [(CHAIN_TAG_BYTES, CHAIN_TAG_BYTES.replace("value.encode()", "value.lower().encode()"))]),
     # TODO 4: longest_cached_run
     "s02.longest_cached_run/skips_misses": ("s02.longest_cached_run", [(RUN, RUN.replace("break", "continue"))]),
@@ -187,6 +204,7 @@ LEADS = {
     "s02.hash_block/memo_without_root_seed": "same_tokens_other_extra_keys_in_one_sequence",
     "s02.hash_block/unframed_extra_keys": "framing_keeps_kind_and_value_apart",
     "s02.hash_block/extra_keys_in_given_order": "order_of_extra_keys_does_not_matter",
+    "s02.hash_block/pairs_through_a_dict": "pairs_of_one_kind_all_count",
     "s02.hash_block/case_folded_values": "extra_key_values_kept_exactly",
     "s02.hash_block/stripped_values": "extra_key_values_kept_exactly",
     "s02.hash_block/nfkc_values": "extra_key_values_kept_exactly",
@@ -202,6 +220,9 @@ LEADS = {
     "s02.chain_keys/memo_by_token_prefix": "same_prompt_other_salts_in_one_sequence",
     "s02.chain_keys/memo_without_root_seed": "same_prompt_other_salts_in_one_sequence",
     "s02.chain_keys/extra_keys_in_given_order": "non_ascii_extra_keys_in_any_order",
+    "s02.chain_keys/pairs_through_a_dict": "pairs_of_one_kind_count_in_every_block",
+    "s02.chain_keys/returns_the_memo_list": "fresh_list_per_call",
+    "s02.chain_keys/empty_seed_becomes_default": "empty_root_seed_is_not_the_default",
     "s02.chain_keys/case_folded_values": "non_ascii_extra_keys_in_any_order",
     "s02.longest_cached_run/skips_misses": "stops_at_first_miss",
     "s02.longest_cached_run/tests_value": "stored_value_does_not_matter",

@@ -413,6 +413,18 @@ def keys_hashed_with_extra_keys(impl):
                   without=ids(pool.lookup(pool.keys_of(tokens), 5)), pool=pool_state(pool))
 
 
+@STAGE.check("s03.commit")
+def overlapping_requests_admitted_before_either_commits(impl):
+    # 'long' shares its first two blocks with 'short', which commits first: its later blocks still count.
+    # zh: 'long' 的前两个块和先提交的 'short' 相同：它后面的块照样要登记。
+    pool = impl.BlockPool(10, 2)
+    pool.admit("short", [1, 2, 3, 4])
+    pool.admit("long", list(range(1, 10)))
+    pool.commit("short")
+    pool.commit("long")
+    return record(again=admission(pool.admit("again", list(range(1, 10)))), pool=pool_state(pool))
+
+
 # -- TODO 5: release ------------------------------------------------------------------------------
 @STAGE.check("s03.release")
 def drops_one_reference(impl):

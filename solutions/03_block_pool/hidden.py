@@ -282,6 +282,18 @@ def duplicate_of_a_cached_block(impl):
     return pool_state(pool)
 
 
+@STAGE.check("s03.commit", hidden=True, sibling="overlapping_requests_admitted_before_either_commits")
+def three_overlapping_admissions(impl):
+    pool = impl.BlockPool(16, 3)
+    base = [5, 3, 5, 8, 9, 7, 9, 3, 2]
+    pool.admit("mid", base[:6] + [1])
+    pool.admit("long", base + [3, 8, 4, 6])
+    pool.admit("short", base[:3])
+    for rid in ("short", "mid", "long"):
+        pool.commit(rid)
+    return record(again=admission(pool.admit("again", base + [3, 8, 4, 6])), pool=pool_state(pool))
+
+
 @STAGE.check("s03.commit", hidden=True, sibling="keys_hashed_with_extra_keys")
 def keys_keep_extra_keys(impl):
     pool = impl.BlockPool(8, 2)

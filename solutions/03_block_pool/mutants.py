@@ -86,6 +86,13 @@ MUTANTS = {
     "s03.commit/block_key_only": ("s03.commit", [(REGISTER, REGISTER.replace("                self.cached[key] = block\n", ""))]),
     "s03.commit/last_writer_wins": ("s03.commit", [
         (REGISTER, "            block = state.blocks[i]\n            block.key = key\n            self.cached[key] = block\n")]),
+    # stops at the first cached key: a longer request admitted beside a shorter one never registers its tail
+    "s03.commit/stops_at_first_cached_key": ("s03.commit", [(REGISTER, """            if key in self.cached:
+                break
+            block = state.blocks[i]
+            block.key = key
+            self.cached[key] = block
+""")]),
     "s03.commit/nothing_registered": ("s03.commit", [(REGISTER, "            pass\n")]),
     # TODO 5: release
     "s03.release/double_free": ("s03.release", [(RELEASE, "        for block in state.blocks:\n            block.ref_count -= 1\n"
@@ -144,6 +151,7 @@ LEADS = {
     "s03.commit/block_key_only": "registers_full_blocks",
     "s03.commit/last_writer_wins": "first_writer_wins",
     "s03.commit/nothing_registered": "registers_full_blocks",
+    "s03.commit/stops_at_first_cached_key": "overlapping_requests_admitted_before_either_commits",
     "s03.release/double_free": "drops_one_reference",
     "s03.release/frees_shared_blocks": "drops_one_reference",
     "s03.release/drops_keys": "freed_blocks_stay_cached",

@@ -177,6 +177,21 @@ def popped_blocks_leave_the_queue(impl):
     return record(popped=popped, after_popping=after, pop_from_empty=err, after_append_again=ids(q))
 
 
+@STAGE.check("s04.popleft")
+def length_counts_every_pop(impl):
+    # Both paths (a keyless block, a cached block) take one block out, so both count it out.
+    # zh: 两条路径（取无 key 的块、取缓存块）都会拿走一个块，所以都要把计数减一。
+    q = impl.LRUFreeQueue()
+    b0, b2 = keyed(impl, 0, 2)
+    for b in (b0, impl.Block(1), b2, impl.Block(3)):
+        q.append(b)
+    trail = []
+    for _ in range(4):
+        popped = q.popleft()
+        trail.append((popped.block_id, len(q)))
+    return record(popped_then_length=trail, pop_from_empty=caught(q.popleft))
+
+
 @STAGE.check("s04.popleft",
              specificity=2)
 def popleft_work_does_not_grow(impl):
@@ -259,6 +274,22 @@ def lru_evicts_the_tail_before_the_prefix(impl):
 
 
 @STAGE.check("s04.release_blocks")
+def callers_table_of_any_sequence_type_left_alone(impl):
+    # The block table is the caller's: a tuple must work, and a list must come back as it went in.
+    # zh: 块表属于调用者：传 tuple 也要能用，传 list 回来时也要原样不变。
+    pool = impl.EvictionPool(8, 2)
+    table = [pool.blocks[i] for i in pool.admit("a", [1, 2, 3, 4, 5, 6]).block_table]
+    pool.commit("a")
+    pool.admit("b", [1, 2, 3, 4, 5, 6])  # every block of the table now has two users
+    as_tuple, as_list = tuple(table), list(table)
+    from_tuple = caught(lambda: pool.release_blocks(as_tuple))
+    counts_after_tuple = [b.ref_count for b in pool.blocks]
+    from_list = caught(lambda: pool.release_blocks(as_list))
+    return record(from_tuple=from_tuple, counts_after_tuple=counts_after_tuple, from_list=from_list,
+                  list_after=[b.block_id for b in as_list], cached_free_order=cached_ids(pool))
+
+
+@STAGE.check("s04.release_blocks")
 def tail_first_whatever_the_block_ids(impl):
     pool = impl.EvictionPool(5, 2)
     run(pool, "x", [4] * 8)
@@ -299,6 +330,20 @@ def pin_in_use_block(impl):
     pool.release("a")
     return record(pinned=ok, ref_count=block.ref_count, in_free_queue=block in pool.free_queue,
                   free_blocks=len(pool.free_queue), violations=pool.violations())
+
+
+@STAGE.check("s04.pin")
+def pinning_twice_is_one_pin(impl):
+    # The pinned set holds block ids: pinning a pinned block again finds it there and changes nothing.
+    # zh: 固定集合里存的是块的 id：再次固定一个已固定的块，会在集合里找到它，什么都不改。
+    pool = impl.EvictionPool(4, 1, max_pinned=2)
+    run(pool, "a", [3, 4])
+    block = pool.cached[pool.keys_of([3])[0]]
+    first, second = pool.pin(block), pool.pin(block)
+    pinned = record(ref_count=block.ref_count, num_pinned=pool.num_pinned, is_pinned=pool.is_pinned(block))
+    unpinned = caught(lambda: pool.unpin(block))
+    return record(first=first, second=second, after_pins=pinned, unpin=unpinned, ref_count_after_unpin=block.ref_count,
+                  in_free_queue=block in pool.free_queue, violations=pool.violations())
 
 
 @STAGE.check("s04.pin")

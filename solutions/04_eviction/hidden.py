@@ -156,6 +156,18 @@ def random_trace_lru_hits(impl):
             for s in (1, 2) for cap in (8, 16)]
 
 
+@STAGE.check("s04.release_blocks", hidden=True, sibling="callers_table_of_any_sequence_type_left_alone")
+def tables_as_tuples_and_lists(impl):
+    pool = impl.EvictionPool(12, 3)
+    tables = []
+    for rid, tokens in (("a", [4, 4, 4, 5, 5, 5, 6]), ("b", [4, 4, 4, 5, 5, 5, 7, 7, 7]), ("c", [9, 9, 9])):
+        tables.append([pool.blocks[i] for i in pool.admit(rid, tokens).block_table])
+        pool.commit(rid)
+    given = [tuple(tables[0]), list(tables[1]), tuple(tables[2])]
+    raised = [caught(lambda t=t: pool.release_blocks(t)) for t in given]
+    return record(raised=raised, given_after=[[b.block_id for b in t] for t in given], free=[b.block_id for b in pool.free_queue])
+
+
 @STAGE.check("s04.release_blocks", hidden=True, sibling="shared_blocks_stay_in_use")
 def concurrent_requests_keep_invariants(impl):
     rng = random.Random(9)

@@ -49,6 +49,10 @@ MUTANTS = {
     "s04.popleft/hands_out_the_mid_sentinel": ("s04.popleft", [(POP_PICK, "        block = self._head.next_free")]),
     "s04.popleft/not_counted_out": ("s04.popleft", [(POP_UNLINK, "        self._unlink(block)  # type: ignore[arg-type]")]),
     "s04.popleft/leaves_block_linked": ("s04.popleft", [(POP_UNLINK, "        " + MANUAL_UNLINK + "\n        self._len -= 1")]),
+    # the counter kept on one path only: popping a cached block is counted, a keyless one is not
+    "s04.popleft/counted_on_one_path": ("s04.popleft", [(POP_PICK + "\n" + POP_UNLINK, POP_PICK + """
+            self._len -= 1
+        self._unlink(block)  # type: ignore[arg-type]""")]),
     "s04.popleft/walks_a_snapshot": ("s04.popleft", [(POP_PICK, "        block = next(iter(self))")]),
     # TODO 3: remove
     "s04.remove/walks_the_list": ("s04.remove", [(REMOVE_CHECK, """        node = self._head.next_free
@@ -74,11 +78,19 @@ MUTANTS = {
         for block in blocks:
             if block.ref_count == 0:
                 self.free_queue.append(block)""")]),
+    # pops the caller's table: a list comes back empty, a tuple raises AttributeError before any reference is dropped
+    "s04.release_blocks/pops_the_callers_table": ("s04.release_blocks", [(RELEASE, """        while blocks:
+            block = blocks.pop()
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self.free_queue.append(block)""")]),
     # the table's order taken from the block ids: right on a fresh pool (ids grow along the table), wrong
     # once reused blocks make the ids fall along it
     "s04.release_blocks/highest_id_first": ("s04.release_blocks", [(RELEASE, RELEASE.replace(
         "reversed(blocks)", "sorted(blocks, key=lambda b: -b.block_id)"))]),
     # TODO 5: pin
+    # the Block object kept in the set of pinned ids: a second pin adds a reference, is_pinned says no
+    "s04.pin/block_objects_in_the_id_set": ("s04.pin", [("        self._pinned.add(block.block_id)\n", "        self._pinned.add(block)\n")]),
     "s04.pin/no_cap": ("s04.pin", [(PIN_CAP, "")]),
     "s04.pin/cap_off_by_one": ("s04.pin", [(PIN_CAP, PIN_CAP.replace(">=", ">"))]),
     "s04.pin/pinned_block_stays_evictable": ("s04.pin", [(PIN_QUEUE, "        block.ref_count += 1")]),
@@ -124,6 +136,8 @@ LEADS = {
     "s04.popleft/not_counted_out": "popped_blocks_leave_the_queue",
     "s04.popleft/leaves_block_linked": "popped_blocks_leave_the_queue",
     "s04.popleft/walks_a_snapshot": "popleft_work_does_not_grow",
+    "s04.popleft/counted_on_one_path": "length_counts_every_pop",
+    "s04.pin/block_objects_in_the_id_set": "pinning_twice_is_one_pin",
     "s04.remove/walks_the_list": "remove_work_does_not_grow",
     "s04.remove/no_membership_check": "remove_refuses_non_members",
     "s04.remove/not_counted": "remove_from_the_middle",
@@ -133,6 +147,7 @@ LEADS = {
     "s04.release_blocks/only_decrements_last_user": "shared_blocks_stay_in_use",
     "s04.release_blocks/two_passes_second_head_first": "tail_is_freed_first",
     "s04.release_blocks/highest_id_first": "tail_first_whatever_the_block_ids",
+    "s04.release_blocks/pops_the_callers_table": "callers_table_of_any_sequence_type_left_alone",
     "s04.pin/no_cap": "cap_is_respected",
     "s04.pin/cap_off_by_one": "cap_is_respected",
     "s04.pin/pinned_block_stays_evictable": "free_block_leaves_the_queue",

@@ -222,6 +222,16 @@ def splits_inside_an_edge(impl):
     return record(**shown, again=cache.match_prefix([1, 2, 3, 9]).slots, tree_after_again=tree(cache))
 
 
+@STAGE.check("s05.match_prefix")
+def splits_where_the_prompt_ends(impl):
+    # The prompt [1, 2] ends inside the edge [1, 2, 3, 4]: the boundary becomes a node all the same.
+    # zh: 提示词 [1, 2] 在边 [1, 2, 3, 4] 的中间结束：边界同样要成为一个节点。
+    cache = make(impl, [1, 2, 3, 4])
+    m = cache.match_prefix([1, 2])
+    cache.inc_lock_ref(m.last_node)
+    return record(slots=m.slots, last_node_key=list(m.last_node.key), cache=checked(cache), evicted=cache.evict(100))
+
+
 @STAGE.check("s05.match_prefix",
              specificity=1)
 def stamps_the_whole_path(impl):

@@ -110,6 +110,13 @@ def lock_after_partial_match(impl):
     return record(length=m.length, cache=checked(cache), evicted=cache.evict(100))
 
 
+@STAGE.check("s05.match_prefix", hidden=True, sibling="splits_where_the_prompt_ends")
+def prompts_ending_inside_edges(impl):
+    cache = make(impl, [4, 4, 6, 6, 8, 8], [4, 4, 7, 7], page_size=2)
+    lengths = [cache.match_prefix(p).length for p in ([4, 4, 6, 6], [4, 4], [4, 4, 6, 6, 8])]
+    return record(lengths=lengths, cache=checked(cache))
+
+
 @STAGE.check("s05.match_prefix", hidden=True, sibling="whole_pages_only")
 def short_key_changes_nothing(impl):
     cache = make(impl, [1, 2, 3, 4, 5, 6], page_size=3)

@@ -103,6 +103,12 @@ MUTANTS = {
     # TODO 2: match_prefix
     "s05.match_prefix/no_split_on_partial_edge": ("s05.match_prefix", [
         (MATCH_STEP, "            child.last_access = now\n            slots.extend(child.value[:matched])\n")]),
+    # splits only where the prompt goes on with another token: a prompt that ends inside an edge takes a slice
+    "s05.match_prefix/no_split_where_the_prompt_ends": ("s05.match_prefix", [(MATCH_STEP, """            if matched < len(child.key) and pos + matched < len(key):
+                child = self._split_node(child, matched)
+            child.last_access = now
+            slots.extend(child.value[:matched])
+""")]),
     "s05.match_prefix/no_access_time": ("s05.match_prefix", [
         (MATCH_STEP, MATCH_STEP.replace("            child.last_access = now\n", ""))]),
     "s05.match_prefix/stamps_last_node_only": ("s05.match_prefix", [
@@ -193,6 +199,7 @@ LEADS = {
     "s05._split_node/child_filed_under_its_first_token": "split_on_a_page_boundary",
     "s05.match_prefix/no_split_on_partial_edge": "splits_inside_an_edge",
     "s05.match_prefix/no_access_time": "stamps_the_whole_path",
+    "s05.match_prefix/no_split_where_the_prompt_ends": "splits_where_the_prompt_ends",
     "s05.match_prefix/stamps_last_node_only": "stamps_the_whole_path",
     "s05.match_prefix/first_token_lookup_with_pages": "whole_pages_only",
     "s05.match_prefix/joined_digits": "token_boundaries",

@@ -121,6 +121,14 @@ ALTERNATIVES = {
                          f["attention"] / cal.attention_rate(computed, computed + cached),
                          f["head"] / cal.head_flops_per_s, cal.other_s(computed, cached)])
 """)],
+        # the cost model's own helpers: each part's FLOPs from kernels.calibration, divided by its rate
+        "cost_model_helpers": [(TTFT, """    from kernels.calibration import attention_flops, head_flops, linear_flops
+
+    seconds = (linear_flops(cfg, computed) / cal.gemm_rate(computed)
+               + attention_flops(cfg, computed, computed + cached) / cal.attention_rate(computed, computed + cached)
+               + head_flops(cfg) / cal.head_flops_per_s
+               + cal.other_s(computed, cached))
+""")],
     },
     "s07.choose_setting": {
         "sorted_then_first_with_copy_module": [(CHOOSE, """    import copy

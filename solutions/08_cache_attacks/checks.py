@@ -188,6 +188,13 @@ def shared_values_and_tuples(impl):
     return plain(impl.fit_threshold((3, 1, 2, 2, 7), (2, 6, 4, 4, 9)))
 
 
+@STAGE.check("s08.fit_threshold", call="fit_threshold([1, 1, 3], [1, 3, 3]), fit_threshold([2, 2], [2, 5])", atol=ATOL)
+def equal_samples_are_one_value(impl):
+    # Equal samples are one value: no threshold sits between two equal samples.
+    # zh: 相等的样本是同一个取值：两个相等的样本之间不放阈值。
+    return plain([impl.fit_threshold([1, 1, 3], [1, 3, 3]), impl.fit_threshold([2, 2], [2, 5])])
+
+
 @STAGE.check("s08.fit_threshold",
              call="hit, miss = ttft_samples(1, 40, 40, miss_ms=3.0); t = fit_threshold(hit[:20], miss[:20]); "
                   "t, accuracy(t, hit[20:], miss[20:])",
@@ -267,6 +274,18 @@ def request_cannot_choose_its_tenant(impl):
     return impl.tenant_extra_keys("mallory", [("tenant", "alice")])
 
 
+@STAGE.check("s08.tenant_extra_keys")
+def any_tenant_pair_is_refused(impl):
+    # The rule holds for every pair, wherever it stands, and for the caller's own name too.
+    # zh: 这条规则对每一对都成立，不管它在哪个位置，也包括调用者自己的名字。
+    named = "".join(["ten", "ant"])  # equal to TENANT_KIND, not the same object
+    return record(
+        second_of_two=attempt(lambda: impl.tenant_extra_keys("alice", [("lora", "a"), (named, "bob")])),
+        last_of_three=attempt(lambda: impl.tenant_extra_keys("alice", (("salt", "s"), ("lora", "x"), (named, "mallory")))),
+        own_name=attempt(lambda: impl.tenant_extra_keys("alice", [(named, "alice")])),
+        own_name_after_a_salt=attempt(lambda: impl.tenant_extra_keys("alice", [("salt", "s"), (named, "alice")])))
+
+
 @STAGE.check("s08.tenant_extra_keys",
              call="pool_hits(impl, [('x_salt_y', 'x', PROMPT, [('salt', 'y')]), ('y_salt_x', 'y', PROMPT, "
                   "[('salt', 'x')])])",
@@ -286,6 +305,20 @@ def ids_kept_exactly(impl):
                             ("spaced", " alice", PROMPT, None), ("zoe_nfc", nfc, PROMPT, None),
                             ("zoe_nfd", nfd, PROMPT, None), ("zh", "租户" + "甲", PROMPT, lora),
                             ("zh_again", "".join(["租户", "甲"]), PROMPT, list(lora))])
+
+
+@STAGE.check("s08.tenant_extra_keys")
+def pairs_of_one_kind_all_kept(impl):
+    # A request with two images (or two adapters) carries two pairs of one kind: both stay in its keys.
+    # zh: 带两张图片（或两个适配器）的请求有两对同一种类的 key：两对都要留在它的 key 里。
+    images_ab = [("image", "A"), ("image", "B")]
+    images_cb = [("image", "C"), ("image", "B")]
+    loras = [("lora", "a"), ("lora", "b")]
+    kept = impl.tenant_extra_keys("alice", loras)
+    return record(two_loras_kept=sorted(kept) if type(kept) is list else kept,
+                  hits=pool_hits(impl, [("images_A_B", "alice", PROMPT, images_ab), ("images_C_B", "alice", PROMPT, images_cb),
+                                        ("images_B", "alice", PROMPT, [("image", "B")]),
+                                        ("images_A_B_again", "alice", PROMPT, list(images_ab))]))
 
 
 @STAGE.check("s08.tenant_extra_keys", specificity=1)

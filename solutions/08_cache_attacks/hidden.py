@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from autograder.checks.common import record
+from autograder.checks.common import attempt, record
 from autograder.checks.s08 import (ATOL, PROMPT, STAGE, alpha_around_p, digest, found, ks, pool_hits, random_blocks,
                                    sum_key, truncated_first_block_key, ttft_samples)
 
@@ -76,6 +76,12 @@ def unbalanced_samples(impl):
 @STAGE.check("s08.fit_threshold", hidden=True, sibling="shared_values_and_tuples", atol=ATOL)
 def duplicates_and_tuples(impl):
     return impl.fit_threshold((3.0, 1.0, 2.0, 2.0), (2.0, 4.0, 3.0, 5.0))
+
+
+@STAGE.check("s08.fit_threshold", hidden=True, sibling="equal_samples_are_one_value", atol=ATOL)
+def repeated_values_at_the_boundary(impl):
+    return [impl.fit_threshold(hit, miss) for hit, miss in
+            (([1.0, 1.0, 4.0], [1.0, 4.0, 6.0]), ((5, 5, 5), (5, 8)), ([0.5, 2.0, 2.0], [2.0, 2.0, 3.0]))]
 
 
 @STAGE.check("s08.fit_threshold", hidden=True, sibling="calibrate_then_hold_out", atol=ATOL)
@@ -152,6 +158,26 @@ def salts_change_within_one_sequence(impl):
     return pool_hits(impl, [("salt_a", "alice", PROMPT, [("salt", "a")]), ("salt_b", "alice", PROMPT, [("salt", "b")]),
                             ("no_salt", "alice", PROMPT, None), ("salt_a_again", "alice", PROMPT, [("salt", "a")]),
                             ("bob_salt_a", "bob", PROMPT, [("salt", "a")])])
+
+
+@STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="pairs_of_one_kind_all_kept")
+def repeated_kinds_through_a_pool(impl):
+    return pool_hits(impl, [("loras_a_b", "bob", PROMPT, [("lora", "a"), ("lora", "b")]), ("lora_b", "bob", PROMPT, [("lora", "b")]),
+                            ("loras_c_b", "bob", PROMPT, (("lora", "c"), ("lora", "b"))),
+                            ("three_images", "bob", PROMPT, [("image", "x"), ("salt", "s"), ("image", "y"), ("image", "z")]),
+                            ("two_images", "bob", PROMPT, [("image", "y"), ("salt", "s"), ("image", "z")]),
+                            ("loras_a_b_again", "bob", PROMPT, [("lora", "a"), ("lora", "b")])])
+
+
+@STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="any_tenant_pair_is_refused")
+def spoofs_in_every_position(impl):
+    out = []
+    others = [("salt", "s"), ("lora", "l"), ("image", "i")]
+    for at in range(4):
+        for named in ("bob", "carol"):
+            pairs = others[:at] + [("tenant", named)] + others[at:]
+            out.append(attempt(lambda pairs=pairs, caller=(named if at % 2 else "dave"): impl.tenant_extra_keys(caller, pairs)))
+    return out
 
 
 @STAGE.check("s08.tenant_extra_keys", hidden=True, sibling="fresh_list_per_call")

@@ -73,6 +73,9 @@ MUTANTS = {
     "s08.fit_threshold/hits_above": ("s08.fit_threshold", [(SWEEP, SWEEP.replace(
         "errors = (len(hits) - bisect.bisect_right(hits, a)) + bisect.bisect_right(misses, a)",
         "errors = bisect.bisect_right(hits, a) + (len(misses) - bisect.bisect_right(misses, a))"))]),
+    # midpoints of consecutive samples, equal ones included: a threshold equal to a sample is a candidate
+    "s08.fit_threshold/midpoints_of_equal_samples": ("s08.fit_threshold", [(SWEEP, SWEEP.replace(
+        "for a, b in zip(values, values[1:]):", "for a, b in zip(sorted([*hit, *miss]), sorted([*hit, *miss])[1:]):"))]),
     # TODO 3: detect_sharing
     "s08.detect_sharing/two_sided": ("s08.detect_sharing", [(KS, "    result = stats.ks_2samp(hit, miss)\n")]),
     "s08.detect_sharing/wrong_direction": ("s08.detect_sharing", [(KS, KS.replace('"greater"', '"less"'))]),
@@ -118,6 +121,14 @@ MUTANTS = {
     # identity where equality is meant: passes only when the request's kind is the very constant object
     "s08.tenant_extra_keys/kind_compared_by_identity": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
         "kind == TENANT_KIND", "kind is TENANT_KIND"))]),
+    # pairs collapsed by a dict: two adapters become one, images [C, B] hit the blocks of images [A, B]
+    "s08.tenant_extra_keys/pairs_through_a_dict": ("s08.tenant_extra_keys", [(COPY, "    keys = list(dict(extra_keys or ()).items())\n")]),
+    # the spoof check looks at the first pair only
+    "s08.tenant_extra_keys/spoof_checked_on_first_pair": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
+        "if any(kind == TENANT_KIND for kind, _ in keys):", "if keys and keys[0][0] == TENANT_KIND:"))]),
+    # another tenant's name refused, the caller's own accepted (the contract says raise for any)
+    "s08.tenant_extra_keys/own_tenant_name_accepted": ("s08.tenant_extra_keys", [(OWN, OWN.replace(
+        "if any(kind == TENANT_KIND for kind, _ in keys):", "if any(kind == TENANT_KIND and value != tenant for kind, value in keys):"))]),
     # a Chinese tenant name crashes admission
     "s08.tenant_extra_keys/ascii_only_tenant": ("s08.tenant_extra_keys", [(ADD, """    keys.append((TENANT_KIND, tenant.encode("ascii").decode()))
 """)]),
@@ -169,6 +180,7 @@ LEADS = {
     "s08.fit_threshold/largest_on_a_tie": "tie_takes_the_smallest",
     "s08.fit_threshold/balanced_errors": "every_sample_counts_once",
     "s08.fit_threshold/hits_above": "separated",
+    "s08.fit_threshold/midpoints_of_equal_samples": "equal_samples_are_one_value",
     "s08.detect_sharing/two_sided": "hits_slower_is_not_sharing",
     "s08.detect_sharing/wrong_direction": "hits_faster_is_detected",
     "s08.detect_sharing/samples_swapped": "hits_faster_is_detected",
@@ -189,6 +201,9 @@ LEADS = {
     "s08.tenant_extra_keys/unicode_normalized_tenant": "ids_kept_exactly",
     "s08.tenant_extra_keys/kind_compared_by_identity": "fresh_list_per_call",
     "s08.tenant_extra_keys/ascii_only_tenant": "ids_kept_exactly",
+    "s08.tenant_extra_keys/pairs_through_a_dict": "pairs_of_one_kind_all_kept",
+    "s08.tenant_extra_keys/spoof_checked_on_first_pair": "any_tenant_pair_is_refused",
+    "s08.tenant_extra_keys/own_tenant_name_accepted": "any_tenant_pair_is_refused",
     "s08.quiz/full_key_search_cost": "q1",
     "s08.quiz/only_the_first_block_hits": "q2",
     "s08.quiz/partial_blocks_leak": "q3",
