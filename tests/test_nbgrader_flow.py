@@ -183,9 +183,42 @@ def odd_class(tmp_path_factory):
     d.mkdir(parents=True)
     (d / "my_work.ipynb").symlink_to(os.path.relpath(S01.instructor(), d))
     handed_in = {student: [root / "submitted" / student / ASSIGNMENT / n for n in files] for student, files in subs.items()}
+    before = _tree_digest(root / "submitted")
     p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root, capture_output=True,
                        text=True, timeout=900)
+    _SUBMITTED_AFTER[root] = (before, _tree_digest(root / "submitted"))
     return root, handed_in, p.stdout + p.stderr
+
+
+_SUBMITTED_AFTER: dict[Path, tuple[dict[str, str], dict[str, str]]] = {}
+
+
+def _tree_digest(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder``: a file's SHA-256, a link's target (not followed)."""
+    import hashlib
+
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[rel] = "dir"
+    return out
+
+
+def test_autograde_never_writes_into_submitted(odd_class):
+    """submitted/ is the instructor's record of what was handed in: byte-identical after autograde,
+    renamed notebooks included (they are graded where the student saved them)."""
+    root, handed_in, log = odd_class
+    before, after = _SUBMITTED_AFTER[root]
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))
+    assert len(before) >= 7  # the files of the odd class, each hashed
+    for student in ("renamed", "renamed_zh"):
+        assert not (root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+        assert (root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), log[-3000:]
 
 
 @pytest.mark.parametrize("student", ["renamed", "renamed_zh", "stripped", "heavy"])

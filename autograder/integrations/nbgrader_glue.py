@@ -10,14 +10,19 @@ Parity with the CLI, for every submission the CLI can grade (or a per-student re
 :class:`IsolatedGrade` grades the file the student handed in, as the CLI does (not nbgrader's
 sanitized copy); a TODO whose test cell the notebook lost (metadata stripped, e.g. by a jupytext
 round trip) gets that cell back from the gradebook, so its verdict is recorded rather than left at 0;
-and :func:`find_renamed_notebooks` (nbgrader's ``pre_convert_hook``) lets nbgrader find a notebook
+and :func:`find_renamed_notebooks` (nbgrader's ``pre_convert_hook``) lets nbgrader grade a notebook
 saved under another name (``03_block_pool copy.ipynb``) when it is the only candidate and belongs to
 the assignment's stage, and otherwise tells the instructor, per student, what to rename.
+
+``submitted/`` is the instructor's record of what was handed in: nothing here writes into it. A renamed
+notebook is read in place by :class:`SubmittedUnderReleasedName` (nbgrader's ``exporter_class``) under
+the released name nbgrader's converter needs, and :class:`IsolatedGrade` grades that original file.
 """
 from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import traceback
 import tempfile
@@ -29,6 +34,7 @@ import nbformat
 from nbgrader import utils
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
+from nbconvert.exporters import NotebookExporter
 from nbgrader.preprocessors import CheckCellMetadata, ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
@@ -170,15 +176,22 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
         super().report_change(name, attr, old, new)
 
 
+#: released notebook path in ``submitted/`` (absolute, as nbgrader names it) -> the renamed file handed
+#: in, for this process's nbgrader run: set by :func:`find_renamed_notebooks`, read by the exporter and
+#: by :class:`IsolatedGrade`. Nothing is written under the released name.
+_HANDED_IN_AS: dict[str, Path] = {}
+
+
 def find_renamed_notebooks(assignment=None, student=None, notebooks=None, **_) -> None:
     """nbgrader's ``Autograde.pre_convert_hook``: grade a notebook saved under another name.
 
     nbgrader grades a submitted notebook only under the released notebook's exact file name and
     skips any other ("Skipping unknown notebook", then "did you forget to run generate_assignment?").
     For each released notebook missing from a student's submission, the one other notebook there
-    that belongs to the same stage (by its cells, as the CLI reads it) is copied to the released name
-    in the submission folder, and ``notebooks`` (nbgrader's own list) is updated; when there is no
-    such notebook, or more than one, the log says so for that student.
+    that belongs to the same stage (by its cells, as the CLI reads it) takes the released name in
+    ``notebooks`` (nbgrader's own list): :class:`SubmittedUnderReleasedName` reads the renamed file for
+    that name and :class:`IsolatedGrade` grades it, so ``submitted/`` stays as handed in. When there is
+    no such notebook, or more than one, the log says so for that student.
 
     Then, for the run's first student, it starts grading every notebook this run will convert
     (:func:`start_batch`), so that the batch runs while nbgrader sets up that student's gradebook
@@ -214,16 +227,34 @@ def _find_renamed(folder: Path, notebooks: list[str]) -> None:
                 continue
         if len(fits) == 1:
             target = folder / f"{name}.ipynb"
-            shutil.copyfile(fits[0], target)
+            _HANDED_IN_AS[os.path.abspath(target)] = Path(os.path.abspath(fits[0]))
             notebooks[notebooks.index(fits[0])] = str(target)
             _say(f"{who}: no {name}.ipynb; graded {Path(fits[0]).name!r} (stage {stage}) as {name}.ipynb "
-                 "(nbgrader grades notebooks by file name; a copy was made)")
+                 "(nbgrader grades notebooks by file name; the file handed in is read where it is)")
         else:
             found = ", ".join(repr(Path(n).name) for n in others) or "none"
             _say(f"{who}: no {name}.ipynb to grade; other notebooks there: {found}"
                  + (" (more than one of this stage: rename the one to grade)" if fits else
                     " (none of this stage)") + f"; it scores 0 until one is named {name}.ipynb"
                  + "".join(f"; not graded: {r}" for r in refused))
+
+
+class SubmittedUnderReleasedName(NotebookExporter):
+    """nbgrader's notebook exporter (``c.Autograde.exporter_class``), reading a renamed submission under
+    the released name :func:`find_renamed_notebooks` gave it.
+
+    nbgrader's converter takes the student, assignment and notebook ids from the path it converts, so
+    a renamed notebook must be converted under the released path; that path is not written: this
+    exporter reads the renamed file for it. Invariant: any path the hook did not name is read as
+    nbgrader's own exporter reads it (autograded/ copies included)."""
+
+    def from_filename(self, filename, resources=None, **kw):
+        handed_in = _HANDED_IN_AS.get(os.path.abspath(filename))
+        if handed_in is None:
+            return super().from_filename(filename, resources=resources, **kw)
+        nb, resources = super().from_filename(str(handed_in), resources=resources, **kw)
+        resources["metadata"]["name"] = Path(filename).stem  # the released name, as nbgrader writes it
+        return nb, resources
 
 
 def start_batch(assignment: str) -> None:
@@ -265,6 +296,9 @@ def _submitted_file(config, info: dict) -> Path | None:
     except Exception:  # noqa: BLE001 - an unusual configuration: grade nbgrader's copy instead
         return None
     path = Path(folder) / f"{info['notebook']}.ipynb"
+    renamed = _HANDED_IN_AS.get(os.path.abspath(path))
+    if renamed is not None and not path.exists():  # graded as the student named it (find_renamed_notebooks)
+        return renamed
     # a link is the student's file too: graded (and refused) as handed in, never as nbgrader's copy of
     # what it points to (nbgrader follows links when it copies a submission)
     return path if path.is_file() or path.is_symlink() else None
@@ -384,7 +418,8 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
                                     OverwriteKernelspec, SaveAutoGrades)
 from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHiddenTestCode, IsolatedGrade,
-                                     ReleaseAwareOverwriteCells, find_renamed_notebooks)
+                                     ReleaseAwareOverwriteCells, SubmittedUnderReleasedName,
+                                     find_renamed_notebooks)
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
@@ -398,7 +433,9 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
 # Grade in confined processes instead of executing learner code in a kernel; refuse without kernel
 # isolation (c.IsolatedGrade.require_isolation = False grades anyway, with the in-process layer only).
 # A notebook saved under another name ("03_block_pool copy.ipynb") is graded under the released name.
+# It is read where the student saved it: nothing is written into submitted/.
 c.Autograde.pre_convert_hook = find_renamed_notebooks
+c.Autograde.exporter_class = SubmittedUnderReleasedName
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadataOnce]
 # autograded/ and feedback/ keep each student's own files: the release's helper files (the course
