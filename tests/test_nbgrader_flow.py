@@ -159,6 +159,32 @@ def _output_heavy(nb: nbformat.NotebookNode, mb: int = 25) -> nbformat.NotebookN
     return nb
 
 
+def test_the_course_folder_grades_through_the_installed_course_wherever_it_lies(course, tmp_path):
+    """The generated config names no path of the clone it was made from: the course is the package
+    installed in nbgrader's environment (here this checkout, editable), so a copy of the course folder
+    elsewhere grades the same, and without the course installed the config says how to install it."""
+    config = (course / "nbgrader_config.py").read_text(encoding="utf-8")
+    for path in {str(ROOT), os.path.realpath(ROOT), str(ROOT.parent)}:
+        assert path not in config
+    assert "sys.path" not in config
+    probe = subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    if Path(probe.stdout.strip()).resolve().parent.parent != ROOT.resolve():
+        pytest.skip(f"the course installed here is another checkout ({probe.stdout.strip()}): pip install -e . here")
+    moved = tmp_path / "elsewhere" / "course"
+    shutil.copytree(course, moved, symlinks=True, ignore=shutil.ignore_patterns("linked", "*.tmp*"))  # not the FIFO
+    shutil.rmtree(moved / "autograded" / "correct")
+    run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student", "correct"], moved)
+    assert gradebook_points(moved, "correct") == gradebook_points(course, "correct")
+    assert sum(gradebook_points(moved, "correct").values()) == 12
+
+    bare = subprocess.run([sys.executable, "-I", "-S", "-c", "get_config = lambda: None\n"
+                           "exec(open('nbgrader_config.py', encoding='utf-8').read())"],
+                          cwd=moved, capture_output=True, text=True, timeout=60)  # -I -S: no site-packages, no course
+    assert bare.returncode == 1
+    assert "not installed in this Python environment" in bare.stderr and "pip install -e" in bare.stderr
+
+
 @pytest.fixture(scope="module")
 def odd_class(tmp_path_factory):
     """Correct work handed in in the ways a class of 200 does: under another file name (a copy, a

@@ -411,8 +411,20 @@ class HideHiddenTestCode(NbGraderPreprocessor):
 
 CONFIG_TEMPLATE = '''\
 # nbgrader configuration written by `python -m autograder course`.
+# The grader, the reference code and the hidden checks come from the course installed in the Python
+# environment that runs nbgrader (never from a folder path): this course folder keeps working wherever
+# it, or the clone it was made from, is moved.
 import sys
-sys.path.insert(0, {root!r})  # the course repository: grader, reference and hidden checks
+try:
+    import autograder  # noqa: F401
+except ImportError:
+    raise SystemExit(
+        "nbgrader_config.py: the prefix-cache workbook course is not installed in this Python environment "
+        f"({{sys.executable}}), and its grader grades this course.\\n"
+        "Install it there, then run nbgrader again:\\n"
+        "    pip install -e 'PATH/TO/YOUR/CLONE[grader,nbgrader]'    (a clone of the course)\\n"
+        "    pip install 'prefix-cache-workbook[grader,nbgrader]'    (or a wheel of it)\\n"
+        "or activate the environment that has it (the clone's .venv, made by scripts/setup.sh).") from None
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
@@ -552,7 +564,7 @@ def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str 
                 shutil.copy(src, target)
             assignments.append(files.assignment(lang))
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers(),
+        CONFIG_TEMPLATE.format(stub=json.dumps(STUB_CODE), helpers=release_helpers(),
                                record=Path(RECORD).stem + ".*"),  # the record and a write cut short
         encoding="utf-8")
     return assignments
