@@ -113,6 +113,57 @@ def test_feedback_never_shows_hidden_test_code(course):
     assert "middle_does_not_count" in html  # the failed visible check is named, with its hint
 
 
+def test_feedback_puts_each_field_on_its_own_line_and_wraps(course):
+    """The failed check, input, expected, got and hint each on a line of their own, in a page whose
+    output boxes wrap (the course's CSS is in the page)."""
+    import html as html_lib
+
+    page = (course / "feedback" / "wrong_match" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "white-space: pre-wrap" in page and "verdicts wrap inside the page" in page
+    lines = html_lib.unescape(page).splitlines()
+    hint = next(line for line in lines if line.strip().startswith("hint:") and "Only the start" in line)
+    assert len(hint) < 250, hint
+    assert any(line.strip() == "expected: 0" for line in lines) and any(line.strip() == "got: 2" for line in lines)
+
+
+def test_feedback_hint_is_inside_the_visible_box_in_a_browser(course):
+    """In Chromium at a laptop's width, the hint's text ends inside its output box and inside the window:
+    nothing of a verdict needs sideways scrolling."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright: scripts/setup-browser.sh")
+    if not chromium:
+        pytest.skip("needs chromium: scripts/setup-browser.sh")
+    page_path = course / "feedback" / "wrong_match" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 800})
+            page.goto(page_path.as_uri())
+            box = page.evaluate("""() => {
+                const pre = [...document.querySelectorAll('pre')].find(p => p.textContent.includes('hint: Only the start'));
+                if (!pre) return null;
+                const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+                const range = document.createRange();
+                let node, right = 0;
+                while ((node = walker.nextNode())) {
+                    const at = node.textContent.indexOf('hint:');
+                    if (at < 0) continue;
+                    const end = node.textContent.indexOf('\\n', at);
+                    range.setStart(node, at);
+                    range.setEnd(node, end < 0 ? node.textContent.length : end);
+                    for (const r of range.getClientRects()) right = Math.max(right, r.right);
+                }
+                const outer = pre.getBoundingClientRect();
+                return {right, box: outer.right, window: window.innerWidth,
+                        scroll: pre.scrollWidth, client: pre.clientWidth};
+            }""")
+        finally:
+            browser.close()
+    assert box is not None and box["right"] > 0, box
+    assert box["right"] <= box["box"] + 1 and box["right"] <= box["window"], box
+    assert box["scroll"] <= box["client"] + 1, box  # nothing hidden to the right of the box
+
+
 def test_autograde_states_the_isolation_level_and_warns_of_no_untouched_cell(course):
     from autograder.isolation import levels as isolation
 

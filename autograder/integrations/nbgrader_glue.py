@@ -38,25 +38,38 @@ from nbconvert.exporters import NotebookExporter
 from nbgrader.preprocessors import CheckCellMetadata, ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
-from autograder.core import cell_ids, layout
+from autograder.core import cell_ids, layout, messages
+from autograder.core.i18n import text
 from autograder.integrations import nbgrader_batch
 from autograder.core.safetext import one_line
 from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
 from autograder.learner.standing import RECORD
 
 
+#: What separates a verdict's fields (check, input, expected, got, hint, ...) in a TODO's message
+#: (autograder.grading.grade); feedback shows each field on its own line.
+FIELD_SEPARATOR = " | "
+
+
+def verdict_lines(message: str, mark: str) -> str:
+    """A TODO's message as feedback shows it: ``mark`` and its first field, then each further field on
+    its own indented line, every field one printable line."""
+    head, *fields = message.split(FIELD_SEPARATOR)
+    return "\n".join([f"{mark} {one_line(head)}", *(f"   {one_line(f)}" for f in fields)])
+
+
 def _error_output(message: str) -> nbformat.NotebookNode:
-    message = one_line(message)
-    return nbformat.v4.new_output("error", ename="TODO failed", evalue=message, traceback=[f"❌ {message}"])
+    first = one_line(message.split(FIELD_SEPARATOR, 1)[0])
+    return nbformat.v4.new_output("error", ename="TODO", evalue=first, traceback=[verdict_lines(message, "❌")])
 
 
 def _ok_output(message: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {one_line(message)}\n")
+    return nbformat.v4.new_output("stream", name="stdout", text=verdict_lines(message, "✅") + "\n")
 
 
 def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]:
     """Partial credit the way nbgrader reads it: an execute_result holding the points earned."""
-    return [nbformat.v4.new_output("stream", name="stdout", text=f"◐ {one_line(message)}\n"),
+    return [nbformat.v4.new_output("stream", name="stdout", text=verdict_lines(message, "◐") + "\n"),
             nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1)]
 
 
@@ -109,7 +122,8 @@ class IsolatedGrade(NbGraderPreprocessor):
         shown = f"{info.get('student', '?')}/{assignment or '?'}/{Path(str(name)).name}.ipynb"
         nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings,
                                      "result": {**result.to_json(), "path": shown}}  # for `autograder report`
-        suffix = f" [graded under isolation: {iso.level}]"
+        lang = result.lang or None  # the notebook's edition: every word of its feedback in that language
+        suffix = FIELD_SEPARATOR + text(messages.LEARNER_ISOLATION, lang).format(level=iso.level)
         verdicts = {cell_ids.grade_id(t.id): replace(t, message=t.message + suffix) for t in result.todos}
         restored = _restore_test_cells(nb, info, verdicts)
         if restored:
@@ -125,7 +139,7 @@ class IsolatedGrade(NbGraderPreprocessor):
             if cell.metadata.get("nbgrader", {}).get("grade") and gid:
                 t = verdicts.get(gid)
                 if t is None:
-                    cell.outputs = [_error_output(result.error or "this TODO could not be graded")]
+                    cell.outputs = [_error_output(result.error or text(messages.TODO_UNGRADED, lang))]
                 elif t.passed:
                     cell.outputs = [_ok_output(f"{t.id}: {t.message}")]
                 elif t.points > 0:
@@ -409,6 +423,35 @@ class HideHiddenTestCode(NbGraderPreprocessor):
         return cell, resources
 
 
+#: The feedback page's rules for verdicts: every output wraps inside the page (a verdict's long field
+#: breaks at spaces, or anywhere in a long token), so each line, the hint included, is read without
+#: scrolling sideways.
+FEEDBACK_CSS = """\
+/* prefix-cache workbook: verdicts wrap inside the page */
+div.output_area pre, div.output_subarea pre, div.output_text pre, div.output_error pre, div.output_stream pre {
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  word-break: normal;
+}
+div.output_subarea { overflow-x: visible; min-width: 0; }
+"""
+
+
+class ReadableFeedback(NbGraderPreprocessor):
+    """For feedback, after nbconvert's ``CSSHTMLHeaderPreprocessor``: adds :data:`FEEDBACK_CSS` to the
+    styles nbgrader's feedback template inlines in the page (``resources["inlining"]["css"]``), so a
+    verdict wraps instead of running off the visible box. Changes no cell."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.enabled = True  # an nbconvert preprocessor does nothing unless enabled
+
+    def preprocess(self, nb, resources):
+        inlining = resources.setdefault("inlining", {})
+        inlining["css"] = [*inlining.get("css", []), FEEDBACK_CSS]
+        return nb, resources
+
+
 CONFIG_TEMPLATE = '''\
 # nbgrader configuration written by `python -m autograder course`.
 # The grader, the reference code and the hidden checks come from the course installed in the Python
@@ -430,7 +473,7 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
                                     OverwriteKernelspec, SaveAutoGrades)
 from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHiddenTestCode, IsolatedGrade,
-                                     ReleaseAwareOverwriteCells, SubmittedUnderReleasedName,
+                                     ReadableFeedback, ReleaseAwareOverwriteCells, SubmittedUnderReleasedName,
                                      find_renamed_notebooks)
 
 c = get_config()
@@ -465,10 +508,10 @@ if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde"
     # URL, its tables checked by the first open, in this process only.
     from autograder.integrations.nbgrader_glue import share_gradebook_engines
     share_gradebook_engines()
-# Feedback never shows hidden test code.
+# Feedback never shows hidden test code, and each verdict wraps inside the page, one field a line.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTestCode]
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ReadableFeedback, HideHiddenTestCode]
 '''
 
 
