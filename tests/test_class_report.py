@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 import pytest
 
 from autograder.integrations.class_report import SORT_SCRIPT, load_results, render_html, student_of
+from autograder.core import layout
 from tests.class_sample import HOSTILE_NAME, build_class
 from tests.conftest import ROOT
 
@@ -126,6 +127,11 @@ def test_the_page_opens_in_chromium_without_console_errors(graded):
     assert errors == [] and dialogs == [] and loaded and heading == "Class report"
 
 
+A1 = layout.stage_files("s01").notebook           # 01_prefix_match
+A1_ZH = layout.stage_files("s01").assignment("zh")
+A2_ZH = layout.stage_files("s02").assignment("zh")
+
+
 def _todo(tid: str, number: int, passed: bool, message: str = "") -> dict:
     return {"id": tid, "number": number, "passed": passed, "status": "passed" if passed else "failed",
             "points": 2.0 if passed else 0.0, "max_points": 2.0, "message": message, "checks": []}
@@ -140,10 +146,10 @@ def _sub(path: str, stage: str, lang: str, passed: list[bool], message: str = ""
 def test_students_are_named_and_counted_once_with_who_needs_help_first(tmp_path):
     """44 students, one of whom handed in two copies (45 files): the page says 44 students, lists each once
     (their best copy), lowest share of points first, with the TODOs they fail; one histogram per stage."""
-    subs = [_sub(f"class/s{i:02d}/01_prefix_match/01_prefix_match.ipynb", "s01", "en", [True] * (i % 4) + [False] * (3 - i % 4))
+    subs = [_sub(f"class/s{i:02d}/{A1}/{A1}.ipynb", "s01", "en", [True] * (i % 4) + [False] * (3 - i % 4))
             for i in range(44)]
-    subs.append(_sub("class/s01/01_prefix_match/01_prefix_match (1).ipynb", "s01", "en", [True, True, True]))
-    subs += [_sub(f"class/s{i:02d}/02_block_hash_zh/02_block_hash_zh.ipynb", "s02", "zh", [i % 2 == 0, True],
+    subs.append(_sub(f"class/s01/{A1}/{A1} (1).ipynb", "s01", "en", [True, True, True]))
+    subs += [_sub(f"class/s{i:02d}/{A2_ZH}/{A2_ZH}.ipynb", "s02", "zh", [i % 2 == 0, True],
                   "检查 '链式哈希' 未通过 | 提示： 每一块的键要包含前一块的键。") for i in range(0, 44, 3)]
     (tmp_path / "class.json").write_text(json.dumps({"submissions": subs, "isolation": {"level": "in-process"}}))
     page = render_html(load_results([tmp_path / "class.json"]))
@@ -170,7 +176,7 @@ def test_the_embedded_font_covers_every_chinese_character_on_the_page(tmp_path):
 
     from fontTools.ttLib import TTFont
 
-    subs = [_sub("class/li/01_prefix_match_zh.ipynb", "s01", "zh", [False, True], "提示： 只有提示词的开头才算。")]
+    subs = [_sub(f"class/li/{A1_ZH}.ipynb", "s01", "zh", [False, True], "提示： 只有提示词的开头才算。")]
     (tmp_path / "zh.json").write_text(json.dumps({"submissions": subs}))
     page = render_html(load_results([tmp_path / "zh.json"]))
     data = re_.search(r"base64,([A-Za-z0-9+/=]+)\) format", page).group(1)
@@ -179,9 +185,9 @@ def test_the_embedded_font_covers_every_chinese_character_on_the_page(tmp_path):
     assert all(ord(ch) in cmap for ch in chinese)
 
 
-@pytest.mark.parametrize("path, who", [("alice/01_prefix_match/01_prefix_match.ipynb", "alice"),
-                                       ("class/bob/01_prefix_match copy.ipynb", "bob"),
+@pytest.mark.parametrize("path, who", [(f"alice/{A1}/{A1}.ipynb", "alice"),
+                                       (f"class/bob/{A1} copy.ipynb", "bob"),
                                        ("class/carol.ipynb", "carol"),
-                                       ("01_prefix_match.ipynb", "01_prefix_match")])
+                                       (f"{A1}.ipynb", A1)])
 def test_student_of_reads_the_usual_class_layouts(path, who):
     assert student_of(path) == who
