@@ -12,6 +12,8 @@ from html.parser import HTMLParser
 
 import pytest
 
+from autograder.integrations.class_report import SORT_SCRIPT, load_results, render_html, student_of
+from autograder.core import layout
 from tests.class_sample import HOSTILE_NAME, build_class
 from tests.conftest import ROOT
 from tests.support.machine import scaled
@@ -75,7 +77,8 @@ def test_the_page_shows_the_numbers_of_the_results(graded):
     page = (base / "class.html").read_text(encoding="utf-8")
     parser = Rows()
     parser.feed(page)
-    assert parser.scripts == 0 and HOSTILE_NAME not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert parser.scripts == 1 and f"<script>{SORT_SCRIPT}</script>" in page  # the fixed sorter, nothing else
+    assert HOSTILE_NAME not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert len(parser.images) >= 2 and all(src.startswith("data:image/png;base64,") for src in parser.images)
     sections = {"all": raw["submissions"],
                 "edition-en": [s for s in raw["submissions"] if s["lang"] == "en"],
@@ -123,3 +126,69 @@ def test_the_page_opens_in_chromium_without_console_errors(graded):
         page.screenshot(path=str(base / "class_report.png"))
         browser.close()
     assert errors == [] and dialogs == [] and loaded and heading == "Class report"
+
+
+A1 = layout.stage_files("s01").notebook           # 01_prefix_match
+A1_ZH = layout.stage_files("s01").assignment("zh")
+A2_ZH = layout.stage_files("s02").assignment("zh")
+
+
+def _todo(tid: str, number: int, passed: bool, message: str = "") -> dict:
+    return {"id": tid, "number": number, "passed": passed, "status": "passed" if passed else "failed",
+            "points": 2.0 if passed else 0.0, "max_points": 2.0, "message": message, "checks": []}
+
+
+def _sub(path: str, stage: str, lang: str, passed: list[bool], message: str = "") -> dict:
+    todos = [_todo(f"{stage}.t{i}", i, ok, message) for i, ok in enumerate(passed, 1)]
+    return {"path": path, "stage": stage, "lang": lang, "status": "graded", "score": 2.0 * sum(passed),
+            "max_score": 2.0 * len(passed), "todos": todos}
+
+
+def test_students_are_named_and_counted_once_with_who_needs_help_first(tmp_path):
+    """44 students, one of whom handed in two copies (45 files): the page says 44 students, lists each once
+    (their best copy), lowest share of points first, with the TODOs they fail; one histogram per stage."""
+    subs = [_sub(f"class/s{i:02d}/{A1}/{A1}.ipynb", "s01", "en", [True] * (i % 4) + [False] * (3 - i % 4))
+            for i in range(44)]
+    subs.append(_sub(f"class/s01/{A1}/{A1} (1).ipynb", "s01", "en", [True, True, True]))
+    subs += [_sub(f"class/s{i:02d}/{A2_ZH}/{A2_ZH}.ipynb", "s02", "zh", [i % 2 == 0, True],
+                  "检查 '链式哈希' 未通过 | 提示： 每一块的键要包含前一块的键。") for i in range(0, 44, 3)]
+    (tmp_path / "class.json").write_text(json.dumps({"submissions": subs, "isolation": {"level": "in-process"}}))
+    page = render_html(load_results([tmp_path / "class.json"]))
+    parser = Rows()
+    parser.feed(page)
+    rows = [r for r in parser.rows["all"] if r.get("class") == "student"]
+    assert len(rows) == 44 and len({r["data-student"] for r in rows}) == 44
+    assert 'data-students="44"' in page and 'data-k="submissions">60<' in page  # 45 + 15 files, 44 students
+    shares = [float(r["data-share"]) for r in rows]
+    assert shares == sorted(shares) and shares[0] == 0.0  # who needs help first
+    s01 = next(r for r in rows if r["data-student"] == "s01")
+    assert s01["data-files"] == "2" and s01["data-points"] == "6"  # its best copy of s01 (s02 not handed in)
+    first = page.split('data-student="s00"', 1)[1].split("</tr>", 1)[0]
+    assert "s01.t1, s01.t2, s01.t3" in first and "s02.t1" not in first  # s00 passes s02.t1 (i % 2 == 0)
+    hists = [r for r in parser.rows["all"] if r["tag"] == "img" and r.get("class") == "hist"]
+    assert [h["data-stage"] for h in hists] == ["s01", "s02"]
+    assert '@font-face{font-family:"PCW CJK";src:url(data:font/otf;base64,' in page  # Chinese reads without a CJK font
+
+
+def test_the_embedded_font_covers_every_chinese_character_on_the_page(tmp_path):
+    import base64
+    import io
+    import re as re_
+
+    from fontTools.ttLib import TTFont
+
+    subs = [_sub(f"class/li/{A1_ZH}.ipynb", "s01", "zh", [False, True], "提示： 只有提示词的开头才算。")]
+    (tmp_path / "zh.json").write_text(json.dumps({"submissions": subs}))
+    page = render_html(load_results([tmp_path / "zh.json"]))
+    data = re_.search(r"base64,([A-Za-z0-9+/=]+)\) format", page).group(1)
+    cmap = TTFont(io.BytesIO(base64.b64decode(data))).getBestCmap()
+    chinese = {ch for ch in "提示只有词的开头才算"}
+    assert all(ord(ch) in cmap for ch in chinese)
+
+
+@pytest.mark.parametrize("path, who", [(f"alice/{A1}/{A1}.ipynb", "alice"),
+                                       (f"class/bob/{A1} copy.ipynb", "bob"),
+                                       ("class/carol.ipynb", "carol"),
+                                       (f"{A1}.ipynb", A1)])
+def test_student_of_reads_the_usual_class_layouts(path, who):
+    assert student_of(path) == who

@@ -90,5 +90,7 @@ def test_autograde_log_and_folders_keep_to_what_matters_and_the_report_reads_the
     page = tmp_path / "class.html"
     run([sys.executable, "-m", "autograder", "report", str(course), "--html", str(page)], ROOT)
     html = page.read_text(encoding="utf-8")
-    assert '<span data-k="submissions">6</span>' in html and '<span data-k="graded">3</span>' in html
+    # seven students: gus's blank release is graded (0) by nbgrader, as the pre-flight warned
+    assert '<span data-k="submissions">7</span>' in html and '<span data-k="graded">4</span>' in html
+    assert 'data-students="7"' in html and html.index('data-student="gus"') < html.index('data-student="ann"')
     assert html.count('class="ungraded"') >= 3 and "no assignment" in html  # dan, eve, fay (cat's was graded)

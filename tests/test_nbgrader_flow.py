@@ -116,6 +116,57 @@ def test_feedback_never_shows_hidden_test_code(course):
     assert "middle_does_not_count" in html  # the failed visible check is named, with its hint
 
 
+def test_feedback_puts_each_field_on_its_own_line_and_wraps(course):
+    """The failed check, input, expected, got and hint each on a line of their own, in a page whose
+    output boxes wrap (the course's CSS is in the page)."""
+    import html as html_lib
+
+    page = (course / "feedback" / "wrong_match" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "white-space: pre-wrap" in page and "verdicts wrap inside the page" in page
+    lines = html_lib.unescape(page).splitlines()
+    hint = next(line for line in lines if line.strip().startswith("hint:") and "Only the start" in line)
+    assert len(hint) < 250, hint
+    assert any(line.strip() == "expected: 0" for line in lines) and any(line.strip() == "got: 2" for line in lines)
+
+
+def test_feedback_hint_is_inside_the_visible_box_in_a_browser(course):
+    """In Chromium at a laptop's width, the hint's text ends inside its output box and inside the window:
+    nothing of a verdict needs sideways scrolling."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright: scripts/setup-browser.sh")
+    if not chromium:
+        pytest.skip("needs chromium: scripts/setup-browser.sh")
+    page_path = course / "feedback" / "wrong_match" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 800})
+            page.goto(page_path.as_uri())
+            box = page.evaluate("""() => {
+                const pre = [...document.querySelectorAll('pre')].find(p => p.textContent.includes('hint: Only the start'));
+                if (!pre) return null;
+                const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+                const range = document.createRange();
+                let node, right = 0;
+                while ((node = walker.nextNode())) {
+                    const at = node.textContent.indexOf('hint:');
+                    if (at < 0) continue;
+                    const end = node.textContent.indexOf('\\n', at);
+                    range.setStart(node, at);
+                    range.setEnd(node, end < 0 ? node.textContent.length : end);
+                    for (const r of range.getClientRects()) right = Math.max(right, r.right);
+                }
+                const outer = pre.getBoundingClientRect();
+                return {right, box: outer.right, window: window.innerWidth,
+                        scroll: pre.scrollWidth, client: pre.clientWidth};
+            }""")
+        finally:
+            browser.close()
+    assert box is not None and box["right"] > 0, box
+    assert box["right"] <= box["box"] + 1 and box["right"] <= box["window"], box
+    assert box["scroll"] <= box["client"] + 1, box  # nothing hidden to the right of the box
+
+
 def test_autograde_states_the_isolation_level_and_warns_of_no_untouched_cell(course):
     from autograder.isolation import levels as isolation
 
@@ -162,6 +213,32 @@ def _output_heavy(nb: nbformat.NotebookNode, mb: int = 25) -> nbformat.NotebookN
     return nb
 
 
+def test_the_course_folder_grades_through_the_installed_course_wherever_it_lies(course, tmp_path):
+    """The generated config names no path of the clone it was made from: the course is the package
+    installed in nbgrader's environment (here this checkout, editable), so a copy of the course folder
+    elsewhere grades the same, and without the course installed the config says how to install it."""
+    config = (course / "nbgrader_config.py").read_text(encoding="utf-8")
+    for path in {str(ROOT), os.path.realpath(ROOT), str(ROOT.parent)}:
+        assert path not in config
+    assert "sys.path" not in config
+    probe = subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    if Path(probe.stdout.strip()).resolve().parent.parent != ROOT.resolve():
+        pytest.skip(f"the course installed here is another checkout ({probe.stdout.strip()}): pip install -e . here")
+    moved = tmp_path / "elsewhere" / "course"
+    shutil.copytree(course, moved, symlinks=True, ignore=shutil.ignore_patterns("linked", "*.tmp*"))  # not the FIFO
+    shutil.rmtree(moved / "autograded" / "correct")
+    run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student", "correct"], moved)
+    assert gradebook_points(moved, "correct") == gradebook_points(course, "correct")
+    assert sum(gradebook_points(moved, "correct").values()) == 12
+
+    bare = subprocess.run([sys.executable, "-I", "-S", "-c", "get_config = lambda: None\n"
+                           "exec(open('nbgrader_config.py', encoding='utf-8').read())"],
+                          cwd=moved, capture_output=True, text=True, timeout=60)  # -I -S: no site-packages, no course
+    assert bare.returncode == 1
+    assert "not installed in this Python environment" in bare.stderr and "pip install -e" in bare.stderr
+
+
 @pytest.fixture(scope="module")
 def odd_class(tmp_path_factory):
     """Correct work handed in in the ways a class of 200 does: under another file name (a copy, a
@@ -186,9 +263,42 @@ def odd_class(tmp_path_factory):
     d.mkdir(parents=True)
     (d / "my_work.ipynb").symlink_to(os.path.relpath(S01.instructor(), d))
     handed_in = {student: [root / "submitted" / student / ASSIGNMENT / n for n in files] for student, files in subs.items()}
+    before = _tree_digest(root / "submitted")
     p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root, capture_output=True,
                        text=True, timeout=scaled(900))
+    _SUBMITTED_AFTER[root] = (before, _tree_digest(root / "submitted"))
     return root, handed_in, p.stdout + p.stderr
+
+
+_SUBMITTED_AFTER: dict[Path, tuple[dict[str, str], dict[str, str]]] = {}
+
+
+def _tree_digest(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder``: a file's SHA-256, a link's target (not followed)."""
+    import hashlib
+
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[rel] = "dir"
+    return out
+
+
+def test_autograde_never_writes_into_submitted(odd_class):
+    """submitted/ is the instructor's record of what was handed in: byte-identical after autograde,
+    renamed notebooks included (they are graded where the student saved them)."""
+    root, handed_in, log = odd_class
+    before, after = _SUBMITTED_AFTER[root]
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))
+    assert len(before) >= 7  # the files of the odd class, each hashed
+    for student in ("renamed", "renamed_zh"):
+        assert not (root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+        assert (root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), log[-3000:]
 
 
 @pytest.mark.parametrize("student", ["renamed", "renamed_zh", "stripped", "heavy"])

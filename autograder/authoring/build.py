@@ -4,7 +4,8 @@ Sources: each stage folder ``solutions/NN_<name>/`` (its reference ``reference.p
 ``notebook.py`` in jupytext percent format, its spec ``checks.py`` and words ``checks.toml``) and ``course.toml``.
 Generated: instructor notebooks ``solutions/NN_*.ipynb``, learner notebooks ``notebooks/NN_*.ipynb``
 (stripped by nbgrader's own ClearSolutions/ClearHiddenTests preprocessors, so a classroom release
-and a self-paced copy are the same notebook), expected values ``autograder/expected/sNN.json``, and
+and a self-paced copy are the same notebook), presenter copies ``solutions/presenter/NN_*.ipynb`` (the
+instructor notebook without nbgrader's markers or hidden tests, :mod:`autograder.authoring.presenter`), expected values ``autograder/expected/sNN.json``, and
 the generated parts of ``README.md`` and ``README.zh.md`` (the badges and the stage table).
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from autograder.core import layout, pysource
 from autograder.core.course import Course, load_course
 from autograder.core.i18n import text
 from autograder.authoring.notebook import instructor_notebook, learner_notebook
+from autograder.authoring.presenter import presenter_notebook
 from autograder.child.probe import reference_outcome
 from autograder.learner.runtime import stage_build_id
 from autograder.core.spec import Stage, load_stage
@@ -190,6 +192,7 @@ def generated_files(stage_ids: list[str] | None = None) -> dict[Path, str]:
             inst = instructor_notebook(stage, course, lang, stage_build_id(stage.id, expected["checks"]))
             out[files.instructor(lang)] = _dump_nb(inst)
             out[files.learner(lang)] = _dump_nb(learner_notebook(inst))
+            out[files.presenter(lang)] = _dump_nb(presenter_notebook(inst))
             if lang == layout.DEFAULT_LANGUAGE:
                 given = defined_names([c.source for c in inst.cells if "given" in c.metadata.get("tags", [])
                                        or "setup" in c.metadata.get("tags", [])])

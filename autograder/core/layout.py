@@ -247,6 +247,10 @@ class StageFiles:
     def learner(self, lang: str = DEFAULT_LANGUAGE) -> Path:
         return _edition_dir(NOTEBOOKS, lang) / f"{self.notebook}.ipynb"
 
+    def presenter(self, lang: str = DEFAULT_LANGUAGE) -> Path:
+        """The instructor notebook without nbgrader's markers or hidden tests, for projecting in class."""
+        return _edition_dir(SOLUTIONS / "presenter", lang) / f"{self.notebook}.ipynb"
+
     @property
     def expected(self) -> Path:
         return EXPECTED / f"{self.id}.json"
@@ -265,7 +269,8 @@ class StageFiles:
 
     def generated(self) -> list[Path]:
         """What ``python -m autograder build`` writes for this stage."""
-        return [self.expected, *(p for lang in self.languages for p in (self.instructor(lang), self.learner(lang)))]
+        return [self.expected, *(p for lang in self.languages
+                                 for p in (self.instructor(lang), self.learner(lang), self.presenter(lang)))]
 
     def missing_sources(self) -> list[str]:
         """``"sNN: write <path>"`` for every source not written yet (empty when complete)."""

@@ -126,6 +126,11 @@ ISO_NO_SECCOMP = L("no seccomp: children of one run can pass bits to each other 
 CHECK_NAMED = L("{title} ({name})", "{title}（{name}）")
 # -- a learner's own grading report (python -m autograder grade --format learner; GitHub Classroom) ----
 LEARNER_ISOLATION = L("graded under isolation: {level}", "评分时的隔离级别：{level}")
+TODO_UNGRADED = L("this TODO could not be graded", "这个 TODO 无法评分")
+CELL_ERROR_NOTE = L(" (note: {error})", "（注意：{error}）")
+SETUP_CELL_RAISED = L("setup cell {cell} raised {error}", "准备单元 {cell} 抛出了 {error}")
+YOUR_CELL_RAISED = L("your cell {cell} raised {error}", "你的第 {cell} 个单元抛出了 {error}")
+UNREADABLE_RESULT = L("the result your code produced could not be read", "读不出你的代码产生的结果")
 LEARNER_HEAD = L("{name} (stage {stage}): {score}/{total} points", "{name}（阶段 {stage}）：{score}/{total} 分")
 LEARNER_TODO = L("{mark} TODO {n} · {id} · {title}: {points}/{max} points",
                  "{mark} TODO {n} · {id} · {title}：{points}/{max} 分")

@@ -246,7 +246,8 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         verdicts = [replace(v, message=_title_only(c, lang)) if c.hidden and not v.passed and
                     v.message != text(messages.NOT_RUN, lang) else v for v, c in zip(verdicts, checks, strict=True)]
     elif status not in (TodoStatus.PASSED, TodoStatus.GRADER_ERROR) and said.cell_errors:
-        message += f" (note: {_cell_error(said.cell_errors[0], guard, take, n_cells)})"
+        message += text(messages.CELL_ERROR_NOTE, lang).format(
+            error=_cell_error(said.cell_errors[0], guard, take, n_cells, lang))
     if status not in (TodoStatus.TAMPERED, TodoStatus.GRADER_ERROR) and not quiet:
         # The grader's own fact (what the learner's cells lack), at most narrowed by what the child said:
         # each name once, in a fixed order, each line charged (whether it shows is the child's choice).
@@ -333,8 +334,9 @@ def _judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | No
     except Exception:  # noqa: BLE001 - a malformed (forged) outcome: the learner's doing, not a grader bug
         if expected.get("kind") not in ("ok", "raised"):
             raise  # the reference failed its own check: that is a grader bug, reported as such
-        return CheckVerdict(check, False, check.name if not check.hidden else f"hidden check '{check.name}' failed",
-                            ["the result your code produced could not be read"])
+        return CheckVerdict(check, False, check.name if not check.hidden else
+                            text(messages.HIDDEN_FAILED, lang).format(name=check.name),
+                            [text(messages.UNREADABLE_RESULT, lang)])
 
 
 def _failed_name(check: Check, lang: str | None) -> str:
@@ -344,11 +346,13 @@ def _failed_name(check: Check, lang: str | None) -> str:
     return check_title(check, lang)
 
 
-def _cell_error(err: CellError, guard: LeakGuard, take: Callable[[str], str], n_cells: int) -> str:
+def _cell_error(err: CellError, guard: LeakGuard, take: Callable[[str], str], n_cells: int,
+                lang: str | None = None) -> str:
     """A cell error the child reported, as a note: the cell number only among the cells sent."""
     cell = err.cell if type(err.cell) is int and 1 <= err.cell <= n_cells else "?"
     said = take(f"{guard.name(err.type)}: {guard.fragment(err.message, 100)}")
-    return f"{'setup' if err.kind == 'setup' else 'your'} cell {cell} raised {said}"
+    words = messages.SETUP_CELL_RAISED if err.kind == "setup" else messages.YOUR_CELL_RAISED
+    return text(words, lang).format(cell=cell, error=said)
 
 
 def _one_line(head: str, detail: list[str]) -> str:

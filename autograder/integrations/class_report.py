@@ -3,10 +3,14 @@
 Input: the grader's JSON (``grade --format json``), its summary (``--summary-json``), or an nbgrader
 course folder (each autograded notebook carries its full result in its metadata; a submission with
 no autograded notebook is listed as not graded, with the pre-flight's reason). The page shows, per
-edition when both ran: a score histogram per stage, the pass rate per TODO, the checks (visible and
+edition when both ran: who needs help first (a sortable table of students, lowest share of points
+first, with their failing TODOs; a student is counted once, however many files they handed in), a
+score histogram per stage, the pass rate per TODO, the checks (visible and
 hidden) failed most often with their hint, the most frequent failure messages, the isolation level,
 and the submissions that could not be graded. Figures are matplotlib PNGs embedded as base64; every
-text that came from a submission (file names, messages) is HTML-escaped.
+text that came from a submission (file names, messages) is HTML-escaped. The page carries the subset
+of a CJK font its text needs (from the course's font package), so Chinese reads on a machine without
+one; its one script, a fixed text, only sorts the students' table.
 
 The numbers come from :func:`class_stats`, one place the page and the tests both read.
 """
@@ -40,6 +44,27 @@ class Entry:
     error: str = ""
     isolation: str = ""
     todos: list[dict] = field(default_factory=list)
+    student: str = ""  # who handed it in (student_of(name) unless the layout says, as nbgrader's does)
+
+    def __post_init__(self) -> None:
+        self.student = self.student or student_of(self.name)
+
+
+def student_of(name: str) -> str:
+    """Who handed in the file ``name`` (a path as the grader reports it): the nearest folder above it
+    that is not an assignment's (``alice/01_prefix_match/01_prefix_match.ipynb``, ``class/alice/
+    01_prefix_match copy.ipynb``: alice) when the file is named after a stage's notebook; else the
+    file's own name (``class/alice.ipynb``: alice)."""
+    from pathlib import PurePath
+
+    from autograder.core import layout
+
+    parts = PurePath(name).parts
+    stem = PurePath(name).stem
+    if layout.stage_of_notebook(stem) is None:
+        return stem or name
+    folders = [f for f in parts[:-1] if layout.stage_of_notebook(f) is None]
+    return folders[-1] if folders else stem
 
 
 @dataclass
@@ -111,14 +136,16 @@ def _load_nbgrader(course: Path, out: ClassResults) -> None:
             continue  # autograded before the result was kept: nothing to read
         seen.add((student, assignment))
         levels.add(_level(meta.get("isolation")))
-        out.entries.append(_entry({**result, "path": f"{student}/{assignment}/{nb_path.name}"}))
+        entry = _entry({**result, "path": f"{student}/{assignment}/{nb_path.name}"})
+        entry.student = student
+        out.entries.append(entry)
     submitted = course / "submitted"
     for folder in sorted(submitted.glob("*/*")) if submitted.is_dir() else []:
         key = (folder.parent.name, folder.name)
         if folder.is_dir() and key not in seen:
             why = reasons.get(key, "not autograded (see nbgrader's log)")
             lang = "zh" if folder.name.endswith("_zh") else "en"
-            out.entries.append(Entry(f"{key[0]}/{key[1]}", None, lang, False, error=why))
+            out.entries.append(Entry(f"{key[0]}/{key[1]}", None, lang, False, error=why, student=key[0]))
     out.isolation += sorted(levels)
 
 
@@ -136,6 +163,42 @@ class Stats:
     messages: Counter                            # TODO failure message -> count
     not_graded: list[tuple[str, str]]            # (name, why)
     isolation: Counter                           # level -> submissions
+    students: list["StudentRow"] = field(default_factory=list)  # lowest share of points first
+
+
+@dataclass(frozen=True)
+class StudentRow:
+    """One student in a group: per stage their best graded file counts (a student who handed in two
+    copies is one student), ``failing`` the TODOs that file does not pass, ``files`` all they handed in."""
+
+    student: str
+    points: float
+    max_points: float
+    failing: tuple[str, ...]
+    stages: tuple[str, ...]
+    files: int
+    ungraded: int
+
+    @property
+    def share(self) -> float:
+        return self.points / self.max_points if self.max_points else 0.0
+
+
+def student_rows(entries: list[Entry]) -> list[StudentRow]:
+    """Per student, lowest share of points first (then by name): who needs help at the top."""
+    by: dict[str, list[Entry]] = {}
+    for e in entries:
+        by.setdefault(e.student, []).append(e)
+    rows = []
+    for student, mine in by.items():
+        best: dict[str, Entry] = {}
+        for e in mine:
+            if e.graded and e.stage and (e.stage not in best or e.score > best[e.stage].score):
+                best[e.stage] = e
+        failing = tuple(t["id"] for sid in sorted(best) for t in best[sid].todos if not t.get("passed"))
+        rows.append(StudentRow(student, sum(e.score for e in best.values()), sum(e.max_score for e in best.values()),
+                               failing, tuple(sorted(best)), len(mine), sum(not e.graded for e in mine)))
+    return sorted(rows, key=lambda r: (r.max_points > 0, r.share, r.student))
 
 
 def class_stats(results: ClassResults, lang: str | None = None) -> Stats:
@@ -174,7 +237,8 @@ def class_stats(results: ClassResults, lang: str | None = None) -> Stats:
     return Stats(len(entries), sum(e.graded for e in entries), scores, max_scores,
                  {k: (todo_pass[k][0], todo_pass[k][1]) for k in ranked}, checks, messages,
                  [(e.name, e.error) for e in entries if not e.graded],
-                 Counter(e.isolation or (results.isolation[0] if results.isolation else "?") for e in entries))
+                 Counter(e.isolation or (results.isolation[0] if results.isolation else "?") for e in entries),
+                 student_rows(entries))
 
 
 def editions(results: ClassResults) -> list[str]:
@@ -192,20 +256,18 @@ def _png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _histograms(stats: Stats) -> str | None:
+def _histograms(stats: Stats) -> list[tuple[str, str]]:
+    """One readable histogram per stage (its own figure, whatever the number of stages): (stage, PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    stages = sorted(stats.scores)
-    if not stages:
-        return None
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, len(stages), figsize=(4.2 * len(stages), 2.8), squeeze=False)
-    for ax, sid in zip(axes[0], stages, strict=True):
+    out = []
+    for sid in sorted(stats.scores):
         top = stats.max_scores[sid]
+        fig, ax = plt.subplots(figsize=(5.5, 2.6))
         bins = [b - 0.5 for b in range(int(top) + 2)]
         ax.hist(stats.scores[sid], bins=bins, color="#4c72b0", edgecolor="white")
         ax.set_title(f"{sid}: scores of {len(stats.scores[sid])} graded")
@@ -213,7 +275,8 @@ def _histograms(stats: Stats) -> str | None:
         ax.set_ylabel("submissions")
         ax.set_xlim(-0.5, top + 0.5)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    return _png(fig)
+        out.append((sid, _png(fig)))
+    return out
 
 
 def _pass_chart(stats: Stats) -> str | None:
@@ -257,13 +320,16 @@ def _section(title: str, stats: Stats, lang: str | None, sid: str) -> str:
     parts = [f'<section id="{sid}"><h2>{_e(title)}</h2>',
              f'<p class="counts"><span data-k="submissions">{stats.submissions}</span> submissions, '
              f'<span data-k="graded">{stats.graded}</span> graded, '
-             f'<span data-k="not-graded">{len(stats.not_graded)}</span> could not be graded.</p>']
+             f'<span data-k="not-graded">{len(stats.not_graded)}</span> could not be graded, handed in by '
+             f'<span data-students="{len(stats.students)}">{len(stats.students)}</span> students.</p>']
     iso = ", ".join(f'<span class="iso" data-level="{_e(k)}" data-n="{n}">{_e(k)} ({n})</span>'
                     for k, n in stats.isolation.most_common())
     parts.append(f"<p>Isolation: {iso or 'none stated'}</p>")
-    hist = _histograms(stats)
-    if hist:
-        parts.append(f'<h3>Scores per stage</h3><img alt="score histograms" src="{hist}">')
+    parts.append(_students_table(stats))
+    hists = _histograms(stats)
+    if hists:
+        parts.append("<h3>Scores per stage</h3>" + "".join(
+            f'<img class="hist" data-stage="{_e(sid)}" alt="scores of stage {_e(sid)}" src="{png}">' for sid, png in hists))
         parts.append("<table><tr><th>stage</th><th>graded</th><th>mean</th><th>full marks</th><th>points</th></tr>" + "".join(
             f'<tr data-stage="{_e(s)}"><td>{_e(s)}</td><td class="n">{len(v)}</td>'
             f'<td class="mean">{sum(v) / len(v):.2f}</td>'
@@ -298,9 +364,67 @@ def _section(title: str, stats: Stats, lang: str | None, sid: str) -> str:
     return "\n".join(parts)
 
 
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+def _students_table(stats: Stats) -> str:
+    """Who needs help: every student, lowest share of points first; a click on a heading sorts by it."""
+    rows = "".join(
+        f'<tr class="student" data-student="{_e(r.student)}" data-points="{r.points:g}" data-max="{r.max_points:g}" '
+        f'data-share="{r.share:.4f}" data-files="{r.files}"><td>{_e(r.student)}</td>'
+        f'<td data-sort="{r.share:.4f}">{r.points:g} / {r.max_points:g}</td>'
+        f'<td>{_e(", ".join(r.failing)) or "—"}</td><td data-sort="{r.files}">{r.files}'
+        + (f" ({r.ungraded} not graded)" if r.ungraded else "") + "</td></tr>"
+        for r in stats.students)
+    return ('<h3>Who needs help</h3><p>One row per student, lowest share of points first (per stage, their best '
+            'graded file). Click a heading to sort.</p><table class="sortable"><tr><th>student</th><th>points</th>'
+            f"<th>failing TODOs</th><th>files</th></tr>{rows}</table>")
+
+
+#: The page's only script, a fixed text: a click on a heading of a sortable table sorts its rows by that
+#: column (by ``data-sort`` where a cell has one, else its text); a second click reverses.
+SORT_SCRIPT = """document.querySelectorAll("table.sortable").forEach(function (t) {
+  t.querySelectorAll("th").forEach(function (th, i) {
+    th.style.cursor = "pointer";
+    th.addEventListener("click", function () {
+      var rows = Array.from(t.querySelectorAll("tr")).slice(1), up = th.dataset.up !== "1";
+      var key = function (r) { var c = r.children[i]; var v = c.dataset.sort || c.textContent;
+        return isNaN(parseFloat(v)) ? v.toLowerCase() : parseFloat(v); };
+      rows.sort(function (a, b) { var x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1); });
+      th.dataset.up = up ? "1" : "0";
+      rows.forEach(function (r) { t.appendChild(r); });
+    });
+  });
+});"""
+
+
+def _font_face(page_text: str) -> str:
+    """An @font-face with the subset of the course's CJK font that ``page_text`` needs (base64 in the page),
+    or "" when the text has no CJK character or the font package is missing."""
+    chars = {ch for ch in page_text if "\u2e80" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" or "\uff00" <= ch <= "\uffef"}
+    if not chars:
+        return ""
+    from autograder.learner.fonts import cjk_font_path
+
+    path = cjk_font_path()
+    if path is None:
+        return ""
+    from fontTools import subset
+    from fontTools.ttLib import TTCollection
+
+    font = next(f for f in TTCollection(str(path), lazy=True).fonts if f["name"].getDebugName(1).endswith(" SC"))
+    options = subset.Options()
+    options.layout_features = []
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text="".join(sorted(chars)))
+    subsetter.subset(font)
+    buf = io.BytesIO()
+    font.save(buf)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'@font-face{{font-family:"PCW CJK";src:url(data:font/otf;base64,{data}) format("opentype")}}'
+
+
+_STYLE = """body{font-family:system-ui,sans-serif,"PCW CJK";margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;
-vertical-align:top}th{background:#f3f3f3}code{white-space:pre-wrap;font-size:.9em}.kind{color:#777}img{max-width:100%}"""
+vertical-align:top}th{background:#f3f3f3}code{white-space:pre-wrap;font-size:.9em;font-family:monospace,"PCW CJK"}
+.kind{color:#777}img{max-width:100%}img.hist{display:block;margin:.3em 0}"""
 
 
 def render_html(results: ClassResults) -> str:
@@ -310,9 +434,10 @@ def render_html(results: ClassResults) -> str:
         names = {"en": "English edition", "zh": "Chinese edition"}
         sections += [_section(names.get(lang, lang), class_stats(results, lang), lang, f"edition-{lang}") for lang in eds]
     sources = ", ".join(_e(shown_path(s)) for s in results.sources)
+    body = f"<body><h1>Class report</h1><p>From: {sources}</p>\n" + "\n".join(sections)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Class report</title>'
-            f"<style>{_STYLE}</style></head><body><h1>Class report</h1><p>From: {sources}</p>\n"
-            + "\n".join(sections) + "\n</body></html>\n")
+            f"<style>{_font_face(html.unescape(body))}{_STYLE}</style></head>{body}\n"
+            f"<script>{SORT_SCRIPT}</script>\n</body></html>\n")
 
 
 def write_html(results: ClassResults, path: Path) -> None:

@@ -10,14 +10,19 @@ Parity with the CLI, for every submission the CLI can grade (or a per-student re
 :class:`IsolatedGrade` grades the file the student handed in, as the CLI does (not nbgrader's
 sanitized copy); a TODO whose test cell the notebook lost (metadata stripped, e.g. by a jupytext
 round trip) gets that cell back from the gradebook, so its verdict is recorded rather than left at 0;
-and :func:`find_renamed_notebooks` (nbgrader's ``pre_convert_hook``) lets nbgrader find a notebook
+and :func:`find_renamed_notebooks` (nbgrader's ``pre_convert_hook``) lets nbgrader grade a notebook
 saved under another name (``03_block_pool copy.ipynb``) when it is the only candidate and belongs to
 the assignment's stage, and otherwise tells the instructor, per student, what to rename.
+
+``submitted/`` is the instructor's record of what was handed in: nothing here writes into it. A renamed
+notebook is read in place by :class:`SubmittedUnderReleasedName` (nbgrader's ``exporter_class``) under
+the released name nbgrader's converter needs, and :class:`IsolatedGrade` grades that original file.
 """
 from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import traceback
 import tempfile
@@ -29,28 +34,42 @@ import nbformat
 from nbgrader import utils
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
+from nbconvert.exporters import NotebookExporter
 from nbgrader.preprocessors import CheckCellMetadata, ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
-from autograder.core import cell_ids, layout
+from autograder.core import cell_ids, layout, messages
+from autograder.core.i18n import text
 from autograder.integrations import nbgrader_batch
 from autograder.core.safetext import one_line
 from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
 from autograder.learner.standing import RECORD
 
 
+#: What separates a verdict's fields (check, input, expected, got, hint, ...) in a TODO's message
+#: (autograder.grading.grade); feedback shows each field on its own line.
+FIELD_SEPARATOR = " | "
+
+
+def verdict_lines(message: str, mark: str) -> str:
+    """A TODO's message as feedback shows it: ``mark`` and its first field, then each further field on
+    its own indented line, every field one printable line."""
+    head, *fields = message.split(FIELD_SEPARATOR)
+    return "\n".join([f"{mark} {one_line(head)}", *(f"   {one_line(f)}" for f in fields)])
+
+
 def _error_output(message: str) -> nbformat.NotebookNode:
-    message = one_line(message)
-    return nbformat.v4.new_output("error", ename="TODO failed", evalue=message, traceback=[f"❌ {message}"])
+    first = one_line(message.split(FIELD_SEPARATOR, 1)[0])
+    return nbformat.v4.new_output("error", ename="TODO", evalue=first, traceback=[verdict_lines(message, "❌")])
 
 
 def _ok_output(message: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_output("stream", name="stdout", text=f"✅ {one_line(message)}\n")
+    return nbformat.v4.new_output("stream", name="stdout", text=verdict_lines(message, "✅") + "\n")
 
 
 def _partial_outputs(message: str, points: float) -> list[nbformat.NotebookNode]:
     """Partial credit the way nbgrader reads it: an execute_result holding the points earned."""
-    return [nbformat.v4.new_output("stream", name="stdout", text=f"◐ {one_line(message)}\n"),
+    return [nbformat.v4.new_output("stream", name="stdout", text=verdict_lines(message, "◐") + "\n"),
             nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1)]
 
 
@@ -103,7 +122,8 @@ class IsolatedGrade(NbGraderPreprocessor):
         shown = f"{info.get('student', '?')}/{assignment or '?'}/{Path(str(name)).name}.ipynb"
         nb.metadata["autograder"] = {"isolation": iso.to_json(), "warnings": result.warnings,
                                      "result": {**result.to_json(), "path": shown}}  # for `autograder report`
-        suffix = f" [graded under isolation: {iso.level}]"
+        lang = result.lang or None  # the notebook's edition: every word of its feedback in that language
+        suffix = FIELD_SEPARATOR + text(messages.LEARNER_ISOLATION, lang).format(level=iso.level)
         verdicts = {cell_ids.grade_id(t.id): replace(t, message=t.message + suffix) for t in result.todos}
         restored = _restore_test_cells(nb, info, verdicts)
         if restored:
@@ -119,7 +139,7 @@ class IsolatedGrade(NbGraderPreprocessor):
             if cell.metadata.get("nbgrader", {}).get("grade") and gid:
                 t = verdicts.get(gid)
                 if t is None:
-                    cell.outputs = [_error_output(result.error or "this TODO could not be graded")]
+                    cell.outputs = [_error_output(result.error or text(messages.TODO_UNGRADED, lang))]
                 elif t.passed:
                     cell.outputs = [_ok_output(f"{t.id}: {t.message}")]
                 elif t.points > 0:
@@ -170,15 +190,22 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
         super().report_change(name, attr, old, new)
 
 
+#: released notebook path in ``submitted/`` (absolute, as nbgrader names it) -> the renamed file handed
+#: in, for this process's nbgrader run: set by :func:`find_renamed_notebooks`, read by the exporter and
+#: by :class:`IsolatedGrade`. Nothing is written under the released name.
+_HANDED_IN_AS: dict[str, Path] = {}
+
+
 def find_renamed_notebooks(assignment=None, student=None, notebooks=None, **_) -> None:
     """nbgrader's ``Autograde.pre_convert_hook``: grade a notebook saved under another name.
 
     nbgrader grades a submitted notebook only under the released notebook's exact file name and
     skips any other ("Skipping unknown notebook", then "did you forget to run generate_assignment?").
     For each released notebook missing from a student's submission, the one other notebook there
-    that belongs to the same stage (by its cells, as the CLI reads it) is copied to the released name
-    in the submission folder, and ``notebooks`` (nbgrader's own list) is updated; when there is no
-    such notebook, or more than one, the log says so for that student.
+    that belongs to the same stage (by its cells, as the CLI reads it) takes the released name in
+    ``notebooks`` (nbgrader's own list): :class:`SubmittedUnderReleasedName` reads the renamed file for
+    that name and :class:`IsolatedGrade` grades it, so ``submitted/`` stays as handed in. When there is
+    no such notebook, or more than one, the log says so for that student.
 
     Then, for the run's first student, it starts grading every notebook this run will convert
     (:func:`start_batch`), so that the batch runs while nbgrader sets up that student's gradebook
@@ -214,16 +241,34 @@ def _find_renamed(folder: Path, notebooks: list[str]) -> None:
                 continue
         if len(fits) == 1:
             target = folder / f"{name}.ipynb"
-            shutil.copyfile(fits[0], target)
+            _HANDED_IN_AS[os.path.abspath(target)] = Path(os.path.abspath(fits[0]))
             notebooks[notebooks.index(fits[0])] = str(target)
             _say(f"{who}: no {name}.ipynb; graded {Path(fits[0]).name!r} (stage {stage}) as {name}.ipynb "
-                 "(nbgrader grades notebooks by file name; a copy was made)")
+                 "(nbgrader grades notebooks by file name; the file handed in is read where it is)")
         else:
             found = ", ".join(repr(Path(n).name) for n in others) or "none"
             _say(f"{who}: no {name}.ipynb to grade; other notebooks there: {found}"
                  + (" (more than one of this stage: rename the one to grade)" if fits else
                     " (none of this stage)") + f"; it scores 0 until one is named {name}.ipynb"
                  + "".join(f"; not graded: {r}" for r in refused))
+
+
+class SubmittedUnderReleasedName(NotebookExporter):
+    """nbgrader's notebook exporter (``c.Autograde.exporter_class``), reading a renamed submission under
+    the released name :func:`find_renamed_notebooks` gave it.
+
+    nbgrader's converter takes the student, assignment and notebook ids from the path it converts, so
+    a renamed notebook must be converted under the released path; that path is not written: this
+    exporter reads the renamed file for it. Invariant: any path the hook did not name is read as
+    nbgrader's own exporter reads it (autograded/ copies included)."""
+
+    def from_filename(self, filename, resources=None, **kw):
+        handed_in = _HANDED_IN_AS.get(os.path.abspath(filename))
+        if handed_in is None:
+            return super().from_filename(filename, resources=resources, **kw)
+        nb, resources = super().from_filename(str(handed_in), resources=resources, **kw)
+        resources["metadata"]["name"] = Path(filename).stem  # the released name, as nbgrader writes it
+        return nb, resources
 
 
 def start_batch(assignment: str) -> None:
@@ -265,6 +310,9 @@ def _submitted_file(config, info: dict) -> Path | None:
     except Exception:  # noqa: BLE001 - an unusual configuration: grade nbgrader's copy instead
         return None
     path = Path(folder) / f"{info['notebook']}.ipynb"
+    renamed = _HANDED_IN_AS.get(os.path.abspath(path))
+    if renamed is not None and not path.exists():  # graded as the student named it (find_renamed_notebooks)
+        return renamed
     # a link is the student's file too: graded (and refused) as handed in, never as nbgrader's copy of
     # what it points to (nbgrader follows links when it copies a submission)
     return path if path.is_file() or path.is_symlink() else None
@@ -375,16 +423,58 @@ class HideHiddenTestCode(NbGraderPreprocessor):
         return cell, resources
 
 
+#: The feedback page's rules for verdicts: every output wraps inside the page (a verdict's long field
+#: breaks at spaces, or anywhere in a long token), so each line, the hint included, is read without
+#: scrolling sideways.
+FEEDBACK_CSS = """\
+/* prefix-cache workbook: verdicts wrap inside the page */
+div.output_area pre, div.output_subarea pre, div.output_text pre, div.output_error pre, div.output_stream pre {
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  word-break: normal;
+}
+div.output_subarea { overflow-x: visible; min-width: 0; }
+"""
+
+
+class ReadableFeedback(NbGraderPreprocessor):
+    """For feedback, after nbconvert's ``CSSHTMLHeaderPreprocessor``: adds :data:`FEEDBACK_CSS` to the
+    styles nbgrader's feedback template inlines in the page (``resources["inlining"]["css"]``), so a
+    verdict wraps instead of running off the visible box. Changes no cell."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.enabled = True  # an nbconvert preprocessor does nothing unless enabled
+
+    def preprocess(self, nb, resources):
+        inlining = resources.setdefault("inlining", {})
+        inlining["css"] = [*inlining.get("css", []), FEEDBACK_CSS]
+        return nb, resources
+
+
 CONFIG_TEMPLATE = '''\
 # nbgrader configuration written by `python -m autograder course`.
+# The grader, the reference code and the hidden checks come from the course installed in the Python
+# environment that runs nbgrader (never from a folder path): this course folder keeps working wherever
+# it, or the clone it was made from, is moved.
 import sys
-sys.path.insert(0, {root!r})  # the course repository: grader, reference and hidden checks
+try:
+    import autograder  # noqa: F401
+except ImportError:
+    raise SystemExit(
+        "nbgrader_config.py: the prefix-cache workbook course is not installed in this Python environment "
+        f"({{sys.executable}}), and its grader grades this course.\\n"
+        "Install it there, then run nbgrader again:\\n"
+        "    pip install -e 'PATH/TO/YOUR/CLONE[grader,nbgrader]'    (a clone of the course)\\n"
+        "    pip install 'prefix-cache-workbook[grader,nbgrader]'    (or a wheel of it)\\n"
+        "or activate the environment that has it (the clone's .venv, made by scripts/setup.sh).") from None
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
                                     OverwriteKernelspec, SaveAutoGrades)
 from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHiddenTestCode, IsolatedGrade,
-                                     ReleaseAwareOverwriteCells, find_renamed_notebooks)
+                                     ReadableFeedback, ReleaseAwareOverwriteCells, SubmittedUnderReleasedName,
+                                     find_renamed_notebooks)
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
@@ -398,7 +488,9 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
 # Grade in confined processes instead of executing learner code in a kernel; refuse without kernel
 # isolation (c.IsolatedGrade.require_isolation = False grades anyway, with the in-process layer only).
 # A notebook saved under another name ("03_block_pool copy.ipynb") is graded under the released name.
+# It is read where the student saved it: nothing is written into submitted/.
 c.Autograde.pre_convert_hook = find_renamed_notebooks
+c.Autograde.exporter_class = SubmittedUnderReleasedName
 c.Autograde.autograde_preprocessors = [IsolatedGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadataOnce]
 # autograded/ and feedback/ keep each student's own files: the release's helper files (the course
@@ -416,10 +508,10 @@ if next((a for a in _sys.argv[1:] if not a.startswith("-")), "") in ("autograde"
     # URL, its tables checked by the first open, in this process only.
     from autograder.integrations.nbgrader_glue import share_gradebook_engines
     share_gradebook_engines()
-# Feedback never shows hidden test code.
+# Feedback never shows hidden test code, and each verdict wraps inside the page, one field a line.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTestCode]
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ReadableFeedback, HideHiddenTestCode]
 '''
 
 
@@ -515,7 +607,7 @@ def layout_course(dest: Path, stage_ids: list[str] | None = None, editions: str 
                 shutil.copy(src, target)
             assignments.append(files.assignment(lang))
     (dest / "nbgrader_config.py").write_text(
-        CONFIG_TEMPLATE.format(root=str(layout.ROOT), stub=json.dumps(STUB_CODE), helpers=release_helpers(),
+        CONFIG_TEMPLATE.format(stub=json.dumps(STUB_CODE), helpers=release_helpers(),
                                record=Path(RECORD).stem + ".*"),  # the record and a write cut short
         encoding="utf-8")
     return assignments
