@@ -18,7 +18,7 @@ Why every call adds a batch dimension: ``scaled_dot_product_attention`` runs its
 on 4-D ``[batch, heads, tokens, dim]`` inputs. Given 3-D tensors it silently falls back to the
 unfused reference ("math") kernel, which on a CPU is several times slower at 1-4k tokens and would
 make the no-cache baseline look worse than it is. Grouped-query heads likewise need care on CUDA
-(:func:`fused_sdpa`). ``tests/test_kernels_attention.py`` runs every call site with SDPA restricted
+(:func:`fused_sdpa`). ``tests/kernels/test_kernels_attention.py`` runs every call site with SDPA restricted
 to its fused backends (on CPU; ``benchmarks/gpu_check.py`` does it on CUDA), so a fallback fails there.
 """
 

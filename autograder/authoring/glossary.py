@@ -4,7 +4,7 @@ notebook links.
 A row of the glossary's table is one :class:`Term`: the English term, the form every Chinese notebook
 writes, the stage that introduces it and a definition in each language. The build puts a list of the
 terms a stage introduces, linked to their rows, right after the notebook's prerequisites (both
-editions); ``tests/test_glossary.py`` checks the table and the Chinese notebooks against it.
+editions); ``tests/course/test_glossary.py`` checks the table and the Chinese notebooks against it.
 """
 from __future__ import annotations
 

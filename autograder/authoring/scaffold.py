@@ -2,7 +2,7 @@
 
 The template (``autograder/authoring/templates/stage/``) mirrors a stage folder: one ``<file>.tmpl`` per
 file of it (:data:`autograder.core.layout.ROLES`: ``notebook.py.tmpl``, ``checks.py.tmpl``, ...), plus
-``reference_tests.py.tmpl`` for the reference tests in ``tests/``. Together they are a small, complete stage:
+``reference_tests.py.tmpl`` for the reference tests in ``tests/stages/``. Together they are a small, complete stage:
 one TODO and a quiz, with public and hidden checks and their words, wrong answers with the check each must
 lead with, correct alternatives, the tier-3 fills and the stage's metadata, so that ``python -m autograder
 build`` builds it, the grader grades it and every generic test passes at once. Where each file goes is the

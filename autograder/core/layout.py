@@ -81,7 +81,7 @@ class Role:
     module: str | None = None
 
 
-#: Every file of a stage folder, by role. ``tests/test_layout.py`` holds every stage to it.
+#: Every file of a stage folder, by role. ``tests/engine/test_layout.py`` holds every stage to it.
 ROLES: dict[str, Role] = {
     "source": Role("notebook.py", "solutions/src/{stem}.py"),
     "reference": Role("reference.py", "solutions/{id}_{slug}.py", "solutions.{id}_{slug}"),
@@ -238,7 +238,7 @@ class StageFiles:
 
     @property
     def reference_tests(self) -> Path:
-        return TESTS / f"test_{self.id}_reference.py"
+        return TESTS / "stages" / f"test_{self.id}_reference.py"
 
     # -- generated ----------------------------------------------------------------------------
     def instructor(self, lang: str = DEFAULT_LANGUAGE) -> Path:

@@ -120,7 +120,7 @@ class Check:
     # most specific one leads (its hint is about the mistake made); ties keep the stage's order.
     specificity: int = 0
     # A hidden check's visible sibling: the public check of the same TODO that exercises the same rule
-    # on other inputs, so that no rule is enforced by hidden checks alone (tests/test_feedback.py).
+    # on other inputs, so that no rule is enforced by hidden checks alone (tests/e2e/test_feedback.py).
     sibling: str = ""
 
     @property

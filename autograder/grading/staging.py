@@ -47,7 +47,7 @@ CHILD_ENTRY = "autograder.child.sandbox:main"  # what every grading child runs, 
 #: Generic code only: a stage's checks, a reference and a submission stay out of the server, and so does
 #: what only some stages import (each module in the server is in every child's memory, in each process a
 #: child forks too: with stage 7's kernels.calibration here, a stage-1 fork bomb filled its cgroup first).
-#: ``tests/test_forkserver.py`` fails when a child has to import any other module of the course itself.
+#: ``tests/engine/test_forkserver.py`` fails when a child has to import any other module of the course itself.
 HARNESS = ("autograder.child.protocol", "autograder.child.hybrid", "autograder.child.probe", "autograder.child.twins",
            "autograder.core.spec", "autograder.checks.common", "autograder.grading.verdict", "autograder.i18n",
            "autograder.runtime", "autograder.learner.blame", "autograder.learner.demos", "autograder.learner.inline",

@@ -1,5 +1,5 @@
 """Correct answers to each stage-2 code TODO written another way than the reference: each must earn
-full marks (``tests/test_mutants.py`` grades them with the wrong answers). ``ALTERNATIVES`` maps a TODO
+full marks (``tests/course/test_mutants.py`` grades them with the wrong answers). ``ALTERNATIVES`` maps a TODO
 id to ``{name: edits}``, the edits being text replacements of the reference module inside that
 TODO's function, as in ``mutants.py`` beside this file (whose ``EQUIVALENT`` holds a few more)."""
 from __future__ import annotations

@@ -125,7 +125,7 @@ EQUIVALENT = {
                          "                block.key = key\n")],
 }
 
-# The check whose hint each wrong answer must read first (tests/test_mutants.py asserts it).
+# The check whose hint each wrong answer must read first (tests/course/test_mutants.py asserts it).
 LEADS = {
     "s03.lookup/no_cap": "leaves_one_token_to_compute",
     "s03.lookup/skips_misses": "stops_at_first_miss",

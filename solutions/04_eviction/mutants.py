@@ -125,7 +125,7 @@ EQUIVALENT = {
     "expire/deadline_form": [(EXPIRE, "if registered_at + self.min_residence > now:")],
 }
 
-# The check whose hint each wrong answer must read first (tests/test_mutants.py asserts it).
+# The check whose hint each wrong answer must read first (tests/course/test_mutants.py asserts it).
 LEADS = {
     "s04.append/keyless_not_first": "keyless_blocks_go_first",
     "s04.append/cached_at_lru_end": "cached_blocks_in_order",

@@ -1,5 +1,5 @@
 """Correct answers to each stage-5 code TODO written another way than the reference: each must earn
-full marks (graded by ``tests/test_mutants.py``). Same format as ``solutions/07_serving/alternatives.py``: each
+full marks (graded by ``tests/course/test_mutants.py``). Same format as ``solutions/07_serving/alternatives.py``: each
 edit replaces the whole solution region of its TODO (read from the reference, so it stays exact)."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Realistic wrong answers for each stage-7 TODO: each must fail its own TODO only.
 
 Every edit lies inside its TODO's solution region (a learner writes nothing else);
-``tests/test_mutants.py`` grades each one through the real grader.
+``tests/course/test_mutants.py`` grades each one through the real grader.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Correct answers to each stage-8 code TODO written another way than the reference: each must earn
-full marks (graded by ``tests/test_mutants.py``). Same format as ``solutions/07_serving/alternatives.py``."""
+full marks (graded by ``tests/course/test_mutants.py``). Same format as ``solutions/07_serving/alternatives.py``."""
 from __future__ import annotations
 
 from tests.mutants_s08 import ADD, COPY, COUNT, KS, OWN, SEEN, SWEEP

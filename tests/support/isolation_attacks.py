@@ -1,4 +1,4 @@
-"""What a hostile learner child tries, run *inside* a confined child by tests/test_isolation.py.
+"""What a hostile learner child tries, run *inside* a confined child by tests/engine/test_isolation.py.
 
 Staged into the child's import root and run as its entry (``isolation_attacks:main``). Reads its
 targets as JSON on stdin, tries each attack, and writes one JSON object of outcomes to the result

@@ -1,4 +1,4 @@
-"""No TODO can be passed by calling given code that already does it (see tests/delegation.py).
+"""No TODO can be passed by calling given code that already does it (see tests/support/delegation.py).
 
 Per stage, every visible function and method (kernels, earlier stages' references, given modules,
 the given parts of the stage's own module) is tried as the whole body of every TODO; whatever passes
@@ -18,7 +18,7 @@ from autograder.core.pysource import solution_region
 from autograder.core.spec import load_stage
 from tests.support.variants import grade_variant
 from tests.conftest import built_stages
-from tests.delegation import Delegation, Judge, screen
+from tests.support.delegation import Delegation, Judge, screen
 
 _TORCH = 'importlib.import_module("torch")'
 # Delegations that need a line of glue, which the generic screen does not write: each is a twin too.
@@ -121,7 +121,7 @@ def test_a_candidate_timed_out_inside_an_import_leaves_no_half_imported_package(
     radix_view imports matplotlib): the half-imported package must not break a later import of it."""
     import sys
 
-    from tests.delegation import _time_limit
+    from tests.support.delegation import _time_limit
 
     pkg = tmp_path / "pcw_slow_pkg"
     pkg.mkdir()

@@ -17,7 +17,7 @@ import pytest
 from autograder.core import layout
 from autograder.integrations import nbgrader_batch, preflight
 from tests.conftest import ROOT
-from tests.test_classroom import grading_steps, make_template, run_step
+from tests.e2e.test_classroom import grading_steps, make_template, run_step
 from tests.support.machine import scaled
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades through the CLI, nbgrader and Classroom

@@ -21,12 +21,12 @@ from tests.support.machine import ENV, scaled
 pytestmark = pytest.mark.slow  # grades notebooks and runs a pytest of its own beside two busy processes
 
 SAMPLE = [
-    "tests/test_inline_check.py::test_s01_normalize_endless_loop_is_stopped",
-    "tests/test_inline_check.py::test_time_spent_waiting_is_not_counted_as_running_away",
-    "tests/test_inline_check.py::test_code_that_waits_forever_is_stopped_by_the_clock_and_told_so",
-    "tests/test_nbgrader_batch.py::test_a_started_group_goes_before_a_new_one_so_groups_finish_in_order",
-    "tests/test_grading_child.py::test_a_child_that_only_waits_is_stopped_after_the_stretched_wall_limit",
-    "tests/test_cell_hangs.py::test_cell_level_hang_runs_one_child_and_does_not_hold_up_classmates",
+    "tests/engine/test_inline_check.py::test_s01_normalize_endless_loop_is_stopped",
+    "tests/engine/test_inline_check.py::test_time_spent_waiting_is_not_counted_as_running_away",
+    "tests/engine/test_inline_check.py::test_code_that_waits_forever_is_stopped_by_the_clock_and_told_so",
+    "tests/e2e/test_nbgrader_batch.py::test_a_started_group_goes_before_a_new_one_so_groups_finish_in_order",
+    "tests/engine/test_grading_child.py::test_a_child_that_only_waits_is_stopped_after_the_stretched_wall_limit",
+    "tests/engine/test_cell_hangs.py::test_cell_level_hang_runs_one_child_and_does_not_hold_up_classmates",
 ]
 SPINNERS = 2
 

@@ -475,7 +475,7 @@ def exfiltrated(tmp_path_factory):
     import copy
 
     from autograder.grading.grade import grade_paths
-    from tests import attack_corpus, hostile_corpus
+    from tests.support import attack_corpus, hostile_corpus
 
     folder = tmp_path_factory.mktemp("exfiltrators")
     base = nbformat.read(S01.learner(), as_version=4)
@@ -506,8 +506,8 @@ def _secrets_of_a_child() -> list[str]:
 
 @pytest.mark.slow  # grades notebooks on the real grader or runs the command line
 def test_real_exfiltrators_fail_their_todos_and_carry_out_at_most_the_budget(exfiltrated):
-    from tests import attack_corpus
-    from tests.hostile_corpus import ALL
+    from tests.support import attack_corpus
+    from tests.support.hostile_corpus import ALL
 
     cases, graded = exfiltrated
     assert set(graded) == set(cases)
@@ -532,7 +532,7 @@ def test_two_rounds_from_a_real_report_carry_at_most_the_budget(exfiltrated):
     comes out is at most the budget, less than the stage's answers together, so rebuilding them takes
     several reports (one answer shorter than the budget can fit in one: docs/security.md says so)."""
     from autograder.core.pysource import solution_region
-    from tests import attack_corpus
+    from tests.support import attack_corpus
 
     _, graded = exfiltrated
     reference = S01.reference.read_text(encoding="utf-8")
@@ -557,7 +557,7 @@ def probe_smugglers(tmp_path_factory):
     import copy
 
     from autograder.grading.grade import grade_paths
-    from tests import attack_corpus, hostile_corpus
+    from tests.support import attack_corpus, hostile_corpus
 
     folder = tmp_path_factory.mktemp("probe_smugglers")
     base = nbformat.read(S01.learner(), as_version=4)
@@ -577,8 +577,8 @@ def test_no_encoding_carries_a_hidden_checks_text_out_of_its_child(probe_smuggle
     payload, the line cache, ``inspect``, its memory): each smuggler finds nothing to send, so it runs
     the reference's code and earns every point, and no report decodes to the probe's words. Before,
     the text was the child's loader's: each report carried the probe's line inside the budget."""
-    from tests import attack_corpus
-    from tests.hostile_corpus import ALL
+    from tests.support import attack_corpus
+    from tests.support.hostile_corpus import ALL
 
     cases, graded = probe_smugglers
     assert set(graded) == set(cases)

@@ -175,7 +175,7 @@ def test_s07_random_sweep_order_does_not_change_the_decision():
                                                           "tpot_p50": 0.021, "hit_rate": 0.70}
 
 
-# -- the checks and wrong answers themselves (the real grader runs them in tests/test_mutants.py) ----
+# -- the checks and wrong answers themselves (the real grader runs them in tests/course/test_mutants.py) ----
 def test_s07_probes_give_the_same_answer_twice_on_the_reference():
     """Every probe is deterministic: the grader compares two runs of it (learner vs reference)."""
     import solutions.s07_serving as ref

@@ -89,7 +89,7 @@ def test_the_fixture_is_the_previous_releases_notebook():
 @pytest.mark.slow
 def test_a_notebook_of_the_previous_release_runs(tmp_path, monkeypatch):
     """Stage 4's learner notebook of the previous release, unfilled, runs without a traceback, as
-    today's does (tests/test_notebooks_run.py); its given code comes from workbook."""
+    today's does (tests/course/test_notebooks_run.py); its given code comes from workbook."""
     nb = nbformat.read(OLD_NOTEBOOK, as_version=4)
     old = sorted(_solutions_imports(nb))
     assert {"solutions.cache_sim", "solutions.traces", "solutions.predictions"} <= set(old), old

@@ -27,9 +27,9 @@ from autograder.core import layout
 from autograder.grading import leaks
 from autograder.core.pysource import solution_region
 from tests.support.variants import variant_notebook
-from tests import attack_corpus, hostile_corpus
+from tests.support import attack_corpus, hostile_corpus
 from tests.conftest import ROOT
-from tests.hostile_corpus import ALL, Case
+from tests.support.hostile_corpus import ALL, Case
 from tests.support.machine import scaled
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a whole class of hostile notebooks, through the CLI and nbgrader

@@ -1,6 +1,6 @@
 """Children forked from a fork server are as confined as launched ones (autograder/isolation/forkserver.py).
 
-The attacks of tests/isolation_attacks.py run in a child the grading run's fork server forks, next to a
+The attacks of tests/support/isolation_attacks.py run in a child the grading run's fork server forks, next to a
 sibling forked from the same server: what a bubblewrap-launched child may not do (read outside its
 view, a sibling's scratch dir included; write outside its scratch dir; see, signal, trace or limit the
 grader or the sibling; reach the network; meet the sibling in named IPC; hold a capability; leave a
@@ -42,7 +42,7 @@ def run():
     if why is not None:
         pytest.skip(f"no fork server here: {why}")
     with GradingRun.open(iso, HIDDEN) as r:
-        shutil.copy(ROOT / "tests" / "isolation_attacks.py", r.staging / "isolation_attacks.py")
+        shutil.copy(ROOT / "tests" / "support" / "isolation_attacks.py", r.staging / "isolation_attacks.py")
         os.chmod(r.staging / "isolation_attacks.py", 0o644)
         yield r
 

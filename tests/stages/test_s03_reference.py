@@ -26,7 +26,7 @@ from solutions.s03_block_pool import (
     SimpleFreeQueue,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def snapshot(pool: BlockPool) -> tuple:

@@ -1,7 +1,7 @@
 """Kernel isolation of learner children, proven from inside a real child (autograder/isolation/levels.py).
 
 For each level this machine offers (namespaces+landlock+seccomp, and the forced fallback without
-namespaces), one confined child runs every attack of tests/isolation_attacks.py against real
+namespaces), one confined child runs every attack of tests/support/isolation_attacks.py against real
 targets: a secret file, the repository's solutions/tests/.git, a sibling child, this test process
 (standing in for the grader), a loopback listener. An unconfined control child runs the same
 attacks and must succeed, so each refusal below is the isolation's doing, not the file system's.
@@ -97,7 +97,7 @@ def _attack(level: str, iso: isolation.Isolation | None):
     Path(_world_dir(course, "source"), "reference.ipynb").write_text("{}")
     other = _world_dir(world, "other", 0o777)
     staging = isolation.stage_tree(Path(world) / "staging", {
-        **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+        **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "support" / "isolation_attacks.py"})
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.05)
     sibling = child = None
@@ -269,7 +269,7 @@ def test_killing_a_hung_child_ends_everything_it_started(level):
     try:
         os.chmod(base, 0o755)
         staging = isolation.stage_tree(Path(base) / "staging", {
-            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "support" / "isolation_attacks.py"})
         scratch = isolation.make_scratch(iso, base)
         plan = isolation.plan_child(isolation.ChildSpec(sys.executable, "isolation_attacks:linger", str(staging), scratch,
                                                         hidden=HIDDEN), iso)
@@ -365,7 +365,7 @@ def _covert_pair(iso: isolation.Isolation | None) -> tuple[dict, dict]:
         shared = Path(world, "answer.txt")
         shared.write_text("x" * 8192)
         staging = isolation.stage_tree(Path(world) / "staging", {
-            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py",
+            **isolation.confinement_files(), "isolation_attacks.py": ROOT / "tests" / "support" / "isolation_attacks.py",
             "shared/answer.txt": shared})
         target = str(staging / "shared" / "answer.txt")
 
@@ -459,7 +459,7 @@ def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_m
 
     run = GradingRun.open(iso, HIDDEN)
     try:
-        isolation.stage_tree(run.staging, {"isolation_attacks.py": ROOT / "tests" / "isolation_attacks.py"})
+        isolation.stage_tree(run.staging, {"isolation_attacks.py": ROOT / "tests" / "support" / "isolation_attacks.py"})
         scratch, uid = run.scratch()
         hierarchy = cgroup.available()[0] if use_cgroup else None
         group = cgroup.ChildCgroup.create(hierarchy, memory_mb * 2**20) if hierarchy else None
@@ -614,7 +614,7 @@ def test_two_children_of_a_batch_share_no_lock(level, tmp_path):
     import nbformat
 
     from autograder.grading.grade import grade_paths
-    from tests import attack_corpus, hostile_corpus
+    from tests.support import attack_corpus, hostile_corpus
 
     iso = _select(level)
     base = nbformat.read(layout.stage_files("s01").learner(), as_version=4)

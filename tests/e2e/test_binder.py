@@ -12,7 +12,7 @@ import pytest
 
 from autograder.core import layout
 from tests.conftest import ROOT
-from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT, open_and_run_all, start_lab, stop_lab
+from tests.e2e.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT, open_and_run_all, start_lab, stop_lab
 from tests.support.machine import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(

@@ -23,7 +23,7 @@ from solutions.s02_block_hash import (
     split_blocks,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 tokens_st = st.lists(st.integers(0, 5), max_size=40)
 block_size_st = st.integers(1, 6)
 extra_st = st.one_of(

@@ -23,7 +23,7 @@ from autograder.learner.learn import reveal
 from autograder.core.spec import load_stage
 from workbook.contract import ResultError
 from tests.conftest import stage_params
-from tests.learner_ns import module_text, notebook_namespace
+from tests.support.learner_ns import module_text, notebook_namespace
 
 # What a skipped or stopped demo must never print.
 FORBIDDEN = ("answer", "答案", "实际是", "BEGIN SOLUTION", "END SOLUTION", "zh:", "Traceback")

@@ -20,7 +20,7 @@ from kernels.paged_attention import (causal_attention, fused_attention_only, pag
                                      paged_decode_attention_torch)
 from tests.support.machine import scaled
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def scatter_into_pool(k: torch.Tensor, v: torch.Tensor, table: list[int], num_blocks: int, block_size: int):

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.machine import scaled
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs each benchmark script in a subprocess
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from autograder.integrations.class_report import SORT_SCRIPT, load_results, render_html, student_of
 from autograder.core import layout
-from tests.class_sample import HOSTILE_NAME, build_class
+from tests.support.class_sample import HOSTILE_NAME, build_class
 from tests.conftest import ROOT
 from tests.support.machine import scaled
 
@@ -105,7 +105,7 @@ def test_the_page_shows_the_numbers_of_the_results(graded):
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_page_opens_in_chromium_without_console_errors(graded):
-    from tests.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT
+    from tests.e2e.test_ui_browser import ARGS, CHROMIUM, HAVE_PLAYWRIGHT
 
     if not (CHROMIUM and HAVE_PLAYWRIGHT):
         pytest.skip("browser test needs chromium and playwright: run scripts/setup-browser.sh")

@@ -9,7 +9,7 @@ import pytest
 from autograder.grading.grade import grade_paths
 from autograder.core.spec import load_stage
 from tests.support.variants import variant_notebook
-from tests.hostile_corpus import REF_CLASS, S01
+from tests.support.hostile_corpus import REF_CLASS, S01
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a class beside a hanging notebook
 

@@ -339,7 +339,7 @@ def printed_text(output) -> str:
 def test_chinese_instructor_notebook_prints_no_english_sentence(stage_id):
     """Run top to bottom, the zh instructor notebook (the reference in every TODO) prints no English sentence:
     code, declared names and the glossary's English-kept terms excepted (:func:`english_sentences`)."""
-    from tests.test_notebooks_run import execute, skipped_or_stopped
+    from tests.course.test_notebooks_run import execute, skipped_or_stopped
 
     files = layout.stage_files(stage_id)
     if "zh" not in files.languages:

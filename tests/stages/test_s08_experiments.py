@@ -263,7 +263,7 @@ def test_recover_secret_bookkeeping(model):
 
 @pytest.mark.slow  # runs every side-channel experiment
 def test_bench_side_channel_quick_runs_every_experiment(tmp_path):
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_side_channel.py"), "--quick",
                            "--record", str(tmp_path / "samples.json")], cwd=root, capture_output=True, text=True,
                           timeout=scaled(180))

@@ -1,8 +1,8 @@
 """The stage-8 reference against brute-force models (Hypothesis) and its documented contracts.
 
 Grading (reference full marks, stub "not implemented", each wrong answer failing its own TODO only) is
-covered for every stage by ``tests/test_stages.py`` and ``tests/test_mutants.py``; the given experiment
-modules by ``tests/test_s08_experiments.py``.
+covered for every stage by ``tests/course/test_stages.py`` and ``tests/course/test_mutants.py``; the given experiment
+modules by ``tests/stages/test_s08_experiments.py``.
 """
 from __future__ import annotations
 

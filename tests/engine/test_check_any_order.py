@@ -7,7 +7,7 @@ import pytest
 from autograder.learner.inline import evaluate
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
-from tests.learner_ns import module_text, notebook_namespace
+from tests.support.learner_ns import module_text, notebook_namespace
 
 
 def code_todos(stage_id: str) -> list[str]:

@@ -11,7 +11,7 @@ from autograder.core import layout
 from autograder.authoring.glossary import Term, parse, stage_terms, terms, terms_markdown
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
-from tests.test_chinese_edition import learner_prose, strip_code
+from tests.course.test_chinese_edition import learner_prose, strip_code
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 

@@ -25,7 +25,7 @@ from autograder.grading.verdict import check_title
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's wrong answers on the real grader
 
-# Built stages only: a half-written stage is named by tests/test_layout.py's completeness test.
+# Built stages only: a half-written stage is named by tests/engine/test_layout.py's completeness test.
 DATA = {sid: importlib.import_module(layout.stage_files(sid).mutants_module) for sid in layout.built_stages()}
 
 

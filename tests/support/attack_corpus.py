@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 
 from autograder.core import layout
-from tests.hostile_corpus import ALL, REF_CLASS, S01, Case, inject
+from tests.support.hostile_corpus import ALL, REF_CLASS, S01, Case, inject
 
 MATCH = "s01.match_prefix"
 STATS = "s01.cache_stats"
@@ -537,7 +537,7 @@ def exfiltrators() -> list[Case]:
     """Attacks on what a report can carry, through what the leak guard never reads as text: numbers,
     dict keys, shapes, fields of forged events, exit statuses, an encoding of the attacker's own, and
     pieces spread over every TODO. Each fails its TODO; what it gets out is bounded by the report's
-    budget (tests/test_report_bounds.py measures it on a real run)."""
+    budget (tests/engine/test_report_bounds.py measures it on a real run)."""
     spread_cls = REF_CLASS
     for k, method in enumerate(["_normalize", "add_prefix", "match_prefix", "split_prompt", "cache_stats"]):
         spread_cls = inject(method, "secret = _pcw_secret()\n"

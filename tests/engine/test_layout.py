@@ -65,7 +65,7 @@ def test_no_stage_path_is_built_outside_the_layout_module():
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
     # test_former_names.py names where the previous release kept a notebook: history, not today's layout
-    allowed = {"autograder/core/layout.py", "tests/test_layout.py", "tests/test_former_names.py"}
+    allowed = {"autograder/core/layout.py", "tests/engine/test_layout.py", "tests/engine/test_former_names.py"}
     # notebook sources are prose for learners; mutation data quotes reference code
     quoting = {layout.rel(f.path(role)) for f in layout.all_stages() if f.slug is not None for role in ("source", "mutants")}
     found = [hit for f in files if f not in allowed and f not in quoting
@@ -243,8 +243,8 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
 
 
 #: The generic tests: every stage's, parametrized by stage (or TODO) id, and the course-wide ones.
-GENERIC_TESTS = ("tests/test_layout.py", "tests/test_stages.py", "tests/test_mutants.py", "tests/test_hint_skeletons.py",
-                 "tests/test_course_quality.py", "tests/test_learning_design.py", "tests/test_editions.py")
+GENERIC_TESTS = ("tests/engine/test_layout.py", "tests/course/test_stages.py", "tests/course/test_mutants.py", "tests/course/test_hint_skeletons.py",
+                 "tests/course/test_course_quality.py", "tests/course/test_learning_design.py", "tests/course/test_editions.py")
 
 
 @pytest.mark.slow
