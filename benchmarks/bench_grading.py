@@ -47,14 +47,15 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
+from autograder.child.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
 from autograder.core import cell_ids, layout  # noqa: E402
-from autograder.isolation import forkclient, levels as isolation  # noqa: E402
 from autograder.grading.batch import available_cores  # noqa: E402
 from autograder.grading.grade import child_payload_for, limits_for  # noqa: E402
-from autograder.child.protocol import CellsDone, CheckStarted, Done, Ready  # noqa: E402
 from autograder.grading.staging import GradingRun  # noqa: E402
 from autograder.grading.submission import read_submission  # noqa: E402
 from autograder.grading.supervise import run_child  # noqa: E402
+from autograder.isolation import forkclient  # noqa: E402
+from autograder.isolation import levels as isolation  # noqa: E402
 from tests.support.variants import variant_notebook  # noqa: E402
 
 KINDS = ("honest", "wrong", "unfilled", "wrong", "hostile")

@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from autograder.isolation import levels as isolation  # noqa: E402
 from autograder.grading.grade import grade_paths  # noqa: E402
-from tests.support.variants import variant_notebook  # noqa: E402
+from autograder.isolation import levels as isolation  # noqa: E402
 from benchmarks.rounds import interleaved  # noqa: E402
+from tests.support.variants import variant_notebook  # noqa: E402
 
 STATS = "reuse_ratio = round(hit_tokens / len(prompt), 4) if prompt else 0.0"
 

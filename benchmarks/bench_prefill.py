@@ -46,8 +46,7 @@ from kernels.flops import predicted_speedup  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
 from kernels.timing import add_torch_arguments, apply_torch_arguments  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
-from solutions.s06_paged_prefill import (PagedPrefiller, full_prefill, paged_attention,  # noqa: E402
-                                         pool_attention, write_kv)
+from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention, pool_attention, write_kv  # noqa: E402
 from solutions.s07_serving import predict_ttft  # noqa: E402
 
 #: ``small``: the stage-6 notebook's benchmark model. Wide enough that a 64-token question keeps a

@@ -36,9 +36,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks.bench_block_pool import chunks, hash_all, pool_cycle  # noqa: E402
 from benchmarks.rounds import Rounds, interleaved, summary  # noqa: E402
 from solutions.s02_block_hash import chain_keys  # noqa: E402
-from workbook.radix_sim import RadixServer  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
 from solutions.s05_radix_tree import IncrementalRadixCache, RadixCache  # noqa: E402
+from workbook.radix_sim import RadixServer  # noqa: E402
 from workbook.workload import iter_workload, make_workload  # noqa: E402
 
 TARGET_CYCLES_PER_S = 4_000

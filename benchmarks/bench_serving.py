@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels.device import describe_device  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
 from kernels.timing import add_torch_arguments, apply_torch_arguments  # noqa: E402
-from workbook import serving_workloads as W  # noqa: E402
 from solutions.s07_serving import summarize_run  # noqa: E402
+from workbook import serving_workloads as W  # noqa: E402
 from workbook.serving import SERVING_MODEL, compare_outputs, serve, warm_up  # noqa: E402
 
 #: Pool size per workload (blocks of 16 tokens): room for a full batch and the hot prefixes, except

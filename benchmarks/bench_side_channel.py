@@ -26,15 +26,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workbook.collision_demo import collision_demo, colliding_prompts  # noqa: E402
 from solutions.s03_block_pool import BlockPool  # noqa: E402
-from solutions.s08_cache_attacks import (accuracy, birthday_search, detect_sharing, fit_threshold,  # noqa: E402
-                                         tenant_extra_keys)
+from solutions.s08_cache_attacks import accuracy, birthday_search, detect_sharing, fit_threshold, tenant_extra_keys  # noqa: E402
+from workbook.collision_demo import colliding_prompts, collision_demo  # noqa: E402
 from workbook.tenant_isolation import make_tenant_workload, replay  # noqa: E402
-from workbook.timing_attack import (SharedEngine, effect_size, prefix_sweep, recover_secret,  # noqa: E402
-                                     sample_hit_miss, save_samples)
-from workbook.weak_keys import (TokenCheckedPool, WeakKeyPool, expected_birthday_tries, first_block_key,  # noqa: E402
-                                 key_costs, random_blocks, second_preimage_search, verification_cost)
+from workbook.timing_attack import SharedEngine, effect_size, prefix_sweep, recover_secret, sample_hit_miss, save_samples  # noqa: E402
+from workbook.weak_keys import (  # noqa: E402
+    TokenCheckedPool,
+    WeakKeyPool,
+    expected_birthday_tries,
+    first_block_key,
+    key_costs,
+    random_blocks,
+    second_preimage_search,
+    verification_cost,
+)
 
 
 def section(title: str) -> None:

@@ -45,13 +45,12 @@ if not torch.cuda.is_available():
 from kernels.device import describe_device  # noqa: E402
 from kernels.flops import predicted_speedup  # noqa: E402
 from kernels.model import DecoderLM, ModelConfig  # noqa: E402
-from kernels.paged_attention import (causal_attention, fused_attention_only, paged_attention_torch,  # noqa: E402
-                                     paged_decode_attention_torch)
+from kernels.paged_attention import causal_attention, fused_attention_only, paged_attention_torch, paged_decode_attention_torch  # noqa: E402
 from kernels.timing import timed  # noqa: E402
 from kernels.triton_paged_attention import paged_attention_triton  # noqa: E402
-from workbook import serving_workloads as W  # noqa: E402
 from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention, pool_attention  # noqa: E402
 from solutions.s07_serving import summarize_run  # noqa: E402
+from workbook import serving_workloads as W  # noqa: E402
 from workbook.serving import compare_outputs, serve, warm_up  # noqa: E402
 
 FAILURES: list[str] = []

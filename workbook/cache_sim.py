@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autograder.i18n import tr
-from workbook.contract import ResultError
 from workbook.block_pool import PoolFullError
+from workbook.contract import ResultError
 from workbook.traces import TraceRequest, request_tokens
 
 __all__ = ["Policy", "LRU", "SimResult", "prehashed", "simulate", "belady"]

@@ -25,8 +25,8 @@ class ResultError(ValueError):
 
     def line(self, lang: str | None = None) -> str:
         try:
-            from autograder.learner.faults import result_line
             from autograder.i18n import L
+            from autograder.learner.faults import result_line
         except ImportError:  # without the course runtime: the English line
             return f"your {self.todo} returned {self.problem[0]}"
         return result_line(self.todo, L(*self.problem), lang)

@@ -14,7 +14,6 @@ from autograder.i18n import tr
 from workbook.contract import ResultError
 
 
-
 class RadixServer:
     """A radix cache and the KV slots it shares, driven one request at a time.
 

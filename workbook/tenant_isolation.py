@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from autograder.i18n import tr
-from workbook.contract import ResultError
 from workbook.block_pool import Admission, BlockPool, PoolFullError
+from workbook.contract import ResultError
 
 ExtraKeys = Sequence[tuple[str, str]] | None
 #: ``extra_keys_for(tenant, request_extra_keys) -> extra keys``: stage 8's salting TODO.

@@ -21,14 +21,14 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.core import layout, pysource
-from autograder.core.course import Course, load_course
-from autograder.core.i18n import text
 from autograder.authoring.notebook import instructor_notebook, learner_notebook
 from autograder.authoring.presenter import presenter_notebook
 from autograder.child.probe import reference_outcome
-from autograder.learner.runtime import stage_build_id
+from autograder.core import layout, pysource
+from autograder.core.course import Course, load_course
+from autograder.core.i18n import text
 from autograder.core.spec import Stage, load_stage
+from autograder.learner.runtime import stage_build_id
 
 BADGES_BEGIN, BADGES_END = "<!-- badges:begin -->", "<!-- badges:end -->"
 STAGES_BEGIN, STAGES_END = "<!-- stages:begin -->", "<!-- stages:end -->"

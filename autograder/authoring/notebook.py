@@ -21,14 +21,14 @@ import jupytext
 import nbformat
 from nbformat import NotebookNode
 
+from autograder.authoring.glossary import terms_markdown
+from autograder.authoring.localize import localize_code
+from autograder.authoring.setup_cell import setup_cell
 from autograder.core import cell_ids, layout
 from autograder.core.course import Course
-from autograder.authoring.glossary import terms_markdown
 from autograder.core.i18n import L, text
-from autograder.authoring.localize import localize_code
 from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, object_source, top_level_imports
 from autograder.core.quiz import LETTERS
-from autograder.authoring.setup_cell import setup_cell
 from autograder.core.spec import Stage
 
 PREREQUISITES = {"en": "## Prerequisites", "zh": "## 前置知识"}  # the frame's heading the terms list follows

@@ -11,6 +11,7 @@ from typing import Any
 
 from autograder.core.spec import Stage, Todo
 
+
 class MissingTarget(Exception):
     """The learner's notebook does not define the object or method a TODO needs."""
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from autograder.core.i18n import LANGUAGES
-from pathlib import Path
 
 
 def _classroom(args: argparse.Namespace) -> int:

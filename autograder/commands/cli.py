@@ -8,8 +8,8 @@ from autograder.core.i18n import LANGUAGES
 
 
 def _build(args: argparse.Namespace) -> int:
-    from autograder.core import layout
     from autograder.authoring.build import build
+    from autograder.core import layout
 
     for line in (m for s in layout.all_stages() for m in s.missing_sources()):
         print(f"skipped, not complete yet: {line}")
@@ -42,8 +42,8 @@ def _course(args: argparse.Namespace) -> int:
 
 
 def _new_stage(args: argparse.Namespace) -> int:
-    from autograder.core import layout
     from autograder.authoring.scaffold import new_stage
+    from autograder.core import layout
 
     for path in new_stage(args.stage, args.name, args.title):
         print(f"wrote: {layout.rel(path)}")

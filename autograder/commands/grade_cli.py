@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from autograder.core import layout, messages
-from autograder.grading import reports
-from autograder.isolation import levels as isolation
-from autograder.grading.grade import VERBOSE_ENV, grade_paths, stderr_log
 from autograder.core.i18n import LANGUAGES, text
+from autograder.grading import reports
+from autograder.grading.grade import VERBOSE_ENV, grade_paths, stderr_log
 from autograder.grading.submission import expand
+from autograder.isolation import levels as isolation
 
 EXIT_NO_ISOLATION = 3
 EXIT_NOT_EARNED = 4  # --exit-code: a graded TODO did not earn the points asked for

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 import functools
-import threading
 import re
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 

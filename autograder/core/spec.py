@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from dataclasses import dataclass, field, replace
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from autograder.core import cell_ids, layout, stage_text

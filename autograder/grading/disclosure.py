@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autograder.grading.leaks import WITHHELD, LeakGuard
 from autograder.core.safetext import one_line
+from autograder.grading.leaks import WITHHELD, LeakGuard
 
 BUDGET_BYTES = 400        # learner-derived UTF-8 bytes one submission's report may show, all TODOs together
 FEEDBACK_LEVELS = ("values", "titles")

@@ -23,24 +23,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autograder.core import messages
-from autograder.grading import batch, shards
-from autograder.isolation import levels as isolation
-from autograder.core.course import feedback_level, grading_mode
-from autograder.grading.disclosure import Disclosure, unlimited
-from autograder.core.i18n import L, text
-from autograder.grading.leaks import LeakGuard
 from autograder.child.protocol import CellError, CellsDone, Event
 from autograder.child.sandbox import _strip_magics as strip_magics  # how the child reads a cell: one owner
+from autograder.core import messages
+from autograder.core.course import feedback_level, grading_mode
+from autograder.core.i18n import L, text
 from autograder.core.pysource import names_defined, parse, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
-from autograder.grading.staging import GradingRun, private_library_caches
+from autograder.grading import batch, shards
+from autograder.grading.disclosure import Disclosure, unlimited
+from autograder.grading.leaks import LeakGuard
 from autograder.grading.reports import shown_path
+from autograder.grading.staging import GradingRun, private_library_caches
 from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, child_env, describe, run_child
 from autograder.grading.trusted import child_code, child_modules, expected_outcomes, given_members, leak_guard, setup_cells
 from autograder.grading.verdict import CheckVerdict, check_label, check_title, judge, lead_first
+from autograder.isolation import levels as isolation
 
 __all__ = ["grade_paths", "run_todo", "expand", "SubmissionResult", "TodoResult"]
 

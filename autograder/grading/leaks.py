@@ -34,8 +34,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from autograder.grading.readings import SCAN_LIMIT, all_shifts, readings
 from autograder.core.safetext import one_line
+from autograder.grading.readings import SCAN_LIMIT, all_shifts, readings
 
 WINDOW = 12           # alphanumeric characters of a secret that may never appear in a learner's feedback
 TEXT_LIMIT = 120      # characters of one piece of learner text (a string value, an exception message)

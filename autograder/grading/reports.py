@@ -14,9 +14,9 @@ from pathlib import Path
 
 from autograder.core import messages, safetext
 from autograder.core.i18n import text
-from autograder.isolation.levels import Isolation
 from autograder.core.results import SubmissionResult, TodoStatus
 from autograder.core.textwidth import display_width, pad
+from autograder.isolation.levels import Isolation
 
 one_line = safetext.one_line
 

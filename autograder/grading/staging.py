@@ -31,13 +31,12 @@ from pathlib import Path
 
 from autograder.child import twins
 from autograder.core import layout
+from autograder.core.spec import Todo
 from autograder.grading import trusted_store
 from autograder.isolation import forkclient
 from autograder.isolation.childfs import HiddenPaths, IsolationError, child_user, compile_tree, make_scratch, stage_tree
 from autograder.isolation.forkclient import ForkServer
 from autograder.isolation.levels import Isolation
-from autograder.core.spec import Todo
-
 
 CHILD_ENTRY = "autograder.child.sandbox:main"  # what every grading child runs, once confined
 #: What every grading child imports before the learner's first cell, whatever its stage: the harness

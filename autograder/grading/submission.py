@@ -23,8 +23,8 @@ from pathlib import Path
 
 from autograder.core import cell_ids, layout, messages, regularfile, todocells
 from autograder.core.i18n import LANGUAGES, L, notebook_language, text
-from autograder.grading.reports import shown_path
 from autograder.core.spec import Stage, available_stages, load_stage
+from autograder.grading.reports import shown_path
 from autograder.isolation.childfs import HiddenPaths
 
 # The limit is on what is graded: the code cells' source. A notebook file may be much larger than that

@@ -15,13 +15,13 @@ import json
 import marshal
 import threading
 
+from autograder.child.probe import reference_outcome
 from autograder.core import layout
 from autograder.core.i18n import L
-from autograder.grading import trusted_store
-from autograder.grading.leaks import LeakGuard
-from autograder.child.probe import reference_outcome
 from autograder.core.pysource import checks_only_of, names_defined, parse, stub_region
 from autograder.core.spec import Stage, Todo
+from autograder.grading import trusted_store
+from autograder.grading.leaks import LeakGuard
 from autograder.grading.submission import cell_source
 
 # Each item is computed once per process, whichever thread asks first (parsing has its own lock,

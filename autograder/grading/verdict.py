@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from autograder.core import data, messages
-from autograder.grading.display import first_difference, show
-from autograder.core.i18n import language, text
 from autograder.child.probe import todo_of_function
+from autograder.core import data, messages
+from autograder.core.i18n import language, text
 from autograder.core.spec import Check, Stage
+from autograder.grading.display import first_difference, show
 
 
 @dataclass

@@ -20,12 +20,12 @@ import zipfile
 from pathlib import Path
 
 from autograder.core import layout, messages
-from autograder.core.safetext import one_line
 from autograder.core.course import load_course
 from autograder.core.i18n import LANGUAGES, L, text
+from autograder.core.results import SubmissionResult
+from autograder.core.safetext import one_line
 from autograder.grading.reports import shown_path
 from autograder.isolation.levels import Isolation
-from autograder.core.results import SubmissionResult
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope image set-up, from what this bundle carries: the grader's own dependencies (the course's

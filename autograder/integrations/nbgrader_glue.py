@@ -24,27 +24,26 @@ import copy
 import json
 import os
 import shutil
-import traceback
 import tempfile
+import traceback
 from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
 import nbformat
+from nbconvert.exporters import NotebookExporter
 from nbgrader import utils
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
-from nbconvert.exporters import NotebookExporter
 from nbgrader.preprocessors import CheckCellMetadata, ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
 from autograder.core import cell_ids, layout, messages
 from autograder.core.i18n import text
-from autograder.integrations import nbgrader_batch
-from autograder.core.safetext import one_line
 from autograder.core.pysource import HIDDEN_BEGIN, HIDDEN_END, STUB_CODE
+from autograder.core.safetext import one_line
+from autograder.integrations import nbgrader_batch
 from autograder.learner.standing import RECORD
-
 
 #: What separates a verdict's fields (check, input, expected, got, hint, ...) in a TODO's message
 #: (autograder.grading.grade); feedback shows each field on its own line.

@@ -20,8 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.isolation.childfs import (DEVICES, ETC_FILES, SYSTEM_DIRS, HiddenPaths, IsolationError, _others_can_read,
-                                _outermost, _within, canonical_python, child_user, interpreter_paths, system_paths)
+from autograder.isolation.childfs import (
+    DEVICES,
+    ETC_FILES,
+    SYSTEM_DIRS,
+    HiddenPaths,
+    IsolationError,
+    _others_can_read,
+    _outermost,
+    _within,
+    canonical_python,
+    child_user,
+    interpreter_paths,
+    system_paths,
+)
 
 if TYPE_CHECKING:
     from autograder.isolation.levels import Isolation

@@ -50,10 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core import messages
-from autograder.isolation import landlock
-from autograder.isolation.childfs import (NOBODY, ROOT_WITHOUT_CAPS, IsolationError, canonical_python,  # noqa: F401 (API)
-                                child_user, confinement_files, make_scratch, stage_tree)
 from autograder.core.i18n import text
+from autograder.isolation import landlock
+from autograder.isolation.childfs import NOBODY, ROOT_WITHOUT_CAPS, IsolationError, canonical_python, child_user, confinement_files, make_scratch, stage_tree  # noqa: F401 (API)
 from autograder.isolation.launch import ChildSpec, LaunchPlan, plan_child, seccomp_program, signal_name  # noqa: F401 (API)
 
 LAYERS = ("namespaces", "landlock", "seccomp")

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from autograder.core import data
 from autograder.child.hybrid import MissingTarget, build_impl
 from autograder.child.probe import run_probe
+from autograder.core import data
 from autograder.core.pysource import defined_names
 from autograder.core.spec import Check, Stage, Todo
 

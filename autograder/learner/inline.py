@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from autograder.child import twins
-from autograder.core import layout, messages
-from autograder.learner.blame import (as_graded, calls_recorded, find_blame, graded_cell_sources,
-                                      names_outside_graded_cells)
-from autograder.core.i18n import text
 from autograder.child.probe import reference_outcome, run_probe
+from autograder.core import layout, messages
+from autograder.core.i18n import text
 from autograder.core.spec import Check, Stage, Todo, has_hidden_checks, load_stage, stage_of
 from autograder.grading.verdict import CheckVerdict, judge, lead_first
+from autograder.learner.blame import as_graded, calls_recorded, find_blame, graded_cell_sources, names_outside_graded_cells
 
 INLINE_TIME_LIMIT_S = 10  # CPU-seconds one check may spend in the kernel's main thread
 INLINE_WALL_FACTOR = 3     # and this many times as many seconds on the clock, for code that waits

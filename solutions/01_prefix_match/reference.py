@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-
 #: The messages the reference raises inside its TODO regions, in Chinese: the grader shows a Chinese-edition
 #: learner "expected: raises ..." with them (a learner writes their own message; only the type is graded).
 RAISED_ZH = {

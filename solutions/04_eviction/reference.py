@@ -32,10 +32,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
 from autograder.i18n import tr
-from workbook.cache_sim import LRU, Policy, SimResult, belady, prehashed
-from workbook.cache_sim import simulate as simulate_with
 from workbook.block_hash import ROOT_SEED
 from workbook.block_pool import Admission, Block, BlockPool, PoolFullError, RequestState
+from workbook.cache_sim import LRU, Policy, SimResult, belady, prehashed
+from workbook.cache_sim import simulate as simulate_with
 from workbook.traces import TraceRequest
 
 __all__ = [

@@ -6,8 +6,21 @@ import random
 
 from autograder.checks.common import record
 from autograder.checks.meta import meta_probe
-from autograder.checks.s06 import (ATOL, ATTN_ATOL, STAGE, attend, attention_inputs, device_of, int_values,
-                                   on_meta, prefill_report, rand_tokens, tiny_model, values, whole_prompt_pool)
+from autograder.checks.s06 import (
+    ATOL,
+    ATTN_ATOL,
+    STAGE,
+    attend,
+    attention_inputs,
+    device_of,
+    int_values,
+    on_meta,
+    prefill_report,
+    rand_tokens,
+    tiny_model,
+    values,
+    whole_prompt_pool,
+)
 
 
 def own_prefill(impl, todo: str, model, pool, blocks, prompt: list[int]):

@@ -6,8 +6,7 @@ import math
 import random
 
 from autograder.checks.common import plain, record
-from autograder.checks.s07 import (GFLOP_ATOL, STAGE, TIME_ATOL, calibration, in_gflop, latencies, ledger, ms,
-                                   model_config, setting, sweep)
+from autograder.checks.s07 import GFLOP_ATOL, STAGE, TIME_ATOL, calibration, in_gflop, latencies, ledger, model_config, ms, setting, sweep
 
 
 # -- TODO 1 ----------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from typing import Any
 
 from autograder.i18n import tr
 from kernels.calibration import Calibration
-from kernels.flops import prefill_flops
 from kernels.config import ModelConfig
+from kernels.flops import prefill_flops
 from workbook.contract import ResultError
 
 #: The percentiles :func:`latency_summary` reports by default.

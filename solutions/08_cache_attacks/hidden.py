@@ -6,8 +6,20 @@ import itertools
 import random
 
 from autograder.checks.common import attempt, record
-from autograder.checks.s08 import (ATOL, PROMPT, STAGE, alpha_around_p, digest, found, ks, pool_hits, random_blocks,
-                                   sum_key, truncated_first_block_key, ttft_samples)
+from autograder.checks.s08 import (
+    ATOL,
+    PROMPT,
+    STAGE,
+    alpha_around_p,
+    digest,
+    found,
+    ks,
+    pool_hits,
+    random_blocks,
+    sum_key,
+    truncated_first_block_key,
+    ttft_samples,
+)
 
 
 # -- TODO 1: birthday_search ------------------------------------------------------------------------

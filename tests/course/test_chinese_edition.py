@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core import layout
-from autograder.grading import reports
-from autograder.isolation import levels as isolation
 from autograder.authoring.glossary import terms
+from autograder.core import layout
 from autograder.core.i18n import L, set_language
 from autograder.core.results import SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import load_stage
 from autograder.core.textwidth import display_width, pad
+from autograder.grading import reports
 from autograder.grading.verdict import check_label
+from autograder.isolation import levels as isolation
 from tests.conftest import stage_params
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: builds and grades both editions' notebooks

@@ -9,9 +9,9 @@ import re
 import jupytext
 import pytest
 
+from autograder.authoring.localize import english_left
 from autograder.core import layout
 from autograder.core.i18n import L
-from autograder.authoring.localize import english_left
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 

@@ -12,11 +12,11 @@ import nbformat
 import pytest
 
 from autograder.core import layout
-from autograder.integrations.gradescope import results_json
 from autograder.grading.grade import grade_paths
-from tests.support.variants import variant_notebook
+from autograder.integrations.gradescope import results_json
 from tests.conftest import ROOT
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades both editions' notebooks
 

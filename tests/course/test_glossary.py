@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from autograder.core import layout
 from autograder.authoring.glossary import Term, parse, stage_terms, terms, terms_markdown
+from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 from tests.course.test_chinese_edition import learner_prose, strip_code

@@ -19,12 +19,12 @@ import types
 import pytest
 
 from autograder.child import twins
-from autograder.core import layout
-from autograder.learner.inline import _run_limited, load_expected
 from autograder.child.probe import run_probe
+from autograder.core import layout
 from autograder.core.spec import load_stage
-from tests.support.variants import graft
 from autograder.grading.verdict import judge
+from autograder.learner.inline import _run_limited, load_expected
+from tests.support.variants import graft
 
 BLANK = "___"
 #: Values a placeholder name for the blanks may be bound to (unbound: NameError on the first one).

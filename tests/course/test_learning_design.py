@@ -12,14 +12,14 @@ import types
 import pytest
 
 from autograder.core import layout
-from autograder.learner import blame
 from autograder.core.i18n import set_language
+from autograder.core.spec import load_stage
+from autograder.learner import blame
 from autograder.learner.inline import run_check
 from autograder.learner.learn import hint, judged, reveal
-from autograder.core.spec import load_stage
-from tests.support.variants import apply_edits, grade_variant
 from tests.conftest import ROOT, stage_params
 from tests.support.machine import scaled
+from tests.support.variants import apply_edits, grade_variant
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's notebooks and hint variants
 

@@ -20,8 +20,8 @@ import pytest
 from autograder.core import layout
 from autograder.core.pysource import definition_span
 from autograder.core.spec import load_stage
-from tests.support.variants import assert_all_pass, assert_blamed_on, grade_variants
 from autograder.grading.verdict import check_title
+from tests.support.variants import assert_all_pass, assert_blamed_on, grade_variants
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's wrong answers on the real grader
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.core import layout
 from autograder.authoring.build import build
+from autograder.core import layout
 from autograder.core.pysource import solution_region
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params

@@ -12,10 +12,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autograder.integrations.class_report import SORT_SCRIPT, load_results, render_html, student_of
 from autograder.core import layout
-from tests.support.class_sample import HOSTILE_NAME, build_class
+from autograder.integrations.class_report import SORT_SCRIPT, load_results, render_html, student_of
 from tests.conftest import ROOT
+from tests.support.class_sample import HOSTILE_NAME, build_class
 from tests.support.machine import scaled
 
 

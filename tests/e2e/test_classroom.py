@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from autograder.core import layout
-from autograder.integrations.classroom import SETUP, SETUP_COMMAND, WORKFLOW, needs_torch
 from autograder.core.spec import load_stage
-from tests.support.variants import variant_notebook
+from autograder.integrations.classroom import SETUP, SETUP_COMMAND, WORKFLOW, needs_torch
 from tests.conftest import ROOT
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs GitHub Classroom's grading steps end to end
 

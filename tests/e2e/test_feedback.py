@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from autograder.core import layout
-from autograder.learner.inline import run_check
-from autograder.grading.leaks import WITHHELD
 from autograder.core.spec import load_stage
-from tests.support.variants import grade_variant
+from autograder.grading.leaks import WITHHELD
 from autograder.grading.verdict import check_title
+from autograder.learner.inline import run_check
 from tests import mutants_s08
+from tests.support.variants import grade_variant
 
 # Stages whose hidden checks all name their visible sibling (the others are not audited yet).
 AUDITED = tuple(layout.built_stages())  # every stage: siblings, leads and alternatives
@@ -74,9 +74,9 @@ def test_hidden_check_values_never_count_as_shown():
     texts of other TODOs into a false leak), while a failing public check's values are."""
     from pathlib import Path
 
+    from autograder.child.protocol import CheckOutcome
     from autograder.core import data
     from autograder.grading.grade import compose
-    from autograder.child.protocol import CheckOutcome
     from autograder.grading.submission import Submission
     from autograder.grading.supervise import ChildReport
     from autograder.grading.trusted import expected_outcomes, leak_guard

@@ -12,11 +12,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.support.variants import variant_notebook
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import ROOT
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs the Gradescope bundle end to end
 

@@ -12,8 +12,8 @@ import pytest
 from traitlets.config import Config
 
 from autograder.core import layout
-from autograder.integrations import nbgrader_batch
 from autograder.grading.grade import grade_paths
+from autograder.integrations import nbgrader_batch
 from autograder.integrations.nbgrader_batch import BatchKey, result_for, selected_submissions
 from tests.support.machine import scaled
 

@@ -13,8 +13,8 @@ import pytest
 
 from autograder.authoring import build
 from autograder.core import layout
-from autograder.learner.runtime import stage_build_id, start
 from autograder.core.spec import load_stage
+from autograder.learner.runtime import stage_build_id, start
 from tests.conftest import ROOT
 from tests.support.machine import scaled
 

@@ -3,13 +3,12 @@ the same run are not queued behind it; a correct notebook that prints 50 MB stil
 from __future__ import annotations
 
 import nbformat
-
 import pytest
 
-from autograder.grading.grade import grade_paths
 from autograder.core.spec import load_stage
-from tests.support.variants import variant_notebook
+from autograder.grading.grade import grade_paths
 from tests.support.hostile_corpus import REF_CLASS, S01
+from tests.support.variants import variant_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a class beside a hanging notebook
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.learner.inline import evaluate
 from autograder.core.spec import load_stage
+from autograder.learner.inline import evaluate
 from tests.conftest import stage_params
 from tests.support.learner_ns import module_text, notebook_namespace
 

@@ -13,12 +13,12 @@ import pytest
 
 from autograder.child import twins
 from autograder.core import layout
-from autograder.learner.inline import run_check
 from autograder.core.pysource import solution_region
 from autograder.core.spec import load_stage
-from tests.support.variants import grade_variant
+from autograder.learner.inline import run_check
 from tests.conftest import built_stages
 from tests.support.delegation import Delegation, Judge, screen
+from tests.support.variants import grade_variant
 
 _TORCH = 'importlib.import_module("torch")'
 # Delegations that need a line of glue, which the generic screen does not write: each is a twin too.

@@ -16,14 +16,14 @@ import nbformat
 import pytest
 
 from autograder.core import layout
-from autograder.learner.demos import demo
 from autograder.core.i18n import set_language
+from autograder.core.spec import load_stage
+from autograder.learner.demos import demo
 from autograder.learner.inline import evaluate
 from autograder.learner.learn import reveal
-from autograder.core.spec import load_stage
-from workbook.contract import ResultError
 from tests.conftest import stage_params
 from tests.support.learner_ns import module_text, notebook_namespace
+from workbook.contract import ResultError
 
 # What a skipped or stopped demo must never print.
 FORBIDDEN = ("answer", "答案", "实际是", "BEGIN SOLUTION", "END SOLUTION", "zh:", "Traceback")

@@ -27,7 +27,8 @@ import pytest
 from autograder.core import layout
 from autograder.grading.staging import SCRATCH_MB, GradingRun
 from autograder.grading.supervise import child_env
-from autograder.isolation import cgroup, forkclient, levels as isolation
+from autograder.isolation import cgroup, forkclient
+from autograder.isolation import levels as isolation
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement
 from tests.conftest import ROOT
 from tests.support.machine import scaled

@@ -14,18 +14,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.core import layout, messages
-from autograder.grading.grade import compose, grade_paths
-from autograder.core.i18n import text
 from autograder.child.protocol import CellsDone, CellStarted, CourseVersions, Done, Ready
+from autograder.core import layout, messages
+from autograder.core.i18n import text
 from autograder.core.spec import load_stage
+from autograder.grading.disclosure import Disclosure
+from autograder.grading.grade import compose, grade_paths
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import OUTPUT_KEEP, ChildReport, describe
-from tests.support.variants import variant_notebook
-from autograder.grading.disclosure import Disclosure
 from autograder.grading.trusted import given_members, leak_guard, setup_cells
 from tests.conftest import ROOT
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 HELPER = "BlockPool.check_invariants"
 

@@ -24,13 +24,13 @@ import nbformat
 import pytest
 
 from autograder.core import layout
-from autograder.grading import leaks
 from autograder.core.pysource import solution_region
-from tests.support.variants import variant_notebook
-from tests.support import attack_corpus, hostile_corpus
+from autograder.grading import leaks
 from tests.conftest import ROOT
+from tests.support import attack_corpus, hostile_corpus
 from tests.support.hostile_corpus import ALL, Case
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades a whole class of hostile notebooks, through the CLI and nbgrader
 
@@ -241,9 +241,9 @@ def _secret_guard() -> tuple[leaks.LeakGuard, list[str]]:
     """An oracle independent of the grader's own: the answer regions of every TODO and the hidden
     checks' bodies, minus the learner notebook's text; and the trusted phrases a message is composed
     of (names, inputs, hints, expected values), which :func:`_learner_part` cuts out first."""
-    from autograder.grading import display
     from autograder.core.i18n import text as in_lang
     from autograder.core.spec import load_stage
+    from autograder.grading import display
     from autograder.grading.trusted import expected_outcomes
 
     text = S01.reference.read_text(encoding="utf-8")

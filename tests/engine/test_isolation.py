@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from autograder.core import layout
-from autograder.isolation import levels as isolation, launch
+from autograder.isolation import launch
+from autograder.isolation import levels as isolation
 from autograder.isolation.confine import EXIT_NOT_CONFINED
 from tests.conftest import ROOT
 from tests.support.machine import scaled
@@ -454,8 +455,8 @@ def _bounded_child(iso: isolation.Isolation, entry: str, payload: dict, memory_m
     """Run ``entry`` as the supervisor runs a grading child: in a run's scratch dir, with a memory
     budget for its whole process tree (its own cgroup where the kernel offers one) and a bounded
     scratch dir. Returns its report and facts (the cgroup's peak, what was left on disk)."""
-    from autograder.isolation import cgroup
     from autograder.grading.staging import SCRATCH_MB, GradingRun
+    from autograder.isolation import cgroup
 
     run = GradingRun.open(iso, HIDDEN)
     try:

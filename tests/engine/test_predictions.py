@@ -124,9 +124,10 @@ def test_s08_recovery_is_judged_against_the_chance_rate_not_this_run():
     call = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call) and getattr(n.func, "id", None) ==
                 "reveal" and getattr(n.args[0], "id", None) == "my_guess_3")
     assert ast.unparse(call.args[1]) == "s.chance"
-    from autograder.learner.learn import reveal
     import contextlib
     import io
+
+    from autograder.learner.learn import reveal
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from autograder.core import layout
-from autograder.learner import standing
 from autograder.core.i18n import set_language
 from autograder.core.spec import load_stage
-from tests.support.variants import apply_edits
+from autograder.learner import standing
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS as M1
 from tests.mutants_s02 import MUTANTS as M2
 from tests.support.machine import scaled
+from tests.support.variants import apply_edits
 
 
 def namespace(stage_id: str, edits: list[tuple[str, str]] = ()) -> dict:

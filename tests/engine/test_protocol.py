@@ -15,9 +15,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.child import protocol
+from autograder.child.protocol import (
+    CellError,
+    CellErrors,
+    CellsDone,
+    CellStarted,
+    Channel,
+    CheckOutcome,
+    CheckStarted,
+    CourseVersions,
+    Done,
+    Missing,
+    Ready,
+    Violation,
+    decode,
+    encode,
+    summarize,
+)
 from autograder.core import data, layout
-from autograder.child.protocol import (CellError, CellErrors, CellsDone, CellStarted, Channel, CheckOutcome, CheckStarted,
-                                 CourseVersions, Done, Missing, Ready, Violation, decode, encode, summarize)
 
 KEYS = ("s03.admit:reuses_cached", "s03.admit:hidden:rolls_back")
 N_CELLS = 2

@@ -25,21 +25,22 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.child.protocol import Channel, Violation
+from autograder.child.protocol import decode as decode_event
 from autograder.core import layout, safetext
-from autograder.grading import disclosure, display, readings, reports
-from autograder.integrations import gradescope
-from autograder.child.protocol import Channel, Violation, decode as decode_event
 from autograder.core.course import FEEDBACK_LEVELS, Course
 from autograder.core.data import decode, encode
-from autograder.grading.grade import Reporting, _disclosed, compose
-from autograder.isolation.levels import select
-from autograder.grading.leaks import WITHHELD, LeakGuard
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
+from autograder.grading import disclosure, display, readings, reports
+from autograder.grading.grade import Reporting, _disclosed, compose
+from autograder.grading.leaks import WITHHELD, LeakGuard
 from autograder.grading.submission import read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, _report, child_payload, path_digest
-from tests.support.variants import variant_notebook
 from autograder.grading.trusted import expected_outcomes, leak_guard
+from autograder.integrations import gradescope
+from autograder.isolation.levels import select
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 S01 = layout.stage_files("s01")
 RNG = random.Random(20261201)

@@ -13,8 +13,8 @@ from autograder.core import layout
 from autograder.core.results import SubmissionResult
 from autograder.grading import shards
 from autograder.grading.grade import grade_paths
-from tests.support.variants import variant_notebook
 from tests.mutants_s01 import MUTANTS
+from tests.support.variants import variant_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades notebooks in parts, in subprocesses
 

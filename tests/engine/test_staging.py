@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from autograder.core import layout
-from autograder.isolation import levels as isolation
 from autograder.core.pysource import object_source
 from autograder.core.spec import load_stage
 from autograder.grading.staging import GradingRun
+from autograder.isolation import levels as isolation
 
 
 def test_staging_holds_the_runtime_but_never_answers_or_tests():

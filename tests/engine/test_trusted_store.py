@@ -18,10 +18,10 @@ from autograder.core import layout
 from autograder.core.spec import load_stage
 from autograder.grading import staging, trusted, trusted_store
 from autograder.grading.leaks import LeakGuard
-from tests.support.variants import variant_notebook
 from tests.conftest import ROOT
 from tests.mutants_s01 import MUTANTS
 from tests.support.machine import scaled
+from tests.support.variants import variant_notebook
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from autograder.core import layout
 from tests.conftest import ROOT
 from tests.support.machine import scaled
 
-
 pytestmark = pytest.mark.slow  # building the wheel takes about 20 s on 2 cores
 
 

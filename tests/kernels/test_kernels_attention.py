@@ -16,8 +16,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.paged_attention import (causal_attention, fused_attention_only, paged_attention_torch,
-                                     paged_decode_attention_torch)
+from kernels.paged_attention import causal_attention, fused_attention_only, paged_attention_torch, paged_decode_attention_torch
 from tests.support.machine import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,9 +96,9 @@ def test_kernels_every_attention_call_site_uses_a_fused_sdpa_kernel():
 
     A 3-D call, or a mask the fused kernels cannot take, would fall back to the slow "math" kernel
     and raise here instead."""
-    from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention
     from kernels.kv_pool import KVPool
     from kernels.model import DecoderLM, ModelConfig
+    from solutions.s06_paged_prefill import PagedPrefiller, full_prefill, paged_attention
 
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(9, 4, 16, generator=gen)

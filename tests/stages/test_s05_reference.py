@@ -354,12 +354,11 @@ def test_s05_view_speaks_the_notebook_language():
     import matplotlib
 
     matplotlib.use("Agg")
-    from autograder.core.i18n import set_language
-    from workbook.radix_view import RadixView
-
     import warnings
 
+    from autograder.core.i18n import set_language
     from autograder.learner.fonts import use_cjk_font
+    from workbook.radix_view import RadixView
 
     set_language("zh")
     try:

@@ -8,14 +8,23 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kernels.flops import prefill_flops
 from kernels.kv_pool import KVPool
 from kernels.model import DecoderLM, ModelConfig
 from kernels.paged_attention import causal_attention, paged_attention_torch
-from kernels.flops import prefill_flops
 from solutions.s03_block_pool import Block, BlockPool
 from solutions.s04_eviction import EvictionPool
-from solutions.s06_paged_prefill import (PagedPrefiller, full_prefill, generate_full, pool_attention,
-                                         paged_attention, quiz, slot_mapping, suffix_positions, write_kv)
+from solutions.s06_paged_prefill import (
+    PagedPrefiller,
+    full_prefill,
+    generate_full,
+    paged_attention,
+    pool_attention,
+    quiz,
+    slot_mapping,
+    suffix_positions,
+    write_kv,
+)
 
 ATOL = 1e-4
 

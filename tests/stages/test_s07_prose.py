@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from kernels.model import DecoderLM
-from workbook import serving_workloads as W
 from solutions.s07_serving import choose_setting, cliff, sweep_rows, sweep_verdict
+from workbook import serving_workloads as W
 from workbook.serving import SERVING_MODEL, ServingEngine, warm_up
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: statistical reruns of the stage-7 measurements

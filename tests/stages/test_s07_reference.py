@@ -16,18 +16,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.core import layout
 from autograder.checks.s07 import calibration, model_config, sweep
 from autograder.child.probe import run_probe
+from autograder.core import layout
 from autograder.core.pysource import solution_region
 from autograder.core.spec import load_stage
 from kernels.flops import prefill_flops
 from kernels.model import DecoderLM, ModelConfig
-from workbook import serving_workloads as W
-from solutions.s07_serving import (cache_accounting, choose_setting, decision_markdown, decision_record,
-                                   evidence_level, latency_summary, predict_ttft, summarize_run)
-from workbook.serving import serve
+from solutions.s07_serving import (
+    cache_accounting,
+    choose_setting,
+    decision_markdown,
+    decision_record,
+    evidence_level,
+    latency_summary,
+    predict_ttft,
+    summarize_run,
+)
 from tests import mutants_s07
+from workbook import serving_workloads as W
+from workbook.serving import serve
 
 REFERENCE = layout.stage_files("s07").reference
 

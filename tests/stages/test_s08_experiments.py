@@ -19,17 +19,24 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from kernels.model import DecoderLM, ModelConfig
-from workbook.collision_demo import collision_demo, colliding_prompts
 from solutions.s02_block_hash import chain_keys, hash_block
 from solutions.s03_block_pool import BlockPool
 from solutions.s08_cache_attacks import birthday_search, tenant_extra_keys
-from workbook.tenant_isolation import TenantPool, make_tenant_workload, replay
-from workbook.timing_attack import (SharedEngine, TimingSamples, effect_size, load_samples, recover_secret, roc_auc,
-                                     sample_hit_miss, save_samples)
-from workbook.weak_keys import (TokenCheckedPool, WeakKeyPool, expected_birthday_tries, first_block_key,
-                                 random_blocks, second_preimage_search, truncate_key, verification_cost,
-                                 weak_chain_keys)
 from tests.support.machine import scaled
+from workbook.collision_demo import colliding_prompts, collision_demo
+from workbook.tenant_isolation import TenantPool, make_tenant_workload, replay
+from workbook.timing_attack import SharedEngine, TimingSamples, effect_size, load_samples, recover_secret, roc_auc, sample_hit_miss, save_samples
+from workbook.weak_keys import (
+    TokenCheckedPool,
+    WeakKeyPool,
+    expected_birthday_tries,
+    first_block_key,
+    random_blocks,
+    second_preimage_search,
+    truncate_key,
+    verification_cost,
+    weak_chain_keys,
+)
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,7 @@ from autograder.core.quiz import canonical
 from autograder.core.spec import load_stage
 from solutions.s02_block_hash import chain_keys
 from solutions.s03_block_pool import BlockPool
-from solutions.s08_cache_attacks import (TENANT_KIND, accuracy, birthday_search, detect_sharing, fit_threshold, quiz,
-                                         tenant_extra_keys)
+from solutions.s08_cache_attacks import TENANT_KIND, accuracy, birthday_search, detect_sharing, fit_threshold, quiz, tenant_extra_keys
 from workbook.weak_keys import expected_birthday_tries, first_block_key, random_blocks
 
 blocks = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=30)

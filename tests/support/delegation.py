@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from autograder.child import hybrid, twins
-from autograder.core import data, layout
 from autograder.child.probe import run_probe
+from autograder.core import data, layout
 from autograder.core.pysource import solution_region, stub_region
 from autograder.core.spec import Stage, Todo, load_stage
 from autograder.grading.trusted import expected_outcomes

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.core import layout
 from autograder.core.pysource import object_source
 from benchmarks import bench_hostile_channel as hostile_channel
-from autograder.core import layout
 from tests.conftest import ROOT
 
 ALL = {"s01.normalize", "s01.add_prefix", "s01.match_prefix", "s01.split_prompt", "s01.cache_stats"}

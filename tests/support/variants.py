@@ -11,9 +11,9 @@ from pathlib import Path
 import nbformat
 
 from autograder.core import cell_ids, layout
-from autograder.grading.grade import grade_paths
 from autograder.core.pysource import object_source, solution_region
 from autograder.core.results import SubmissionResult
+from autograder.grading.grade import grade_paths
 
 
 def apply_edits(text: str, edits: list[tuple[str, str]]) -> str:
