@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.core import layout  # noqa: E402
+from autograder.core import cell_ids, layout  # noqa: E402
 from autograder.core.pysource import object_source  # noqa: E402
 from autograder.core.spec import load_stage  # noqa: E402
 from tests.support.variants import variant_notebook  # noqa: E402
@@ -100,7 +100,7 @@ def write_notebook(dest: Path, attack: str | None) -> Path:
     nb = variant_notebook(STAGE, [])
     if attack is not None:
         for cell in nb.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade_id") == "s01-code-PrefixCacheManager":
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == cell_ids.code_cell_id(STAGE, "PrefixCacheManager"):
                 cell.source = attack_cell(attack)
     path = dest / f"{attack or 'honest'}.ipynb"
     nbformat.write(nb, path)
