@@ -53,7 +53,8 @@ HARNESS = ("autograder.child.protocol", "autograder.child.hybrid", "autograder.c
            "autograder.learner.learn", "autograder.learner.released", "autograder.learner.standing", "numbers")
 #: The given code the children of a preload import with it (a torch stage's model and attention): warm in
 #: that preload's server only, so that a server without torch never imports it.
-HARNESS_WITH = {"torch": ("kernels.timing", "kernels.kv_pool", "kernels.model", "kernels.paged_attention", "kernels.prefill")}
+HARNESS_WITH = {"torch": ("kernels.timing", "kernels.kv_pool", "kernels.model", "kernels.paged_attention", "kernels.prefill",
+                          "kernels.calibration")}
 
 
 def harness(preload: Iterable[str]) -> list[str]:
