@@ -179,6 +179,14 @@ def one_value(impl):
     return plain(impl.latency_summary([1.5], (25, 75)))
 
 
+@STAGE.check("s07.latency_summary", call="latency_summary([0.4, 0.1, 0.3, 0.2], (12.5, 50.0, 90.0, 100.0))",
+             atol=TIME_ATOL)
+def percentiles_given_as_floats(impl):
+    # A percentile is a number of any type: 50.0 is p50, as 50 is (the key is written from the value).
+    # zh: 分位数是任何类型的数：50.0 和 50 一样是 p50（键由数值写出）。
+    return plain(impl.latency_summary([0.4, 0.1, 0.3, 0.2], (12.5, 50.0, 90.0, 100.0)))
+
+
 # -- TODO 2: cache_accounting ---------------------------------------------------------------------
 @STAGE.check("s07.cache_accounting",
              atol=GFLOP_ATOL)

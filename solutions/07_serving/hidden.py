@@ -33,6 +33,12 @@ def repeated_values(impl):
     return plain(impl.latency_summary([0.1, 0.1, 0.1, 0.5, 0.5, 2.0], (20, 40, 60, 80, 95)))
 
 
+@STAGE.check("s07.latency_summary", hidden=True, sibling="percentiles_given_as_floats", atol=TIME_ATOL)
+def computed_percentiles(impl):
+    # percentiles computed by the caller are floats: 0.0, 12.5, 25.0, ... 100.0
+    return plain(impl.latency_summary(latencies(7, 25), [100 * k / 8 for k in range(9)]))
+
+
 # -- TODO 2 ----------------------------------------------------------------------------------------
 @STAGE.check("s07.cache_accounting", hidden=True, sibling="long_prefix_attention_remains", atol=GFLOP_ATOL)
 def many_requests_qwen_shape(impl):

@@ -36,6 +36,9 @@ MUTANTS = {
         values.sort()
     ordered = sorted(xs)
 """)]),
+    # a key written from the percentile's type: 50.0 gives p50.0
+    "s07.latency_summary/key_from_str_of_the_percentile": ("s07.latency_summary", [(INTERP, INTERP.replace(
+        'f"p{p:g}"', '"p" + str(p)'))]),
     # TODO 2: cache_accounting
     "s07.cache_accounting/mean_of_request_hit_rates": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
         "hit / prompt if prompt else 0.0",
@@ -96,6 +99,7 @@ LEADS = {
     "s07.latency_summary/floor_without_interpolation": "five_values",
     "s07.latency_summary/p50_is_the_mean": "skewed_with_repeats",
     "s07.latency_summary/sorts_the_callers_list": "skewed_with_repeats",
+    "s07.latency_summary/key_from_str_of_the_percentile": "percentiles_given_as_floats",
     "s07.cache_accounting/mean_of_request_hit_rates": "three_requests",
     "s07.cache_accounting/prefix_attention_counted_as_saved": "long_prefix_attention_remains",
     "s07.cache_accounting/every_request_counted_as_hit": "three_requests",
