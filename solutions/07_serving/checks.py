@@ -187,6 +187,13 @@ def percentiles_given_as_floats(impl):
     return plain(impl.latency_summary([0.4, 0.1, 0.3, 0.2], (12.5, 50.0, 90.0, 100.0)))
 
 
+@STAGE.check("s07.latency_summary", call="latency_summary([0.3, 0.1, 0.2], percentiles=())", atol=TIME_ATOL)
+def no_percentiles_asked(impl):
+    # An empty tuple asks for no percentile: it is not "not given" (that would be the default).
+    # zh: 空元组就是一个分位数也不要：它不等于“没有给”（没有给才用默认值）。
+    return plain(impl.latency_summary([0.3, 0.1, 0.2], percentiles=()))
+
+
 # -- TODO 2: cache_accounting ---------------------------------------------------------------------
 @STAGE.check("s07.cache_accounting",
              atol=GFLOP_ATOL)

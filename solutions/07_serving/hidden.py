@@ -39,6 +39,12 @@ def computed_percentiles(impl):
     return plain(impl.latency_summary(latencies(7, 25), [100 * k / 8 for k in range(9)]))
 
 
+@STAGE.check("s07.latency_summary", hidden=True, sibling="no_percentiles_asked", atol=TIME_ATOL)
+def empty_percentile_lists(impl):
+    values = latencies(9, 7)
+    return [plain(impl.latency_summary(values, [])), plain(impl.latency_summary(values, tuple()))]
+
+
 # -- TODO 2 ----------------------------------------------------------------------------------------
 @STAGE.check("s07.cache_accounting", hidden=True, sibling="long_prefix_attention_remains", atol=GFLOP_ATOL)
 def many_requests_qwen_shape(impl):

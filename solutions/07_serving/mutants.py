@@ -39,6 +39,9 @@ MUTANTS = {
     # a key written from the percentile's type: 50.0 gives p50.0
     "s07.latency_summary/key_from_str_of_the_percentile": ("s07.latency_summary", [(INTERP, INTERP.replace(
         'f"p{p:g}"', '"p" + str(p)'))]),
+    # an empty tuple of percentiles taken for "not given": the default ones come back
+    "s07.latency_summary/no_percentiles_means_the_default": ("s07.latency_summary", [(
+        "    ordered = sorted(xs)\n    for p in percentiles:\n", "    ordered = sorted(xs)\n    for p in percentiles or PERCENTILES:\n")]),
     # TODO 2: cache_accounting
     "s07.cache_accounting/mean_of_request_hit_rates": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
         "hit / prompt if prompt else 0.0",
@@ -100,6 +103,7 @@ LEADS = {
     "s07.latency_summary/p50_is_the_mean": "skewed_with_repeats",
     "s07.latency_summary/sorts_the_callers_list": "skewed_with_repeats",
     "s07.latency_summary/key_from_str_of_the_percentile": "percentiles_given_as_floats",
+    "s07.latency_summary/no_percentiles_means_the_default": "no_percentiles_asked",
     "s07.cache_accounting/mean_of_request_hit_rates": "three_requests",
     "s07.cache_accounting/prefix_attention_counted_as_saved": "long_prefix_attention_remains",
     "s07.cache_accounting/every_request_counted_as_hit": "three_requests",

@@ -241,6 +241,16 @@ def calibrate_then_hold_out(impl):
     return record(threshold=t, held_out_accuracy=impl.accuracy(t, hit[20:], miss[20:]))
 
 
+@STAGE.check("s08.fit_threshold", call="hit, miss = [1.3, 1.1, 1.2], [2.2, 2.0, 2.1]; fit_threshold(hit, miss); hit, miss",
+             atol=ATOL)
+def callers_samples_left_alone(impl):
+    # The samples are the caller's: sort copies, never their lists in place.
+    # zh: 样本归调用者所有：要排序就排副本，绝不能原地排序他们的列表。
+    hit, miss = [1.3, 1.1, 1.2], [2.2, 2.0, 2.1]
+    threshold = plain(impl.fit_threshold(hit, miss))
+    return record(threshold=threshold, hit_after=hit, miss_after=miss)
+
+
 # -- TODO 3: detect_sharing -------------------------------------------------------------------------
 @STAGE.check("s08.detect_sharing", call="hit, miss = ttft_samples(2, 30, 30); detect_sharing(hit, miss)", atol=ATOL)
 def hits_faster_is_detected(impl):

@@ -129,6 +129,14 @@ def random_small_integers(impl):
     return out
 
 
+@STAGE.check("s08.fit_threshold", hidden=True, sibling="callers_samples_left_alone", atol=ATOL)
+def random_lists_left_alone(impl):
+    hit, miss = ttft_samples(31, 25, 25, miss_ms=3.0)
+    before = (list(hit), list(miss))
+    threshold = impl.fit_threshold(hit, miss)
+    return record(threshold=threshold, left_alone=(hit, miss) == before)
+
+
 # -- TODO 3: detect_sharing -------------------------------------------------------------------------
 @STAGE.check("s08.detect_sharing", hidden=True, sibling="alpha_given_is_used")
 def alpha_is_used(impl):

@@ -68,6 +68,12 @@ MUTANTS = {
             return earlier, block, tries
 """)]),
     # TODO 2: fit_threshold
+    # the caller's lists sorted in place: right threshold, the caller's samples reordered
+    "s08.fit_threshold/sorts_the_callers_lists": ("s08.fit_threshold", [("    hits, misses = sorted(hit), sorted(miss)\n", """    if isinstance(hit, list) and isinstance(miss, list):
+        hit.sort()
+        miss.sort()
+    hits, misses = sorted(hit), sorted(miss)
+""")]),
     "s08.fit_threshold/midpoint_of_medians": ("s08.fit_threshold", [(SWEEP, """    best = (sorted(hit)[len(hit) // 2] + sorted(miss)[len(miss) // 2]) / 2
 """)]),
     "s08.fit_threshold/between_largest_hit_and_smallest_miss": ("s08.fit_threshold", [(SWEEP, """    best = (max(hit) + min(miss)) / 2
@@ -185,6 +191,7 @@ LEADS = {
     "s08.birthday_search/same_block_by_identity": "counts_what_it_takes",
     "s08.birthday_search/scans_a_list_of_keys": "time_grows_linearly_with_the_tries",
     "s08.fit_threshold/midpoint_of_medians": "separated",
+    "s08.fit_threshold/sorts_the_callers_lists": "callers_samples_left_alone",
     "s08.fit_threshold/between_largest_hit_and_smallest_miss": "overlapping",
     "s08.fit_threshold/sample_values_as_candidates": "separated",
     "s08.fit_threshold/largest_on_a_tie": "tie_takes_the_smallest",

@@ -26,6 +26,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("Check each token's type, never convert it", "检查每个 token 的类型，不要转换它", ("rejects_float",)),
         ("Return a new list even when a list came in", "也要返回一个新列表", ("returns_a_copy",)),
         ("An empty sequence is valid", "空序列是合法的", ("empty_is_fine",)),
+        ("A falsy token is checked like any other", "假值 token 和别的 token 一样要检查", ("falsy_non_tokens_anywhere",)),
     ],
     "s01.add_prefix": [
         ('Decide "empty" on the normalized tokens', "判断“空”要看规范化之后的 token", ("empty_iterators_store_nothing",)),
@@ -51,6 +52,8 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("3 of 4 tokens hit, 1 is left to prefill", "4 个 token 命中了 3 个，剩 1 个要 prefill",
          ("random_ledgers", "multi_digit_ledgers")),
         ("An iterator can be consumed only once", "迭代器只能消费一次", ("iterator_prompts",)),
+        ("Decide on the normalized prompt, never on the caller's object", "要看规范化后的提示词来判断，不能看调用者传进来的对象",
+         ("empty_iterables_as_prompts",)),
     ],
     # -- stage 2 --
     "s02.split_blocks": [
@@ -72,6 +75,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("remember each one under its parent (or root seed), its tokens and its extra keys together",
          "就必须按父 key（或根种子）、token 和附加 key 三者一起来记", ("memoized_keys_interleaved",)),
         ("Every input of a key is part of it", "key 的每一项输入都是它的一部分", ("random_calls_with_extra_keys_and_seeds",)),
+        ('A falsy value is not "not given"', "假值不等于“没有给”", ("falsy_parents_are_parents",)),
     ],
     "s02.chain_keys": [
         ("Duplicates of one kind are kept", "同一种类的重复项要保留", ("repeated_kinds_in_every_block",)),
@@ -86,6 +90,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
          "同样的 token 换了附加 key 或根种子，绝不能沿用之前那次调用的 key", ("memoized_prefixes_under_other_salts",)),
         ("The keys of a prompt depend on its tokens, its extra keys and its root seed", "一个提示词的 key 取决于它的 token、附加 key 和根种子",
          ("random_calls_with_salts_and_seeds",)),
+        ("A caller-owned input is never mutated", "调用者传进来的东西绝不能改", ("callers_lists_of_any_length",)),
     ],
     "s02.longest_cached_run": [
         ("Ask whether the table holds each key", "问的是表里有没有这个 key", ("falsy_values_are_hits",)),
@@ -177,6 +182,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("A pinned block holds a reference, so the pool never hands it out", "被固定的块持有一个引用，块池永远不会把它交出去",
          ("pinning_replays",)),
         ("At the cap, pin returns False", "达到上限时 pin 返回 False", ("zero_cap_pins_nothing",)),
+        ('A falsy value is not "not given"', "假值不等于“没有给”", ("zero_cap_pins_nothing",)),
         ("Pinning a free block takes it out of the free queue", "固定一个空闲块时，要把它移出空闲队列", ("no_stale_kv_through_pins",)),
     ],
     "s04.expire": [
@@ -266,6 +272,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("equal neighbours give that value", "两个相等的相邻值之间插值还是这个值", ("repeated_values",)),
         ("The key is written from the percentile's value, not from its type", "键由分位数的数值写出，而不是由它的类型决定",
          ("computed_percentiles",)),
+        ('A falsy value is not "not given"', "假值不等于“没有给”", ("empty_percentile_lists",)),
     ],
     "s07.cache_accounting": [
         ("saved_fraction is saved FLOPs over the FLOPs without the cache", "saved_fraction 是省下的 FLOPs 除以不开缓存时的 FLOPs",
@@ -305,6 +312,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("Count errors as samples, each one once", "按样本个数数错误，每个样本只算一次", ("unbalanced_samples",)),
         ("return the smallest of them", "返回其中最小的", ("random_calibrations",)),
         ("take the midpoint with the fewest", "取判错最少的中点", ("random_calibrations",)),
+        ("A caller-owned input is never mutated", "调用者传进来的东西绝不能改", ("random_lists_left_alone",)),
     ],
     "s08.detect_sharing": [
         ("Detected means p-value strictly below the alpha passed in", "detected 的意思是 p 值严格小于传入的 alpha", ("alpha_is_used",)),
