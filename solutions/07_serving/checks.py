@@ -280,3 +280,12 @@ def bound_nan_and_copy(impl):
     if isinstance(chosen, dict):
         chosen["num_blocks"] = -1
     return record(chosen=shown, caller_pool_sizes=[r["num_blocks"] for r in rows])
+
+
+@STAGE.check("s07.choose_setting")
+def zero_bound_is_a_bound(impl):
+    # A bound of 0 is a bound ("no errors at all"), not a metric left out of the SLO.
+    # zh: 上限为 0 也是上限（“一个错误都不许有”），不是 SLO 里没有这个指标。
+    rows = [dict(setting(True, 64, 0.30), errors=2), dict(setting(True, 128, 0.25), errors=0),
+            dict(setting(False, 128, 0.40), errors=0)]
+    return impl.choose_setting(rows, {"ttft_p90": 0.5, "errors": 0})

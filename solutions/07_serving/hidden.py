@@ -122,3 +122,10 @@ def returns_a_copy(impl):
     if isinstance(chosen, dict):
         chosen["num_blocks"] = -1
     return record(chosen=chosen, caller_pool_sizes=[r["num_blocks"] for r in rows])
+
+
+@STAGE.check("s07.choose_setting", hidden=True, sibling="zero_bound_is_a_bound")
+def zero_bounds_in_a_sweep(impl):
+    rows = [dict(m, errors=(m["num_blocks"] // 64) % 4, evictions=0 if m["num_blocks"] >= 512 else 5) for m in sweep()]
+    return record(no_errors=impl.choose_setting(rows, {"errors": 0, "ttft_p90": 0.95}),
+                  no_evictions=impl.choose_setting(rows, {"ttft_p90": 0.95, "evictions": 0.0}))

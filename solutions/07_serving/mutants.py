@@ -85,6 +85,9 @@ MUTANTS = {
         "        chosen = dict(best)\n", "        chosen = best\n")]),
     "s07.choose_setting/ignores_nan": ("s07.choose_setting", [(MEETING, MEETING.replace(
         "_meets(m, slo)", "not any(float(m[k]) > b for k, b in slo.items())"))]),
+    # a bound of 0 taken for "no bound"
+    "s07.choose_setting/zero_bound_is_no_bound": ("s07.choose_setting", [(MEETING, MEETING.replace(
+        "_meets(m, slo)", "all(not b or float(m[k]) <= b for k, b in slo.items())"))]),
     "s07.cache_accounting/empty_ledger_divides_by_zero": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
         "hit / prompt if prompt else 0.0", "hit / prompt"))]),
     # TODO 5: quiz
@@ -124,6 +127,7 @@ LEADS = {
     "s07.choose_setting/tie_break_on_the_first_metric_only": "tie_at_equal_pool_size",
     "s07.choose_setting/returns_the_original": "bound_nan_and_copy",
     "s07.choose_setting/ignores_nan": "bound_nan_and_copy",
+    "s07.choose_setting/zero_bound_is_no_bound": "zero_bound_is_a_bound",
     "s07.quiz/share_of_requests_that_hit": "q1",
     "s07.quiz/decode_reads_the_cache": "q2",
     "s07.quiz/fastest_pool_not_smallest": "q6",

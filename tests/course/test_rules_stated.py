@@ -293,6 +293,7 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("the order of the measurements must not matter", "测量结果的排列顺序不能影响答案", ("order_does_not_matter",)),
         ("A value equal to its bound meets the SLO", "值恰好等于上限也算满足 SLO", ("bound_is_inclusive_nan_is_not",)),
         ("return a copy of the chosen measurement", "返回被选中测量结果的副本", ("returns_a_copy",)),
+        ('A falsy value is not "not given"', "假值不等于“没有给”", ("zero_bounds_in_a_sweep",)),
     ],
     # -- stage 8 --
     "s08.birthday_search": [
