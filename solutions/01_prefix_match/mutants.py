@@ -95,6 +95,9 @@ MUTANTS = {
     "s01.quiz/longest_registered_not_longest_match": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q1": "C"', '"q1": "A"'))]),
     "s01.quiz/cached_share_instead_of_suffix": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q5": 0.03', '"q5": 0.97'))]),
     "s01.quiz/unanswered": ("s01.quiz", [(ANSWERS, '    return {"q1": "C"}\n')]),
+    # audit, issue 41 class 2: the rule checked on the first token only
+    "s01.normalize/first_token_type_only": ("s01.normalize", [(NORMALIZE, NORMALIZE.replace(
+        "for token in normalized:", "for token in normalized[:1]:"))]),
 }
 
 # The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
@@ -141,4 +144,5 @@ LEADS = {
     "s01.quiz/longest_registered_not_longest_match": "q1",
     "s01.quiz/cached_share_instead_of_suffix": "q5",
     "s01.quiz/unanswered": "q2",
+    "s01.normalize/first_token_type_only": "rejects_string_token",
 }

@@ -169,6 +169,14 @@ MUTANTS = {
     "s02.chain_keys/drops_the_callers_tail": ("s02.chain_keys", [(CHAIN_END, CHAIN_END + """    if isinstance(tokens, list):
         del tokens[end:]
 """)]),
+    # audit, issue 41 class 2: only the first extra key digested
+    "s02.hash_block/first_tag_only": ("s02.hash_block", [("    for kind, value in tags:\n", "    for kind, value in list(tags)[:1]:\n")]),
+    # audit, issue 41 class 6: the caller's keys consumed (popped from the end of the reversed list)
+    "s02.longest_cached_run/pops_the_callers_keys": ("s02.longest_cached_run", [(RUN_LOOP, """    keys.reverse()
+    while keys and keys[-1] in table:
+        keys.pop()
+        hits += 1
+""")]),
 }
 
 # Right answers that do not look like the reference: they must pass every TODO.
@@ -244,4 +252,6 @@ LEADS = {
     "s02.quiz/later_blocks_still_equal": "q2",
     "s02.quiz/counts_hits_after_a_miss": "q5",
     "s02.quiz/unanswered": "q2",
+    "s02.hash_block/first_tag_only": "order_of_extra_keys_does_not_matter",
+    "s02.longest_cached_run/pops_the_callers_keys": "lookups_stay_cheap",
 }

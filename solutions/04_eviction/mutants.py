@@ -114,6 +114,12 @@ MUTANTS = {
     "s04.quiz/hold_ends_a_second_late": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q5": 13', '"q5": 14'))]),
     "s04.quiz/pins_are_free": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q4": "C"', '"q4": "a"'))]),
     "s04.quiz/unanswered": ("s04.quiz", [(ANSWERS, '    return {"q1": "B"}\n')]),
+    # audit, issue 41 class 5: stops at the first block another request still holds
+    "s04.release_blocks/stops_at_first_shared": ("s04.release_blocks", [(RELEASE, """        for block in reversed(blocks):
+            block.ref_count -= 1
+            if block.ref_count > 0:
+                break
+            self.free_queue.append(block)""")]),
 }
 
 # Correct answers written differently: they must earn every point.
@@ -167,4 +173,5 @@ LEADS = {
     "s04.quiz/hold_ends_a_second_late": "q5",
     "s04.quiz/pins_are_free": "q4",
     "s04.quiz/unanswered": "q2",
+    "s04.release_blocks/stops_at_first_shared": "shared_blocks_stay_in_use",
 }

@@ -95,6 +95,8 @@ MUTANTS = {
     "s07.quiz/decode_reads_the_cache": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
     "s07.quiz/fastest_pool_not_smallest": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q6": 192', '"q6": 256'))]),
     "s07.quiz/unanswered": ("s07.quiz", [(ANSWERS, '    return {"q1": 0.71}\n')]),
+    # audit, issue 41 class 6: the caller's measurements sorted in place
+    "s07.choose_setting/sorts_the_callers_list": ("s07.choose_setting", [(MEETING, "    measurements.sort(key=lambda m: m[\"num_blocks\"])\n" + MEETING)]),
 }
 
 # The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
@@ -132,4 +134,5 @@ LEADS = {
     "s07.quiz/decode_reads_the_cache": "q2",
     "s07.quiz/fastest_pool_not_smallest": "q6",
     "s07.quiz/unanswered": "q2",
+    "s07.choose_setting/sorts_the_callers_list": "bound_nan_and_copy",
 }
