@@ -556,7 +556,7 @@ with demo("s07.latency_summary", "s07.cache_accounting"):
 # - **Thrashing**: no hit at all, although 70 % of the tokens *could* be reused: in 160 blocks the
 #   12 prefixes never survive until their next turn. The work is the same on and off, so the prefill
 #   column shows only how far apart two measurements of the same work come on this machine. In this burst every request waits for all the work queued before it, so TTFT can differ by tens of
-#   percent between the two runs from timing noise alone. The next sections measure how large the pool
+#   percent between the two runs from timing noise alone. The next sections find how large the pool
 #   must be.
 
 # %% [markdown] lang="zh"
@@ -574,7 +574,7 @@ with demo("s07.latency_summary", "s07.cache_accounting"):
 #   测两次，差别都比缓存的开销大。表格下面那一行说明了这次运行的差别是否在噪声范围内。
 # - **抖动**：一次命中都没有，尽管 70% 的 token *本来*可以复用：在 160 块的块池里，这 12 个前缀没有一个能活到
 #   下一次轮到自己。开、关缓存的计算完全一样，所以 prefill 那一列只反映同样的计算在这台机器上测两次能差多少。在这阵突发流量里，每个请求都要等排在它前面的
-#   全部工作做完，所以仅仅因为计时噪声，两次运行的 TTFT 就可能差出几成。后面几节会测量块池到底要多大。
+#   全部工作做完，所以仅仅因为计时噪声，两次运行的 TTFT 就可能差出几成。后面几节会找出块池到底要多大。
 
 # %% [markdown] lang="en"
 # ### TTFT distributions
