@@ -1001,11 +1001,11 @@ my_guess_3 = None
 # The sweep's clock: your predict_ttft (TODO 3) over the calibration shipped with the course.
 # zh: 扫描用的时钟：你的 predict_ttft（TODO 3）加上课程自带的校准结果。
 SHIPPED = shipped_calibration()
-VIRTUAL = virtual_cost(SERVING_MODEL, SHIPPED, predict_ttft)
 POOLS = [128, 160, 224, 256, 320]
 SWEEP = {}
 
 with demo("s07.predict_ttft", limit_s=900):
+    VIRTUAL = virtual_cost(SERVING_MODEL, SHIPPED, predict_ttft)
     start = time.perf_counter()
     for cache, num_blocks in tqdm([(True, b) for b in POOLS] + [(False, b) for b in (160, 320)],
                                   desc=tr("pool sweep", "块池扫描"), leave=False):
