@@ -20,7 +20,6 @@ the released name nbgrader's converter needs, and :class:`IsolatedGrade` grades 
 """
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import os
@@ -180,10 +179,7 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
             grade_id = cell.metadata.nbgrader["grade_id"]
             if utils.is_locked(cell):
                 source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
-                release = copy.deepcopy(cell)
-                release.source = source.source
-                ClearHiddenTests()._remove_hidden_test_region(release)
-                self._released = utils.compute_checksum(release)
+                self._released = _released_checksum(cell, source.source)
         except Exception:  # noqa: BLE001 - anything unusual: nbgrader's own handling below decides
             self._released = None
         return super().preprocess_cell(cell, resources, cell_index)
@@ -194,6 +190,26 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
         what = _CHANGED_CELL.get(attr, "its {attr} changed from {old} to {new}: the released one is graded")
         self.log.warning("%s: cell %s: %s", one_line(self._who), one_line(str(name)),
                          what.format(attr=attr, old=old, new=new))
+
+
+@functools.lru_cache(maxsize=4096)
+def _released_checksum_of(source: str, cell_type: str, grade: bool, solution: bool, locked: bool, grade_id: str,
+                          points: str | None) -> str:
+    release = nbformat.from_dict({"cell_type": cell_type, "source": source, "metadata": {"nbgrader": {
+        "grade": grade, "solution": solution, "locked": locked, "grade_id": grade_id,
+        **({"points": points} if points is not None else {})}}})
+    ClearHiddenTests()._remove_hidden_test_region(release)
+    return utils.compute_checksum(release)
+
+
+def _released_checksum(cell, source: str) -> str:
+    """nbgrader's checksum of ``cell`` as released: the gradebook's ``source``, hidden tests stripped,
+    with the cell's own type and flags (all the checksum reads). Every student's copy of a cell has the
+    same answer: it is computed once per run, not once per student."""
+    meta = cell.metadata.nbgrader
+    points = str(float(meta["points"])) if utils.is_grade(cell) else None
+    return _released_checksum_of(source, cell.cell_type, utils.is_grade(cell), utils.is_solution(cell),
+                                 utils.is_locked(cell), meta["grade_id"], points)
 
 
 #: What the student changed in a cell nbgrader restores (its ``report_change`` attributes), for the log.
