@@ -61,7 +61,7 @@ import nbformat
 
 from autograder.core import layout, pysource
 from autograder.core.course import Course, load_course
-from autograder.core.i18n import L, text
+from autograder.core.i18n import LANGUAGES, L, text
 from autograder.core.spec import Stage, load_stage
 
 #: The course's environment: in the job's temporary folder, named through the ``runner`` context, which
@@ -97,7 +97,7 @@ def setup_command(setup: str) -> str:
     written here (the shell and ``sha256sum`` by their paths: ``PATH`` may have been set by an earlier
     step), else says why in both languages and fails the step."""
     digest = hashlib.sha256(setup.encode("utf-8")).hexdigest()
-    say = " ".join(text(TEMPLATE_CHANGED, lang).format(files=SETUP) for lang in ("en", "zh"))
+    say = " ".join(text(TEMPLATE_CHANGED, lang).format(files=SETUP) for lang in LANGUAGES)
     return (f"if echo '{digest}  {SETUP}' | /usr/bin/sha256sum --check --status; "
             f'then /bin/sh {SETUP} "{VENV}"; else echo {_sh_quote(say)}; exit 1; fi')
 
@@ -506,4 +506,4 @@ def _compare(repo: Path, expected: dict[str, bytes]) -> list[TemplateDifference]
 def refusal(differences: list[TemplateDifference]) -> str:
     """What a step refusing to grade prints: in both languages, each naming the files."""
     return "\n".join(text(TEMPLATE_CHANGED, lang).format(files=", ".join(d.describe(lang) for d in differences))
-                     for lang in ("en", "zh"))
+                     for lang in LANGUAGES)
