@@ -76,10 +76,11 @@ def graded_reference_and_stub():
 # one group of tests at a time, in collection order (``--no-loadscope-reorder``). A test file is one
 # group, so that what it computes once per module or per process is computed by one worker; the files in
 # SPLIT_BY_STAGE are split instead into one group per stage (``s01``... leading the test's id), because
-# what they compute is per stage (a stage's wrong answers graded once, a stage's notebooks run), so that
+# what they compute is per stage (a stage's wrong answers graded once, its notebooks run, its slips), so that
 # a long file's stages run on both workers at once instead of one worker running the whole file alone.
 # (xdist's own ``loadgroup`` cannot do this here: it renames node ids, which pytest 9 no longer allows.)
-SPLIT_BY_STAGE = ("tests/course/test_mutants.py", "tests/course/test_notebooks_run.py")
+SPLIT_BY_STAGE = ("tests/course/test_mutants.py", "tests/course/test_notebooks_run.py", "tests/course/test_chinese_edition.py",
+                  "tests/course/test_learning_design.py")
 _STAGE_ID = re.compile(r"\[(s\d\d)(?=[./\]])")
 
 # The groups that take minutes go first, longest first, so that the workers end on small groups together
