@@ -99,6 +99,7 @@ def schedule_group(nodeid: str) -> str:
     return f"{file}:{stage.group(1)}" if stage else file
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is not loaded
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadfile":
         return None  # another --dist given on the command line: xdist's own
