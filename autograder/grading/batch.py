@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from autograder.core.load import available_cores
+from autograder.isolation.load import available_cores
 
 J = TypeVar("J")
 R = TypeVar("R")

@@ -33,13 +33,13 @@ from typing import Any
 from autograder.child.protocol import Channel, ChildSummary, Event, summarize
 from autograder.core import messages
 from autograder.core.i18n import L, text
-from autograder.core.load import MAX_STRETCH, contention  # noqa: F401 (API: MAX_STRETCH)
 from autograder.grading.staging import CHILD_ENTRY, SCRATCH_MB, GradingRun, always_hidden
 from autograder.isolation import cgroup
 from autograder.isolation.childfs import Digests, HiddenPaths, IsolationError, salted_digest
 from autograder.isolation.confine import EXIT_NOT_CONFINED
 from autograder.isolation.forkclient import ForkedChild
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement, plan_child, signal_name
+from autograder.isolation.load import MAX_STRETCH, contention  # noqa: F401 (API: MAX_STRETCH)
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.child.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024

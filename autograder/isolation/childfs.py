@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
-from autograder.core.load import stretched
+from autograder.isolation.load import stretched
 
 NOBODY = (65534, 65534)
 ROOT_WITHOUT_CAPS = "root-without-capabilities"

@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.core.load import stretched
 from autograder.isolation import cgroup, forkserver
 from autograder.isolation.childfs import IsolationError, _within
 from autograder.isolation.launch import ChildSpec, _bwrap_argv, confinement
+from autograder.isolation.load import stretched
 
 if TYPE_CHECKING:
     from autograder.isolation.levels import Isolation

@@ -51,10 +51,10 @@ from pathlib import Path
 
 from autograder.core import messages
 from autograder.core.i18n import text
-from autograder.core.load import stretched
 from autograder.isolation import landlock
 from autograder.isolation.childfs import NOBODY, ROOT_WITHOUT_CAPS, IsolationError, canonical_python, child_user, confinement_files, make_scratch, stage_tree  # noqa: F401 (API)
 from autograder.isolation.launch import ChildSpec, LaunchPlan, plan_child, seccomp_program, signal_name  # noqa: F401 (API)
+from autograder.isolation.load import stretched
 
 LAYERS = ("namespaces", "landlock", "seccomp")
 IN_PROCESS = "in-process"
