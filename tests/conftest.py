@@ -26,6 +26,7 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 # not import-time code: scripts the tests run import this file too.) PCW_CACHE_DIR=off in the
 # environment runs the suite with no store at all.
 _STORE = pytest.StashKey[str]()
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def pytest_configure(config) -> None:
@@ -35,6 +36,13 @@ def pytest_configure(config) -> None:
         from tests.support import machine
 
         os.environ[machine.ENV] = f"{machine.machine_factor():.2f}"
+        # One thread each for torch's and BLAS's pools in every test process and what it starts (unless
+        # set by hand), before any of them is imported: two workers on 2 cores, each with a pool of one
+        # thread per core beside grading children, spin on each other's cores (a small model's step then
+        # takes many times its CPU time). Grading children get one thread anyway (grading/supervise.py),
+        # and so do the notebooks' timed demos; the tests of thread counts set their own.
+        for var in THREAD_ENV:
+            os.environ.setdefault(var, "1")
     if hasattr(config, "workerinput") or os.environ.get("PCW_CACHE_DIR", "").lower() == "off":
         return
     config.stash[_STORE] = os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
