@@ -80,24 +80,25 @@ def graded_reference_and_stub():
     return {paths[r.path]: r for r in grade_paths(list(paths))}
 
 
-# Scheduling (``--dist loadfile``, pyproject's addopts; the scheduler is made here): xdist hands a worker
-# one group of tests at a time, in collection order (``--no-loadscope-reorder``). A test file is one
-# group, so that what it computes once per module or per process is computed by one worker; the files in
-# SPLIT_BY_STAGE are split instead into one group per stage (``s01``... leading the test's id), because
-# what they compute is per stage (a stage's wrong answers graded once, its notebooks run, its slips), so that
-# a long file's stages run on both workers at once instead of one worker running the whole file alone.
-# (xdist's own ``loadgroup`` cannot do this here: it renames node ids, which pytest 9 no longer allows.)
-SPLIT_BY_STAGE = ("tests/course/test_mutants.py", "tests/course/test_notebooks_run.py", "tests/course/test_chinese_edition.py",
-                  "tests/course/test_learning_design.py")
-_STAGE_ID = re.compile(r"\[(s\d\d)(?=[./\]])")
+# Scheduling (xdist hands out whole files, ``--dist loadfile``, in collection order: ``--no-loadscope-reorder``).
+# The files that take minutes go first, longest first, so that the workers end on small files together
+# instead of one worker running a long file alone at the end (by default xdist orders files by their
+# number of tests, which put the one-test Binder build, 1.5 minutes, last). Measured walls on 2 workers;
+# only the order depends on this list, never what runs.
+LONG_FILES = ("test_notebooks_run.py", "test_mutants.py", "test_hostile.py", "test_chinese_edition.py",
+              "test_binder.py", "test_ui_browser.py", "test_isolation.py", "test_install.py",
+              "test_learning_design.py", "test_bench_grading.py", "test_s07_prose.py", "test_first_cell.py",
+              "test_nbgrader_flow.py")
 
-# The groups that take minutes go first, longest first, so that the workers end on small groups together
-# (by default xdist orders groups by their number of tests, which put the one-test Binder build last).
-# Measured on 2 workers; only the order depends on this list, never what runs.
-LONG_GROUPS = ("test_notebooks_run.py", "test_mutants.py", "test_hostile.py", "test_chinese_edition.py",
-               "test_binder.py", "test_ui_browser.py", "test_isolation.py", "test_install.py",
-               "test_learning_design.py", "test_bench_grading.py", "test_s07_prose.py", "test_first_cell.py",
-               "test_nbgrader_flow.py")
+# A file is one unit of xdist's work (the scheduler is made below), so that what it computes once per
+# module or per process is computed by one worker; the files in SPLIT_BY_STAGE are split instead into one
+# unit per stage (``s01``... leading the test's id), because what they compute is per stage (a stage's
+# wrong answers graded once, its notebooks run, its slips): a long file's stages then run on both workers
+# at once instead of one worker running the whole file alone. (xdist's own ``loadgroup`` cannot do this
+# here: it renames node ids, which pytest 9 no longer allows.)
+SPLIT_BY_STAGE = ("tests/course/test_mutants.py", "tests/course/test_notebooks_run.py",
+                  "tests/course/test_chinese_edition.py", "tests/course/test_learning_design.py")
+_STAGE_ID = re.compile(r"\[(s\d\d)(?=[./\]])")
 
 
 def schedule_group(nodeid: str) -> str:
@@ -121,5 +122,5 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    rank = {name: i for i, name in enumerate(LONG_GROUPS)}
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
