@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -25,6 +26,7 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 # not import-time code: scripts the tests run import this file too.) PCW_CACHE_DIR=off in the
 # environment runs the suite with no store at all.
 _STORE = pytest.StashKey[str]()
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def pytest_configure(config) -> None:
@@ -34,6 +36,13 @@ def pytest_configure(config) -> None:
         from tests.support import machine
 
         os.environ[machine.ENV] = f"{machine.machine_factor():.2f}"
+        # One thread each for torch's and BLAS's pools in every test process and what it starts (unless
+        # set by hand), before any of them is imported: two workers on 2 cores, each with a pool of one
+        # thread per core beside grading children, spin on each other's cores (a small model's step then
+        # takes many times its CPU time). Grading children get one thread anyway (grading/supervise.py),
+        # and so do the notebooks' timed demos; the tests of thread counts set their own.
+        for var in THREAD_ENV:
+            os.environ.setdefault(var, "1")
     if hasattr(config, "workerinput") or os.environ.get("PCW_CACHE_DIR", "").lower() == "off":
         return
     config.stash[_STORE] = os.environ["PCW_CACHE_DIR"] = tempfile.mkdtemp(prefix="pcw-test-store-")
@@ -80,6 +89,36 @@ LONG_FILES = ("test_notebooks_run.py", "test_mutants.py", "test_hostile.py", "te
               "test_binder.py", "test_ui_browser.py", "test_isolation.py", "test_install.py",
               "test_learning_design.py", "test_bench_grading.py", "test_s07_prose.py", "test_first_cell.py",
               "test_nbgrader_flow.py")
+
+# A file is one unit of xdist's work (the scheduler is made below), so that what it computes once per
+# module or per process is computed by one worker; the files in SPLIT_BY_STAGE are split instead into one
+# unit per stage (``s01``... leading the test's id), because what they compute is per stage (a stage's
+# wrong answers graded once, its notebooks run, its slips): a long file's stages then run on both workers
+# at once instead of one worker running the whole file alone. (xdist's own ``loadgroup`` cannot do this
+# here: it renames node ids, which pytest 9 no longer allows.)
+SPLIT_BY_STAGE = ("tests/course/test_mutants.py", "tests/course/test_notebooks_run.py",
+                  "tests/course/test_chinese_edition.py", "tests/course/test_learning_design.py")
+_STAGE_ID = re.compile(r"\[(s\d\d)(?=[./\]])")
+
+
+def schedule_group(nodeid: str) -> str:
+    """The test's scheduling group: its file, or its file and stage for a file in SPLIT_BY_STAGE."""
+    file = nodeid.split("::", 1)[0]
+    stage = _STAGE_ID.search(nodeid) if file in SPLIT_BY_STAGE else None
+    return f"{file}:{stage.group(1)}" if stage else file
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is not loaded
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None  # another --dist given on the command line: xdist's own
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByGroup(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return schedule_group(nodeid)
+
+    return ByGroup(config, log)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

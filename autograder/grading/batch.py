@@ -13,12 +13,12 @@ each result once, from a worker thread; :func:`run_batch` returns after every re
 """
 from __future__ import annotations
 
-import math
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
+
+from autograder.isolation.load import available_cores
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -155,20 +155,6 @@ def run_batch(groups: Sequence[Sequence[J]], *, work: Callable[[J, Gate | None],
     return results  # type: ignore[return-value]
 
 
-def available_cores(cgroup_root: str = "/sys/fs/cgroup", proc_self: str = "/proc/self") -> int:
-    """How many cores this process may keep busy: its CPU affinity, bounded by any CPU quota of its
-    cgroup or the cgroups above it (a container's ``--cpus``, a CI runner's share), which
-    ``os.cpu_count()`` ignores: a grader in a 2-CPU container on a 64-core host runs 2 children."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    quota = _cpu_quota(cgroup_root, proc_self)
-    if quota is not None:
-        n = min(n, max(1, math.ceil(quota - 1e-9)))
-    return max(1, n)
-
-
 def default_workers() -> int:
     """How many children a grader runs at once by default: one more than :func:`available_cores`.
 
@@ -177,41 +163,3 @@ def default_workers() -> int:
     than there are cores keeps every core busy through those waits. No verdict depends on it: a child's
     time limit is CPU time, and its wall-clock bound (three times that) holds with a core shared by two."""
     return available_cores() + 1
-
-
-def _cpu_quota(root: str, proc_self: str) -> float | None:
-    """The tightest CPU quota (in cores) on this process's cgroup path, cgroup v2 or v1; None if none."""
-    try:
-        with open(os.path.join(proc_self, "cgroup"), encoding="utf-8") as f:
-            lines = [ln.rstrip("\n").split(":", 2) for ln in f if ln.count(":") >= 2]
-    except OSError:
-        return None
-    found: list[float] = []
-    files: tuple[str, ...]
-    for _id, controllers, path in lines:
-        if controllers == "":  # v2: cpu.max is "max PERIOD" or "QUOTA PERIOD" at every level
-            base, files = root, ("cpu.max",)
-        elif "cpu" in controllers.split(","):  # v1: the cpu controller's own hierarchy
-            base, files = os.path.join(root, controllers), ("cpu.cfs_quota_us", "cpu.cfs_period_us")
-        else:
-            continue
-        parts = [p for p in path.split("/") if p]
-        for depth in range(len(parts), -1, -1):
-            d = os.path.join(base, *parts[:depth])
-            words = [w for f in files for w in _read_words(os.path.join(d, f))]
-            if len(words) == 2 and words[0] not in ("max", "-1"):
-                try:
-                    quota, period = int(words[0]), int(words[1])
-                except ValueError:
-                    continue
-                if quota > 0 and period > 0:
-                    found.append(quota / period)
-    return min(found) if found else None
-
-
-def _read_words(path: str) -> list[str]:
-    try:
-        with open(path, encoding="ascii") as f:
-            return f.read().split()
-    except (OSError, UnicodeDecodeError):
-        return []

@@ -39,28 +39,12 @@ from autograder.isolation.childfs import Digests, HiddenPaths, IsolationError, s
 from autograder.isolation.confine import EXIT_NOT_CONFINED
 from autograder.isolation.forkclient import ForkedChild
 from autograder.isolation.launch import ChildSpec, LaunchPlan, confinement, plan_child, signal_name
+from autograder.isolation.load import MAX_STRETCH, contention  # noqa: F401 (API: MAX_STRETCH)
 
 _PLAIN_BOOT = "import sys; sys.path[0:0] = [{root!r}]; from autograder.child.sandbox import main; main()"
 OUTPUT_KEEP = 16 * 1024
 DRAIN_LIMIT = 1 << 20  # what is read of the output pipe after the child is done, at most
 AFTER_DONE_S = 1.0  # how long the child may take to exit once it reported "done"
-MAX_STRETCH = 6.0  # the most a busy machine stretches a child's wall-clock limit (see contention())
-
-
-def contention() -> float:
-    """How many times longer than on an idle machine a CPU-bound child may take now: the 1-minute load
-    average over the cores this process may use (:func:`autograder.grading.batch.available_cores`), at
-    least 1 and at most :data:`MAX_STRETCH`. A child's CPU-time limit ends an endless loop whatever the
-    load; its wall-clock limit, three times the CPU limit, only has to outlast code that computes while
-    waiting its turn for a core (at a load of 14 on 2 cores a child gets a seventh of one). Read when the
-    wall-clock limit runs out, so that an idle machine stops a sleeping child exactly on time."""
-    from autograder.grading.batch import available_cores  # (batch does not import this module)
-
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average here (Windows): the limit as it is
-        return 1.0
-    return min(MAX_STRETCH, max(1.0, load / available_cores()))
 
 
 @dataclass(frozen=True)

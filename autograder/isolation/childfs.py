@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from autograder.isolation.load import stretched
+
 NOBODY = (65534, 65534)
 ROOT_WITHOUT_CAPS = "root-without-capabilities"
 _PACKAGE = Path(__file__).resolve().parents[1]  # autograder/
@@ -66,7 +68,8 @@ def interpreter_paths(python: str) -> tuple[str, ...]:
     and the pyenv prefix); paths nested in another one are dropped.
     """
     python = canonical_python(python)
-    out = subprocess.run([python, "-I", "-c", _PATHS_SCRIPT], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([python, "-I", "-c", _PATHS_SCRIPT], capture_output=True, text=True, timeout=stretched(60),
+                         check=True)  # stretched: an interpreter start waits its turn for a core on a busy machine
     paths = [python, os.path.realpath(python), *json.loads(out.stdout)]
     chain = python
     while os.path.islink(chain):  # bin/python -> python3 -> /root/.pyenv/.../python3: every hop

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from autograder.isolation import cgroup, forkserver
 from autograder.isolation.childfs import IsolationError, _within
 from autograder.isolation.launch import ChildSpec, _bwrap_argv, confinement
+from autograder.isolation.load import stretched
 
 if TYPE_CHECKING:
     from autograder.isolation.levels import Isolation
@@ -231,12 +232,12 @@ class ForkServer:
             pass
         self._ours.close()
         if self._proc is not None:
-            try:
-                self._proc.wait(timeout=10)
+            try:  # the server ends at once when idle; on a busy machine it waits its turn for a core
+                self._proc.wait(timeout=stretched(10))
             except subprocess.TimeoutExpired:
                 os.killpg(self._proc.pid, signal.SIGKILL)
                 self._proc.wait()
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=stretched(10))
         try:
             os.unlink(self._log)
         except OSError:

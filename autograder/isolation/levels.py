@@ -54,6 +54,7 @@ from autograder.core.i18n import text
 from autograder.isolation import landlock
 from autograder.isolation.childfs import NOBODY, ROOT_WITHOUT_CAPS, IsolationError, canonical_python, child_user, confinement_files, make_scratch, stage_tree  # noqa: F401 (API)
 from autograder.isolation.launch import ChildSpec, LaunchPlan, plan_child, seccomp_program, signal_name  # noqa: F401 (API)
+from autograder.isolation.load import stretched
 
 LAYERS = ("namespaces", "landlock", "seccomp")
 IN_PROCESS = "in-process"
@@ -173,7 +174,7 @@ def bwrap_candidates() -> list[str]:
 
 def _bwrap_version(path: str) -> str | None:
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=stretched(10)).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return out.split()[-1] if out.split() else None
@@ -225,7 +226,8 @@ def _probe(iso: Isolation) -> str | None:
         try:
             plan = plan_child(ChildSpec(iso.offer.python, "autograder.isolation.confine:probe", str(staging), scratch,
                                         env={"PATH": "/usr/bin:/bin"}), iso)
-            proc = subprocess.run(**plan.popen_kwargs(), capture_output=True, text=True, timeout=60)
+            # a probe child only imports, but on a busy machine it waits its turn for a core: the wait stretches
+            proc = subprocess.run(**plan.popen_kwargs(), capture_output=True, text=True, timeout=stretched(60))
         except (OSError, subprocess.SubprocessError, IsolationError) as exc:
             return f"{type(exc).__name__}: {exc}"
     if proc.returncode == 0 and "isolation-probe-ok" in proc.stdout:

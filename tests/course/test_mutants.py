@@ -24,6 +24,7 @@ from autograder.grading.verdict import check_title
 from tests.support.variants import assert_all_pass, assert_blamed_on, grade_variants
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: grades every stage's wrong answers on the real grader
+# graded() keeps each stage's results per process: xdist gives all of a stage's tests to one worker (tests/conftest.py)
 
 # Built stages only: a half-written stage is named by tests/engine/test_layout.py's completeness test.
 DATA = {sid: importlib.import_module(layout.stage_files(sid).mutants_module) for sid in layout.built_stages()}

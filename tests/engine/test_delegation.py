@@ -139,3 +139,41 @@ def test_a_candidate_timed_out_inside_an_import_leaves_no_half_imported_package(
     finally:
         for m in [m for m in sys.modules if m.startswith("pcw_slow_pkg")]:
             del sys.modules[m]
+
+
+def _spin(cpu_s: float) -> None:
+    import time
+
+    start = time.process_time()
+    while time.process_time() - start < cpu_s:
+        pass
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed alarm, on purpose
+def test_a_time_limit_holds_when_its_alarm_lands_where_python_swallows_it():
+    """A signal handler's exception raised inside a ``__del__`` (or a GC callback, as CI once saw) is
+    reported as unraisable and dropped: the limit must still end the block, not let it run on."""
+    from tests.support.delegation import _time_limit
+
+    class SlowToDie:
+        def __del__(self):
+            _spin(0.3)
+
+    with pytest.raises(TimeoutError), _time_limit(0.05):
+        SlowToDie()  # freed at once: the alarm lands in its __del__
+    with pytest.raises(TimeoutError), _time_limit(0.05):
+        for _ in range(3):
+            try:
+                _spin(0.1)
+            except TimeoutError:  # code that catches the limit's exception is stopped by the next one
+                pass
+        _spin(10)
+
+
+def test_a_time_limit_counts_cpu_time_and_lets_a_quick_block_through():
+    from tests.support.delegation import _time_limit
+
+    with _time_limit(0.5):
+        _spin(0.01)
+    with pytest.raises(TimeoutError), _time_limit(0.05):
+        _spin(10)

@@ -287,11 +287,12 @@ print(json.dumps({"dropped": loader._code == {}, "probes": bool(probes), "docs":
 def test_the_wall_clock_limit_stretches_with_the_load_and_never_below_itself(monkeypatch):
     """A child waiting for a core is not asleep: the wall-clock limit is the limit times the load over
     the cores (at least 1, at most MAX_STRETCH), read when the limit runs out."""
-    from autograder.grading import batch, supervise
+    from autograder.grading import supervise
+    from autograder.isolation import load
 
-    monkeypatch.setattr(batch, "available_cores", lambda: 2)
-    for load, stretch in [(0.3, 1.0), (2.0, 1.0), (7.0, 3.5), (40.0, supervise.MAX_STRETCH)]:
-        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+    monkeypatch.setattr(load, "available_cores", lambda: 2)
+    for avg, stretch in [(0.3, 1.0), (2.0, 1.0), (7.0, 3.5), (40.0, supervise.MAX_STRETCH)]:
+        monkeypatch.setattr(os, "getloadavg", lambda avg=avg: (avg, 0.0, 0.0))
         assert supervise.contention() == stretch
 
 
@@ -324,3 +325,14 @@ def test_a_child_that_only_waits_is_stopped_after_the_stretched_wall_limit(monke
         ch.feed(b'{"phase": "ready"}\n')
         said = _report(ch, None, b"", 0, True, limits, waited).stopped
         assert f"after {waited:.0f} s of waiting" in said.en, said
+
+
+def test_the_isolation_set_up_waits_stretch_with_the_load_as_a_child_s_limit_does(monkeypatch):
+    """The isolation probe's waits (a probe child, the interpreter's paths, a fork server's end) are
+    the grader's too: on a busy machine they stretch by the same factor, never below themselves."""
+    from autograder.isolation import load
+
+    monkeypatch.setattr(load, "available_cores", lambda: 2)
+    for got, want in [(0.5, 60.0), (7.0, 210.0), (40.0, 60.0 * load.MAX_STRETCH)]:
+        monkeypatch.setattr(os, "getloadavg", lambda got=got: (got, 0.0, 0.0))
+        assert load.stretched(60) == want

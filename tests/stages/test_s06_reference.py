@@ -333,13 +333,20 @@ def test_ttft_speedup_the_notebook_states_repeats_within_15_percent():
     model = DecoderLM.random(TTFT_CONFIG, seed=0)
     question, block, prefixes = 64, 16, [1536]
     threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # not the measurement's one thread (the suite runs with one: tests/conftest.py)
     speedups = []
-    for _ in range(5):
-        rows = measure_ttft(model, lambda p: PagedPrefiller(model, num_blocks=(p + 4 * question) // block + 8,
-                                                            block_size=block), prefixes, question)
-        assert all(r.hit_tokens == r.prefix and r.max_diff <= 1e-3 for r in rows), rows
-        speedups.append(rows[-1].speedup)
-    assert torch.get_num_threads() == threads, "the measurement restores torch's thread count"
+    # Five runs: the four beside the median are each held to ±15%, so a measurement that misses that
+    # margin on half its runs (too noisy to print) fails here with probability 1 - 0.5**4 = 94%; three
+    # runs would catch it 75% of the time. A steady one (its runs within a few percent) passes either way.
+    try:
+        for _ in range(5):
+            rows = measure_ttft(model, lambda p: PagedPrefiller(model, num_blocks=(p + 4 * question) // block + 8,
+                                                                block_size=block), prefixes, question)
+            assert all(r.hit_tokens == r.prefix and r.max_diff <= 1e-3 for r in rows), rows
+            speedups.append(rows[-1].speedup)
+        assert torch.get_num_threads() == 2, "the measurement restores torch's thread count"
+    finally:
+        torch.set_num_threads(threads)
     mid = sorted(speedups)[2]
     print("speedups at P=1536:", [round(s, 2) for s in speedups])
     assert all(abs(s - mid) <= 0.15 * mid for s in speedups), speedups

@@ -167,29 +167,56 @@ def _import_lazy_dependencies() -> None:
             pass
 
 
+#: How often a limit that has run out fires again until its ``TimeoutError`` leaves the block (one can be
+#: swallowed where Python cannot raise: a ``__del__``, a weakref or GC callback reports it as unraisable).
+REFIRE_S = 0.05
+
+
 @contextlib.contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``TimeoutError`` in the block after ``seconds``. The alarm can land inside an import, which then
-    fails half done and leaves the package's submodules behind (a later ``import matplotlib`` in this
-    process breaks on them): when it fired, every module the block added is dropped, so the next import
-    of it starts afresh."""
-    fired: list[bool] = []
+    """Raise ``TimeoutError`` in the block once it has used ``seconds`` of this process's CPU time, or
+    three times that on the clock scaled to the machine (tests/support/machine.py; for a block that
+    waits without computing). CPU time, so that a candidate's verdict does not depend on the load.
 
-    def on_alarm(signum, frame):
+    The limit holds even when its exception cannot get out: a signal handler runs wherever the
+    interpreter is, and a ``TimeoutError`` raised inside a GC callback or a ``__del__`` is swallowed
+    (reported as unraisable). So the timer keeps firing every :data:`REFIRE_S` until one leaves the
+    block, and a block that still ends normally after a fired limit raises ``TimeoutError`` on leaving.
+
+    The alarm can land inside an import, which then fails half done and leaves the package's submodules
+    behind (a later ``import matplotlib`` in this process breaks on them): when it fired, every module the
+    block added is dropped, so the next import of it starts afresh."""
+    from tests.support.machine import scaled
+
+    fired: list[bool] = []
+    armed = [True]
+
+    def on_limit(signum, frame):
         fired.append(True)
-        raise TimeoutError
+        if armed[0]:
+            raise TimeoutError(f"the block ran past its limit of {seconds} CPU-s")
 
     before = set(sys.modules)
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old = {sig: signal.signal(sig, on_limit) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, seconds, REFIRE_S)
+    signal.setitimer(signal.ITIMER_REAL, scaled(3 * seconds), REFIRE_S)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        while armed[0]:  # the timers refire: one may land here, before they are stopped; then stop them again
+            try:
+                armed[0] = False
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            except TimeoutError:
+                armed[0] = True
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
         if fired:
             for name in set(sys.modules) - before:
                 sys.modules.pop(name, None)
+    if fired:  # each exception it raised was swallowed: the block ran past its limit all the same
+        raise TimeoutError(f"the block ran past its limit of {seconds} CPU-s (its exception was swallowed)")
 
 
 class Judge:
