@@ -13,8 +13,9 @@ carry, whatever it is:
   it leaks, and cuts it when the budget is spent;
 * values are rendered short (:mod:`autograder.grading.display`'s ``compact``: type and shape plus a short
   prefix, long numbers and keys cut);
-* only the first failing check of a TODO shows the learner's value; other failing checks show
-  their title, input, expected value and hint;
+* the failing checks of a TODO show the learner's value in the order the report names them (the
+  most specific first: :func:`autograder.grading.verdict.lead_first`), so the budget pays for the
+  failure that leads before the others; a hidden check never shows one;
 * what the grader says about the child itself is chosen from the grader's own few words: an exit
   status without its number, a cell number only among the cells sent, a signal only when it
   explains something;

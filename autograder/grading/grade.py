@@ -185,25 +185,31 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         raw = dict(outcomes[c.key]) if c.key in outcomes else None
         judged.append((c, None if raw is None else _judge(stage, c, expected[c.key], raw, lang), raw))
     # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
-    # about the mistake made) and the others are named after it.
+    # about the mistake made) and the others follow it, each with its expected and got but not its
+    # hint (written for another slip).
     failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
-    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]  # type: ignore[list-item]  # None: none failed
-
-    verdicts, shown_of = [], {}
-    for c, v, raw in judged:
+    unfinished = [v for v in failed_raw if v.not_implemented]
+    raw_order = unfinished + lead_first([v for v in failed_raw if not v.not_implemented])
+    raw_of = {id(v): raw for _, v, raw in judged}
+    shown_of = {}
+    for v in raw_order:  # in the order the report names them, so the lead's value is the first the budget pays
+        c = v.check
+        # every failing public check shows the learner's value within the submission's budget (see
+        # autograder.grading.disclosure); a hidden check never shows one (judge), and under "titles" says less
+        shows_value = not (c.hidden and out.titles_only)
+        shown = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw_of[id(v)]), v, lang,  # type: ignore[arg-type]  # v failed, so raw
+                               take if shows_value else None)
+        shown_of[id(v)] = shown if v is raw_order[0] else shown.without_hint()
+    verdicts = []
+    for c, v, _raw in judged:
         if v is None:
             verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
             continue
         if not v.passed:
-            # only the leading failure shows the learner's value (see autograder.grading.disclosure): the values
-            # of the other failing checks, hidden ones included, never reach the report
-            shows_value = v is lead and not (c.hidden and out.titles_only)
-            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,  # type: ignore[arg-type]  # v, so raw
-                                             take if shows_value else None)
             v = shown_of[id(v)]
         line = v.summary if v.passed else _one_line(v.summary, v.detail)
         verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
-    ordered = [shown_of[id(v)] for v in ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw))]
+    ordered = [shown_of[id(v)] for v in raw_order]
     first_fail = ordered[0] if ordered else None
     n_hidden = sum(c.hidden for c in checks)
     stopped_in = _check(stage, said.check)
@@ -236,10 +242,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
             text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
-        others = [v for v in ordered[1:] if not v.not_implemented]
-        if others:
-            message += " | " + text(messages.ALSO_FAILING, lang).format(titles="; ".join(
-                _failed_name(v.check, lang) for v in others))
+        for v in ordered[1:]:  # each other failure on its own field: its name, input, expected and got
+            if not v.not_implemented:
+                message += " | " + text(messages.ALSO_FAILING, lang).format(titles=text(messages.LIST_SEPARATOR, lang).join(
+                    [_failed_name(v.check, lang), *(" ".join(d.split()) for d in v.detail)]))
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:
@@ -295,9 +301,9 @@ def _shown_verdict(stage: Stage, check: Check, expected: dict, display: dict, v:
     ``display``, its learner-derived lines through ``take`` (None: the check's own words only)."""
     d = _judge(stage, check, expected, display, lang, take or _nothing)
     if d.passed:  # sanitizing made it equal: say that it failed, and nothing of what it returned
+        hint = f"{text(messages.HINT, lang)} {text(check.hint, lang)}"
         d = CheckVerdict(check, False, check.name if not check.hidden else
-                         text(messages.HIDDEN_FAILED, lang).format(name=check.name),
-                         [f"{text(messages.HINT, lang)} {text(check.hint, lang)}"])
+                         text(messages.HIDDEN_FAILED, lang).format(name=check.name), [hint], hint=hint)
     return replace(d, not_implemented=v.not_implemented)
 
 

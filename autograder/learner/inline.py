@@ -262,8 +262,11 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
     kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
     print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
                                                   total=len(report.verdicts) + report.not_run, kind=kind))
-    # the failure to fix first leads: the most specific failing check, then the other failures, then the passes
-    shown = lead_first([v for v in report.verdicts if not v.passed]) + [v for v in report.verdicts if v.passed]
+    # the failure to fix first leads: the most specific failing check, with its hint (about the mistake
+    # made); then the other failures, each with its expected and got but not its hint (written for
+    # another slip); then the passes
+    failed = lead_first([v for v in report.verdicts if not v.passed])
+    shown = failed[:1] + [v.without_hint() for v in failed[1:]] + [v for v in report.verdicts if v.passed]
     for v in shown:
         print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
         for line in v.detail:

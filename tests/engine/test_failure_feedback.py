@@ -1,0 +1,163 @@
+"""Feedback about the mistake made, in every report format: when several checks of a TODO fail, the
+most specific one leads with its own hint; every other failing public check keeps its expected and
+got (within the report budget) but not its hint, written for another slip; a hidden check shows no
+value, and its hint only when it leads. The same facts in the notebook's ``check()``, the CLI table,
+the JSON, the learner's report (GitHub Classroom), nbgrader's feedback and Gradescope's results.json,
+in both editions. (The per-student CSV carries scores and errors only: no check message to test.)
+
+The grader's verdict is composed from a constructed child report (no child runs), so each test is fast.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder.child.protocol import CheckOutcome
+from autograder.core import data, messages
+from autograder.core.i18n import text
+from autograder.core.results import SubmissionResult
+from autograder.core.spec import load_stage
+from autograder.grading import reports
+from autograder.grading.grade import Reporting, compose
+from autograder.grading.submission import Submission
+from autograder.grading.supervise import ChildReport
+from autograder.grading.trusted import expected_outcomes, leak_guard
+from autograder.grading.verdict import check_label, check_title
+from autograder.integrations import gradescope, nbgrader_glue
+from autograder.isolation.levels import Isolation, Offer
+from autograder.learner.inline import run_check
+from tests import mutants_s01
+from tests.support.learner_ns import module_text, notebook_namespace
+
+LANGS = ("en", "zh")
+TODO = "s01.match_prefix"
+# a learner's match_prefix that is wrong three ways: the lead (the most specific failing check), one
+# other public check, and a hidden one
+WRONG = {"middle_does_not_count": 1, "seed_match_3": 2, "random_prompts": [9]}
+LEAD, OTHER, HIDDEN = "middle_does_not_count", "seed_match_3", "random_prompts"
+ISO = Isolation((), Offer("python", (), None, None, 0))
+
+
+def _check(name: str, hidden: bool = True):
+    return next(c for c in load_stage("s01", hidden=hidden).checks if c.name == name and c.todo == TODO)
+
+
+def flat(s: str) -> str:
+    """``s`` with every run of white space one space (the reports pad labels differently)."""
+    return " ".join(s.split())
+
+
+def position(said: str, check, lang: str) -> int:
+    """Where ``said`` first names ``check`` (by its label, as a headline does, or by its title)."""
+    found = [said.find(flat(name)) for name in (check_label(check, lang), check_title(check, lang))]
+    assert max(found) >= 0, f"{check.name} is not named: {said}"
+    return min(i for i in found if i >= 0)
+
+
+def field(entry, lang: str, value: str) -> str:
+    return flat(f"{text(entry, lang)} {value}")
+
+
+def assert_feedback_fits_the_failure(said: str, lang: str) -> None:
+    """``said`` (one report's text) names the lead first with its hint, the other failing check with its
+    expected and got, and no hint but the lead's."""
+    said = flat(said)
+    lead, other, hidden = _check(LEAD), _check(OTHER), _check(HIDDEN)
+    lead_hint = flat(text(lead.hint, lang))
+    assert lead_hint in said, said
+    assert position(said, lead, lang) < position(said, other, lang), said
+    assert said.index(lead_hint) < position(said, other, lang), "the lead's hint comes first"
+    for hint in (other.hint, hidden.hint):
+        assert flat(text(hint, lang)) not in said, f"a hint for another slip is shown: {text(hint, lang)}"
+    after = said[position(said, other, lang):]
+    assert field(messages.EXPECTED, lang, "3") in after and field(messages.GOT, lang, "2") in after, after
+    assert HIDDEN in said, "the hidden check is named"
+    assert said.count(flat(text(messages.HINT, lang))) == said.count(lead_hint), "one hint, the lead's"
+
+
+@pytest.fixture(scope="module", params=LANGS)
+def graded(request) -> tuple[str, SubmissionResult]:
+    lang = request.param
+    stage = load_stage("s01")
+    todo = stage.todo(TODO)
+    expected = expected_outcomes(stage)
+    events = [CheckOutcome(c.key, data.ok(WRONG[c.name]) if c.name in WRONG else expected[c.key])
+              for c in stage.checks_for(TODO)]
+    sub = Submission(Path("hw.ipynb"), stage, [], "0")
+    result = compose(sub, todo, ChildReport(events=events, stopped=None), leak_guard(stage), how=Reporting(lang=lang)).result
+    return lang, SubmissionResult("hw.ipynb", "s01", todos=[result], isolation=ISO.level, lang=lang)
+
+
+def test_the_todo_message_leads_with_the_specific_failure(graded):
+    lang, r = graded
+    todo = r.todos[0]
+    assert todo.message.startswith(text(messages.CHECK_FAILED, lang).format(name=check_label(_check(LEAD), lang)))
+    assert_feedback_fits_the_failure(todo.message, lang)
+
+
+def test_each_checks_own_line_keeps_its_values_and_drops_a_hint_it_does_not_lead_with(graded):
+    lang, r = graded
+    by_name = {c.name: c for c in r.todos[0].checks}
+    assert flat(text(_check(LEAD).hint, lang)) in flat(by_name[LEAD].message)
+    other = flat(by_name[OTHER].message)
+    assert field(messages.EXPECTED, lang, "3") in other and field(messages.GOT, lang, "2") in other, other
+    assert text(messages.HINT, lang).strip() not in other and text(messages.HINT, lang).strip() not in by_name[HIDDEN].message
+
+
+def test_cli_table(graded):
+    lang, r = graded
+    assert_feedback_fits_the_failure(reports.table([r], ISO, lang), lang)
+
+
+def test_json(graded):
+    lang, r = graded
+    doc = json.loads(reports.full_json([r], ISO))
+    assert_feedback_fits_the_failure(doc["submissions"][0]["todos"][0]["message"], lang)
+
+
+def test_learner_report_for_classroom(graded):
+    lang, r = graded
+    said = reports.learner([r], ISO, [lang])
+    todo_line = next(line for line in said.splitlines() if flat(text(_check(LEAD).hint, lang)) in flat(line))
+    assert_feedback_fits_the_failure(todo_line, lang)
+    assert flat(text(_check(OTHER).hint, lang)) not in flat(said)
+
+
+def test_gradescope_results(graded):
+    lang, r = graded
+    doc = gradescope.results_json(r, ISO)
+    visible = [t["output"] for t in doc["tests"] if t["visibility"] == "visible"]
+    assert_feedback_fits_the_failure(visible[0], lang)
+    assert all(flat(text(_check(HIDDEN).hint, lang)) not in flat(t["output"]) for t in doc["tests"])
+
+
+def test_nbgrader_feedback(graded):
+    lang, r = graded
+    said = nbgrader_glue.verdict_lines(f"{TODO}: {r.todos[0].message}", "❌")
+    assert_feedback_fits_the_failure(said, lang)
+    lines = said.splitlines()
+    also = [line for line in lines if text(messages.ALSO_FAILING, lang).split("{")[0].strip() in line]
+    assert any(field(messages.GOT, lang, "2") in flat(line) for line in also), lines  # on the other check's own line
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_inline_check(lang, capsys):
+    """The notebook's ``check()``: a match on the first token only fails three checks; the partial-match
+    check leads with its hint, the others show expected and got without theirs."""
+    stage = load_stage("s01", hidden=False)
+    _, edits = mutants_s01.MUTANTS[f"{TODO}/first_token_only"]
+    with notebook_namespace(module_text(stage, edits=edits)) as ns:
+        report = run_check(TODO, namespace=ns, lang=lang)
+    out = capsys.readouterr().out
+    failed = [v for v in report.verdicts if not v.passed]
+    assert len(failed) >= 2
+    lead = max(failed, key=lambda v: v.check.specificity).check
+    hint_label = text(messages.HINT, lang).strip()
+    hints = [line for line in out.splitlines() if line.strip().startswith(hint_label)]
+    assert hints == [next(line for line in out.splitlines() if flat(text(lead.hint, lang)) in flat(line))], out
+    assert position(out, lead, lang) < min(position(out, v.check, lang) for v in failed if v.check is not lead)
+    got = text(messages.GOT, lang).strip()
+    assert len(re.findall(re.escape(got), out)) == len(failed), "every failing check shows what it got"
