@@ -12,6 +12,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from autograder.i18n import tr
 from kernels.paged_attention import paged_attention_torch
 
 PagedAttentionFn = Callable[..., Tensor]
@@ -47,9 +48,10 @@ class WithFallback:
                 return self.primary(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - compile and launch errors have many types
                 self.fallen = True
-                self.say(f"⚠️ the {self.name} kernel failed on this machine ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); using the torch path instead "
-                         "(same results, slower). / 该 kernel 在本机运行失败，已改用 torch 实现（结果相同，速度较慢）。")
+                said = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+                self.say(tr(f"⚠️ the {self.name} kernel failed on this machine ({said}); using the torch path instead "
+                            "(same results, slower).",
+                            f"⚠️ {self.name} kernel 在本机运行失败（{said}），已改用 torch 实现（结果相同，速度较慢）。"))
         return self.fallback(*args, **kwargs)
 
 
@@ -62,7 +64,8 @@ def paged_attention_for(device: str | torch.device) -> tuple[str, PagedAttention
         try:
             from kernels.triton_paged_attention import paged_attention_triton
         except Exception as exc:  # noqa: BLE001 - a broken Triton install
-            print(f"⚠️ Triton could not be loaded ({type(exc).__name__}); using the torch path instead.")
+            print(tr(f"⚠️ Triton could not be loaded ({type(exc).__name__}); using the torch path instead.",
+                     f"⚠️ 无法加载 Triton（{type(exc).__name__}），改用 torch 实现。"))
             return "torch", paged_attention_torch
         return "triton", WithFallback("Triton", paged_attention_triton)
     return "torch", paged_attention_torch
@@ -73,5 +76,6 @@ def describe_device(device: str | torch.device | None = None) -> str:
     device = torch.device(device) if device is not None else default_device()
     if device.type == "cuda":
         return f"cuda: {torch.cuda.get_device_name(device)}, torch {torch.__version__}"
-    return (f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
-            f"torch {torch.__version__}")
+    n = torch.get_num_threads()
+    threads = tr(f"{n} torch thread{'' if n == 1 else 's'}", f"{n} 个 torch 线程")
+    return f"cpu: {platform.processor() or platform.machine()}{tr(', ', '，')}{threads}{tr(', ', '，')}torch {torch.__version__}"
