@@ -192,14 +192,14 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     raw_order = unfinished + lead_first([v for v in failed_raw if not v.not_implemented])
     raw_of = {id(v): raw for _, v, raw in judged}
     shown_of = {}
-    for v in raw_order:  # in the order the report names them, so the lead's value is the first the budget pays
-        c = v.check
+    for f in raw_order:  # in the order the report names them, so the lead's value is the first the budget pays
+        c = f.check
         # every failing public check shows the learner's value within the submission's budget (see
         # autograder.grading.disclosure); a hidden check never shows one (judge), and under "titles" says less
         shows_value = not (c.hidden and out.titles_only)
-        shown = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw_of[id(v)]), v, lang,  # type: ignore[arg-type]  # v failed, so raw
+        shown = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw_of[id(f)]), f, lang,  # type: ignore[arg-type]  # f failed, so raw
                                take if shows_value else None)
-        shown_of[id(v)] = shown if v is raw_order[0] else shown.without_hint()
+        shown_of[id(f)] = shown if f is raw_order[0] else shown.without_hint()
     verdicts = []
     for c, v, _raw in judged:
         if v is None:
