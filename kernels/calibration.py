@@ -69,6 +69,13 @@ class Calibration:
     keyed by the sizes that were measured (rows; ``(queries, context)``), and lookups between them
     interpolate (GEMM rate: log-log; element-wise time: linear; attention: the nearest measured
     shape in log distance), so a table measured at exactly the sizes used is read exactly.
+
+    [zh]
+    在一台设备上、针对一种模型形状测得的速率。
+
+    不变量：每个速率都是正数（FLOP/s），每个时间都不为负（秒）；各张表以实际测过的大小为键（行数；
+    ``(queries, context)``），查表时在测过的点之间插值（GEMM 速率：log-log；逐元素运算时间：线性；
+    attention：按对数距离取最近的测过的形状），所以正好在测过的大小上查表，读到的就是测量值本身。
     """
 
     gemm_flops_per_s: dict[int, float]
@@ -92,11 +99,19 @@ class Calibration:
 
     # -- lookups used by the cost model ---------------------------------------------------------
     def gemm_rate(self, rows: int) -> float:
-        """FLOP/s of the model's linear layers with ``rows`` rows."""
+        """FLOP/s of the model's linear layers with ``rows`` rows.
+
+        [zh]
+        模型各线性层在 ``rows`` 行时的 FLOP/s。
+        """
         return _interp_loglog(self.gemm_flops_per_s, rows)
 
     def attention_rate(self, queries: int, context: int) -> float:
-        """FLOP/s of attention of ``queries`` new tokens over ``context`` keys (nearest measured shape)."""
+        """FLOP/s of attention of ``queries`` new tokens over ``context`` keys (nearest measured shape).
+
+        [zh]
+        ``queries`` 个新 token 对 ``context`` 个 key 做 attention 时的 FLOP/s（取最近的测过的形状）。
+        """
         if (queries, context) in self.attention_flops_per_s:
             return self.attention_flops_per_s[(queries, context)]
         lq, lc = math.log(queries), math.log(context)
@@ -107,12 +122,21 @@ class Calibration:
     def other_s(self, computed: int, cached: int) -> float:
         """Seconds that are neither matmul nor attention: element-wise work on ``computed`` rows,
         the fixed overhead of a forward pass, and block bookkeeping over all ``computed + cached``
-        prompt tokens (zero for a prefill that bypasses the block manager)."""
+        prompt tokens (zero for a prefill that bypasses the block manager).
+
+        [zh]
+        既不是 matmul 也不是 attention 的秒数：``computed`` 行上的逐元素运算、一次前向的固定开销，以及对全部
+        ``computed + cached`` 个提示词 token 做的块记账（绕过块管理器的 prefill 这一项为零）。
+        """
         return (_interp_linear(self.elementwise_s, computed) + self.overhead_s
                 + self.bookkeeping_s_per_token * (computed + cached))
 
     def without_block_manager(self) -> Calibration:
-        """The same rates for a prefill that never hashes or admits (a plain full prefill)."""
+        """The same rates for a prefill that never hashes or admits (a plain full prefill).
+
+        [zh]
+        速率不变，只是用于从不算哈希、也不做准入的 prefill（普通的完整 prefill）。
+        """
         return replace(self, bookkeeping_s_per_token=0.0)
 
     # -- construction and JSON ------------------------------------------------------------------
@@ -124,7 +148,14 @@ class Calibration:
         """Rates from measured seconds: ``gemm_s[rows]`` (all linear layers), ``head_s`` (one row),
         ``attention_s[(queries, context)]`` (one layer), ``elementwise_s[rows]`` (one forward),
         ``forward1_s`` (a whole one-token forward: its unexplained rest is the fixed overhead) and
-        ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length)."""
+        ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length).
+
+        [zh]
+        由测得的秒数算出速率：``gemm_s[rows]``（全部线性层）、``head_s``（一行）、
+        ``attention_s[(queries, context)]``（一层）、``elementwise_s[rows]``（一次前向）、
+        ``forward1_s``（只有一个 token 的完整前向：其中没被各项解释的部分就是固定开销）和
+        ``bookkeeping_s[提示词 token 数]``（对这样长的提示词做一次 admit + commit + release）。
+        """
         tiny = 1e-12
         layers = cfg.num_hidden_layers
         cal = cls(

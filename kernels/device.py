@@ -35,6 +35,12 @@ class WithFallback:
     for good, saying so in one line: a GPU whose Triton setup is broken never strands a learner.
 
     Invariant: after the first failure ``fallen`` is True and every call goes to ``fallback``.
+
+    [zh]
+    一个快速 kernel：它第一次编译或运行失败时，就永久让位给 torch 参考实现，并用一行文字说明。
+    所以即使某块 GPU 上的 Triton 环境坏了，学习者也不会卡住。
+
+    不变量：第一次失败之后 ``fallen`` 为 True，之后每次调用都交给 ``fallback``。
     """
 
     def __init__(self, name: str, primary: PagedAttentionFn, fallback: PagedAttentionFn = paged_attention_torch,
@@ -59,7 +65,14 @@ def paged_attention_for(device: str | torch.device) -> tuple[str, PagedAttention
     """``(name, fn)`` of the paged attention to use on ``device``; ``fn`` has the torch reference's signature.
 
     On CUDA with Triton importable: the Triton kernel, falling back to the torch reference (with one
-    line saying so) if it fails to compile or run there."""
+    line saying so) if it fails to compile or run there.
+
+    [zh]
+    在 ``device`` 上使用的 paged attention，返回 ``(name, fn)``；``fn`` 的签名与 torch 参考实现相同。
+
+    在能导入 Triton 的 CUDA 设备上用 Triton kernel；如果它在这台机器上编译或运行失败，就退回 torch 参考实现
+    （并打印一行说明）。
+    """
     if torch.device(device).type == "cuda" and triton_available():
         try:
             from kernels.triton_paged_attention import paged_attention_triton
@@ -72,7 +85,11 @@ def paged_attention_for(device: str | torch.device) -> tuple[str, PagedAttention
 
 
 def describe_device(device: str | torch.device | None = None) -> str:
-    """One line naming the hardware that ran, for benchmark and notebook output."""
+    """One line naming the hardware that ran, for benchmark and notebook output.
+
+    [zh]
+    一行文字，说明运行所用的硬件，供基准测试和笔记本输出使用。
+    """
     device = torch.device(device) if device is not None else default_device()
     if device.type == "cuda":
         return f"cuda: {torch.cuda.get_device_name(device)}, torch {torch.__version__}"

@@ -111,6 +111,9 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     found: dict[str, Any] = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
     if os.environ.get("PCW_GRADING"):
         return found  # a grading child only needs the language
+    from autograder.learner.docstrings import localize_docstrings
+
+    localize_docstrings(lang)  # help() on the course's given code reads in this edition's language
     if sys.version_info < MIN_PYTHON:
         print(text(L("⚠️ This course needs Python {v}+; this kernel runs {have}.",
                      "⚠️ 本课程需要 Python {v} 及以上；当前内核是 {have}。")).format(
