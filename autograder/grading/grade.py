@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import os
 import sys
 import threading
@@ -25,9 +26,9 @@ from pathlib import Path
 
 from autograder.child.protocol import CellError, CellsDone, Event
 from autograder.child.sandbox import _strip_magics as strip_magics  # how the child reads a cell: one owner
-from autograder.core import messages
+from autograder.core import layout, messages
 from autograder.core.course import feedback_level, grading_mode
-from autograder.core.i18n import L, text
+from autograder.core.i18n import LANGUAGES, L, text
 from autograder.core.pysource import names_defined, parse, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
@@ -124,12 +125,18 @@ def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[]
     return _grade_todo(sub, todo, run, on_cells, how).result
 
 
-def child_payload_for(sub: Submission, todo: Todo) -> dict:
+def child_payload_for(sub: Submission, todo: Todo, lang: str | None = None) -> dict:
     """What the child grading ``todo`` of ``sub`` is given: the setup cells, the learner's cells, the
     modules it may import as text, its hidden checks compiled (never their text), and what to import
-    before any learner code."""
+    before any learner code. The setup cells end by choosing the report's language (``lang``, else the
+    submission's edition), so that the course's own messages the child produces (an error its given
+    code raises, say) read as the notebook reads them."""
     stage = sub.stage
-    cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
+    setup = setup_cells(stage)
+    said = lang or sub.lang
+    if setup and said in LANGUAGES:  # the same number of cells: a cell number in the report still holds
+        setup = [*setup[:-1], f"{setup[-1]}\nset_language({said!r})\n"]
+    cells = [("setup", s) for s in setup] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
             "modules": child_modules(stage, todo), "code": child_code(stage, todo),
             "preload": child_preload(sub, todo)}
@@ -141,7 +148,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
     with a placeholder verdict that :func:`_disclosed` replaces (so the thread never waits for the
     stage's trusted material: a verdict needs it, a child does not)."""
     stage = sub.stage
-    payload = child_payload_for(sub, todo)
+    payload = child_payload_for(sub, todo, how.lang)
     members_lacking(sub, todo.owner)  # read from the cells here, with the rest of what the child needs of them
 
     def on_event(event: Event) -> None:
@@ -173,7 +180,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     if withhold:
         out.withhold = True
     take = out.take
-    expected = expected_outcomes(stage)
+    expected = _in_language(stage, expected_outcomes(stage), lang)
     checks = stage.checks_for(todo.id)
     said = report.summary
     outcomes = said.outcomes
@@ -263,6 +270,30 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
     return Graded(result, report, list(out.shown) if disclosure is None else [])
+
+
+def _in_language(stage: Stage, expected: dict[str, dict], lang: str | None) -> dict[str, dict]:
+    """``expected`` with the Chinese text of each public check's expected exception (the build's
+    ``message_zh`` in ``autograder/expected/sNN.json``) where the report is in Chinese, so "expected:
+    raises ..." reads as the notebook's own check() does. Only a message that is the same as the
+    public file's English one is given its translation."""
+    if lang != "zh":
+        return expected
+    public = _public_translations(stage.id)
+    return {key: {**out, "message_zh": public[key][1]} if key in public and out.get("kind") == "raised" and
+            out.get("message") == public[key][0] else out for key, out in expected.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _public_translations(stage_id: str) -> dict[str, tuple[str, str]]:
+    """``{check key: (English message, Chinese message)}`` of the stage's public expected exceptions."""
+    path = layout.stage_files(stage_id).expected
+    try:
+        checks = json.loads(path.read_text(encoding="utf-8"))["checks"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {key: (out["message"], out["message_zh"]) for key, out in checks.items()
+            if isinstance(out, dict) and out.get("message_zh") and isinstance(out.get("message"), str)}
 
 
 def members_lacking(sub: Submission, owner: str) -> frozenset[str]:

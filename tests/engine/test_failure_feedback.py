@@ -161,3 +161,52 @@ def test_inline_check(lang, capsys):
     assert position(out, lead, lang) < min(position(out, v.check, lang) for v in failed if v.check is not lead)
     got = text(messages.GOT, lang).strip()
     assert len(re.findall(re.escape(got), out)) == len(failed), "every failing check shows what it got"
+
+
+# -- the course's own messages in the report's language ---------------------------------------------------
+def test_an_expected_exception_reads_in_chinese_in_a_chinese_report():
+    """The grader computes the reference's outcomes in English; a Chinese report shows the public
+    check's expected exception as the notebook's check() does (the build's message_zh)."""
+    stage = load_stage("s01")
+    todo = stage.todo("s01.normalize")
+    expected = expected_outcomes(stage)
+    events = [CheckOutcome(c.key, data.ok(["bad"]) if c.name == "rejects_string_token" else expected[c.key])
+              for c in stage.checks_for(todo.id)]
+    sub = Submission(Path("hw.ipynb"), stage, [], "0")
+    said = {lang: compose(sub, todo, ChildReport(events=events, stopped=None), leak_guard(stage),
+                          how=Reporting(lang=lang)).result.message for lang in LANGS}
+    assert "token 必须是 int，实际是 str" in said["zh"] and "tokens must be ints" not in said["zh"], said["zh"]
+    assert "tokens must be ints, got str" in said["en"], said["en"]
+
+
+def test_the_child_speaks_the_reports_language():
+    """The last setup cell a child runs sets the report's language: given code raises in it."""
+    from autograder.core import layout
+    from autograder.grading.grade import child_payload_for
+    from autograder.grading.submission import read_submission
+
+    sub = read_submission(layout.stage_files("s01").learner("zh"))
+    todo = sub.stage.todo(TODO)
+    setup = [src for kind, src in child_payload_for(sub, todo)["cells"] if kind == "setup"]
+    assert setup[-1].rstrip().endswith("set_language('zh')"), setup[-1][-200:]
+    english = [src for kind, src in child_payload_for(sub, todo, "en")["cells"] if kind == "setup"]
+    assert english[-1].rstrip().endswith("set_language('en')") and len(english) == len(setup)
+
+
+@pytest.mark.slow  # grades a notebook in a child
+def test_a_chinese_submission_is_told_in_chinese_what_its_code_raised(tmp_path):
+    """A Chinese notebook whose normalize raises a bilingual message: the report shows the Chinese one
+    (the child ran in Chinese), and the expected exception in Chinese too."""
+    import nbformat
+
+    from autograder.grading.grade import grade_paths
+    from tests.support.variants import variant_notebook
+
+    raised = 'raise TypeError(f"tokens must be ints, got {type(token).__name__}: {token!r}")'
+    nb = variant_notebook("s01", [(raised, 'raise ValueError(tr("not an int", "不是整数"))')], "zh")
+    path = tmp_path / "zh.ipynb"
+    nbformat.write(nb, path)
+    todo = next(t for t in grade_paths([path])[0].todos if t.id == "s01.normalize")
+    assert not todo.passed
+    assert "不是整数" in todo.message and "not an int" not in todo.message, todo.message
+    assert "token 必须是 int" in todo.message, todo.message
