@@ -1,12 +1,12 @@
 """``help()`` in the notebook's language: each docstring of the course's code shows its edition's part.
 
 A docstring of the course's given code (``kernels/``, ``workbook/``, the references of earlier stages)
-is one text in two languages: the English, then a line ``[zh]``, then the Chinese (the convention
+and of the helpers a notebook calls (``check``, ``hint``, ...) is one text in two languages: the English, then a line ``[zh]``, then the Chinese (the convention
 :mod:`autograder.authoring.localize` reads when it puts code into a notebook). Python keeps both in
 ``__doc__``, so ``help(prefill_flops)`` in a Chinese notebook would show the English first.
 
 :func:`localize_docstrings` sets the ``__doc__`` of every module, class, function, method and
-property of the course's packages to the part of the current language (:func:`autograder.core.i18n.language`):
+property of those modules to the part of the current language (:func:`autograder.core.i18n.language`):
 for the modules imported already, and, through an import hook, for each one imported afterwards. The
 bilingual text stays where it is written (one source); only the kernel's objects change, and only in
 a learner's kernel (the first cell's :func:`autograder.learner.runtime.start`; never a grading child).
@@ -28,6 +28,8 @@ from typing import Any
 from autograder.core.i18n import language
 
 COURSE_PACKAGES = ("kernels", "workbook", "solutions")  # where the course's given code lives
+# and the helpers a notebook calls (check, demo, hint, progress, reveal, set_language, tr, pad, log_axis)
+LEARNER_MODULES = ("autograder.learner", "autograder.core.i18n", "autograder.core.textwidth")
 MARK = "[zh]"
 
 _original: dict[int, tuple[object, str]] = {}  # id(obj) -> (obj, its bilingual docstring); obj kept alive
@@ -87,7 +89,8 @@ def localize_module(module: types.ModuleType, lang: str) -> None:
 
 
 def _is_course(name: str) -> bool:
-    return name.split(".", 1)[0] in COURSE_PACKAGES
+    return name.split(".", 1)[0] in COURSE_PACKAGES or \
+        any(name == m or name.startswith(m + ".") for m in LEARNER_MODULES)
 
 
 class _Localizing(importlib.abc.Loader):

@@ -149,6 +149,14 @@ def check(todo_id: str, hidden: bool = False) -> None:
     hidden checks (instructors only). Under nbgrader (validate or autograde) a failing check raises
     ``AssertionError`` so that the cell scores 0. Returns nothing, so that the cell shows only the
     report; use :func:`run_check` to get it as an object.
+
+    [zh]
+    对调用它的笔记本中定义的对象运行某个 TODO 的检查，并打印报告。
+
+    如果一个没通过的检查在其他 TODO 换成课程代码（评分时就是这样运行的）之后能通过，报告会指出应当先修改的那个
+    TODO，而不是给出这个检查自己的提示。``hidden=True`` 运行隐藏检查（仅限讲师）。在 nbgrader 中（验证或自动
+    评分时），检查不通过会抛出 ``AssertionError``，让这个单元得 0 分。不返回任何值，这样单元只显示报告；要把报告
+    作为对象拿到，请用 :func:`run_check`。
     """
     report = run_check(todo_id, hidden, namespace=_caller_globals())
     if not hidden and report.verdicts:  # the learner's progress record (autograder.learner.standing); never fails

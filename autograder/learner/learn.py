@@ -22,7 +22,11 @@ _shown: dict[str, int] = {}
 
 
 def hint(todo_id: str, tier: int | None = None) -> None:
-    """Print the next hint tier of ``todo_id`` (or tier ``tier``, 1-3); returns nothing."""
+    """Print the next hint tier of ``todo_id`` (or tier ``tier``, 1-3); returns nothing.
+
+    [zh]
+    打印 ``todo_id`` 的下一层提示（或第 ``tier`` 层，1 到 3）；不返回任何值。
+    """
     stage = load_stage(stage_of(todo_id), hidden=False)
     todo = stage.todo(todo_id)
     if not todo.hints:
@@ -99,6 +103,12 @@ def reveal(prediction: Any, actual: Any, why: L | str = "", *, within: float | N
 
     ``within`` / ``relative``: the tolerance of a fractional answer, applied to ``actual`` exactly as
     given; ``bounds``: the range the question asks for (see :func:`judged`).
+
+    [zh]
+    把你的预测和答案并排打印出来，再用一句话说明两者的差距；不返回任何值。
+
+    ``within`` / ``relative``：小数答案的容差，严格作用在给定的 ``actual`` 上；``bounds``：题目要求的取值范围
+    （见 :func:`judged`）。
     """
     matched = judged(prediction, actual, within, relative, bounds)
     if matched is None:

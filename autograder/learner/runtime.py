@@ -103,6 +103,11 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     """Called by a notebook's first cell: language, Python version, runtime match, where, GPU.
 
     Returns what it found (for tests); prints a few lines for the learner.
+
+    [zh]
+    由笔记本的第一个单元调用：设置语言，检查 Python 版本、运行时是否与笔记本匹配、运行环境和 GPU。
+
+    返回它查到的信息（供测试使用）；为学习者打印几行说明。
     """
     set_language(lang)
     from autograder.learner.released import show_released_sources

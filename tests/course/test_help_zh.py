@@ -27,8 +27,9 @@ NOT_YET: dict[str, set[str | None]] = {
 
 
 def imported_names() -> list[tuple[str, str | None]]:
-    """``(module, name)`` of every course name a built Chinese notebook imports (``name`` None: the
-    module itself, as ``import workbook.serving_workloads as W``)."""
+    """``(module, name)`` of every course name a built Chinese notebook imports, given code and the
+    helpers it calls (``check``, ``hint``, ``pad``...; ``name`` None: the module itself, as ``import
+    workbook.serving_workloads as W``)."""
     found: set[tuple[str, str | None]] = set()
     for sid in layout.built_stages():
         files = layout.stage_files(sid)
@@ -44,7 +45,8 @@ def imported_names() -> list[tuple[str, str | None]]:
             except SyntaxError:
                 continue
             for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in COURSE_PACKAGES:
+                if isinstance(node, ast.ImportFrom) and node.module and (
+                        node.module.split(".")[0] in COURSE_PACKAGES or node.module.split(".")[0] == "autograder"):
                     found |= {(node.module, a.name) for a in node.names}
                 elif isinstance(node, ast.Import):
                     found |= {(a.name, None) for a in node.names if a.name.split(".")[0] in COURSE_PACKAGES}
@@ -118,6 +120,7 @@ def test_help_on_a_given_name_reads_in_chinese(module, name):
 def test_the_given_names_are_found():
     names = imported_names()
     assert ("kernels.flops", "prefill_flops") in names and ("kernels.calibration", "Calibration") in names
+    assert ("autograder", "check") in names and ("autograder", "hint") in names
     assert len(names) > 40
 
 
