@@ -159,6 +159,11 @@ def check(todo_id: str, hidden: bool = False) -> None:
     作为对象拿到，请用 :func:`run_check`。
     """
     report = run_check(todo_id, hidden, namespace=_caller_globals())
+    if not hidden:  # the next hint() starts from the check this report led with (autograder.learner.learn)
+        from autograder.learner.learn import note_failure
+
+        failed = lead_first([v for v in report.verdicts if not v.passed and not v.not_implemented and not v.blamed])
+        note_failure(todo_id, failed[0].check if failed else None)
     if not hidden and report.verdicts:  # the learner's progress record (autograder.learner.standing); never fails
         from autograder.learner.standing import remember
 

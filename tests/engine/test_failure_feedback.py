@@ -210,3 +210,43 @@ def test_a_chinese_submission_is_told_in_chinese_what_its_code_raised(tmp_path):
     assert not todo.passed
     assert "不是整数" in todo.message and "not an int" not in todo.message, todo.message
     assert "token 必须是 int" in todo.message, todo.message
+
+
+# -- hint() after a failed check() ----------------------------------------------------------------------
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_first_hint_after_a_failed_check_is_the_failing_checks_own(lang, capsys, tmp_path, monkeypatch):
+    """After check() failed, hint() first gives the hint of the check the report led with (about the
+    mistake made), then the TODO's tiers from the idea on; after a passing check(), the tiers at once."""
+    from autograder.core.i18n import language, set_language
+    from autograder.learner import learn
+
+    monkeypatch.chdir(tmp_path)  # check() keeps the learner's progress record in the working folder
+    stage = load_stage("s01", hidden=False)
+    _, edits = mutants_s01.MUTANTS[f"{TODO}/first_token_only"]
+    was = language()
+    set_language(lang)
+    try:
+        learn._shown.pop(TODO, None)
+        with notebook_namespace(module_text(stage, edits=edits)) as ns:
+            ns["check"] = __import__("autograder").check
+            exec(f"check({TODO!r})", ns)  # as a notebook cell calls it: check() reads the caller's globals
+            report = run_check(TODO, namespace=ns, lang=lang, quiet=True)
+        lead = max((v for v in report.verdicts if not v.passed), key=lambda v: v.check.specificity).check
+        capsys.readouterr()
+        learn.hint(TODO)
+        first = capsys.readouterr().out
+        assert text(lead.hint, lang) in first and check_title(lead, lang) in first, first
+        learn.hint(TODO)
+        second = capsys.readouterr().out
+        todo = stage.todo(TODO)
+        assert text(todo.hints[0], lang) in second and text(lead.hint, lang) not in second, second
+        with notebook_namespace(module_text(stage)) as ns:  # the reference passes: no check to start from
+            ns["check"] = __import__("autograder").check
+            exec(f"check({TODO!r})", ns)
+        capsys.readouterr()
+        learn._shown.pop(TODO, None)
+        learn.hint(TODO)
+        assert text(todo.hints[0], lang) in capsys.readouterr().out
+    finally:
+        set_language(was)
+        learn._shown.pop(TODO, None)
