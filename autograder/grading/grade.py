@@ -204,9 +204,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         # every failing public check shows the learner's value within the submission's budget (see
         # autograder.grading.disclosure); a hidden check never shows one (judge), and under "titles" says less
         shows_value = not (c.hidden and out.titles_only)
+        leads = f is raw_order[0]
         shown = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw_of[id(f)]), f, lang,  # type: ignore[arg-type]  # f failed, so raw
-                               take if shows_value else None)
-        shown_of[id(f)] = shown if f is raw_order[0] else shown.without_hint()
+                               (take if leads else out.take_sparing) if shows_value else None)
+        shown_of[id(f)] = shown if leads else shown.without_hint()
     verdicts = []
     for c, v, _raw in judged:
         if v is None:

@@ -250,3 +250,31 @@ def test_the_first_hint_after_a_failed_check_is_the_failing_checks_own(lang, cap
     finally:
         set_language(was)
         learn._shown.pop(TODO, None)
+
+
+def test_the_values_of_other_failures_leave_room_for_every_todos_lead():
+    """One budget for the submission: a TODO's second and third failures show their values only while
+    half of it stays, so the lead of the last failing TODO still shows what it got."""
+    from autograder.grading.disclosure import BUDGET_BYTES, SPENT, Disclosure
+
+    stage = load_stage("s01")
+    expected = expected_outcomes(stage)
+    guard = leak_guard(stage)
+    sub = Submission(Path("hw.ipynb"), stage, [], "0")
+    budget = Disclosure(guard)
+    def wrong(check):  # a short wrong value of its own for every public check (a value shown again is free)
+        return data.ok(f"{check.name[:12]}!")
+    messages_of = {}
+    todos = [t for t in stage.todos if t.target != "quiz"]
+    for todo in todos:
+        events = [CheckOutcome(c.key, expected[c.key] if c.hidden else wrong(c)) for c in stage.checks_for(todo.id)]
+        result = compose(sub, todo, ChildReport(events=events, stopped=None), guard, how=Reporting(lang="en"),
+                         disclosure=budget).result
+        messages_of[todo.id] = result.message
+    assert budget.used <= BUDGET_BYTES
+    got = text(messages.GOT, "en").strip()
+    for todo in todos:
+        lead_field = messages_of[todo.id].split(" | also failing:")[0]
+        assert got in lead_field and SPENT not in lead_field, (todo.id, lead_field)
+    assert any(got in m.split(" | also failing:", 1)[1] for m in messages_of.values() if " | also failing:" in m), \
+        "some other failure still shows its value"
