@@ -1,4 +1,4 @@
-"""The README's main job, timed: ``python -m autograder grade notebooks/ solutions/`` (every learner and
+"""The README's main job, timed: ``python -m autograder grade notebooks/ solutions/*.ipynb solutions/zh/*.ipynb`` (every learner and
 instructor notebook, one confined child per TODO), first with an empty store of trusted material (as
 on a fresh machine: the grader computes each stage's material while the children run), then again
 with the store that run left (as every later run finds it).
@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def targets(quick: bool) -> list[str]:
-    """What the main job grades: the two folders, or stage 1's notebooks of every edition."""
-    if not quick:
-        return ["notebooks/", "solutions/"]
-    return sorted(str(p.relative_to(ROOT)) for folder in ("notebooks", "solutions")
-                  for p in (ROOT / folder).rglob("01_*.ipynb"))
+    """What the main job grades: the learner notebooks and the instructor notebooks of both editions (as
+    the README's shell globs expand them; the presenter copies are not graded), or stage 1's of each."""
+    first = "01_*.ipynb" if quick else "*.ipynb"
+    return sorted(str(p.relative_to(ROOT)) for folder in ("notebooks", "notebooks/zh", "solutions", "solutions/zh")
+                  for p in (ROOT / folder).glob(first))
 
 
 def run(paths: list[str], store: str) -> tuple[float, float, dict]:

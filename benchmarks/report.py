@@ -51,9 +51,9 @@ class Bench:
 
 BENCHES: tuple[Bench, ...] = (
     Bench("main_job", "bench_main_job.py", (), ("--quick",),
-          {"en": "The README's main job (`python -m autograder grade notebooks/ solutions/`) with an empty "
+          {"en": "The README's main job (`python -m autograder grade notebooks/ solutions/*.ipynb solutions/zh/*.ipynb`) with an empty "
                  "store of trusted material and with a warm one: wall time and CPU of the whole process tree.",
-           "zh": "README 里的主任务（`python -m autograder grade notebooks/ solutions/`），分别在可信材料存储为空和"
+           "zh": "README 里的主任务（`python -m autograder grade notebooks/ solutions/*.ipynb solutions/zh/*.ipynb`），分别在可信材料存储为空和"
                  "已预热时运行：墙钟时间和整棵进程树的 CPU 时间。"}),
     Bench("block_pool", "bench_block_pool.py", (), ("--quick",),
           {"en": "Stages 2–3: `chain_keys` vs `hash_block` per block vs the sha256 floor; the full cycle "

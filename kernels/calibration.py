@@ -1,8 +1,9 @@
 """The rates a prefill cost model measured, and the predictions they give: no torch needed.
 
 :class:`Calibration` holds what :mod:`kernels.cost_model` measured on one device (GEMM, attention
-and head FLOP rates by size, element-wise and fixed seconds, the block manager's bookkeeping) and
-interpolates between the measured sizes. It lives apart from the measuring, which needs torch, so
+and head FLOP rates by size, element-wise and fixed seconds, the block manager's bookkeeping, and
+optionally the seconds of a serving loop's decode step by batch size and context) and interpolates
+between the measured sizes. It lives apart from the measuring, which needs torch, so
 that using a calibration (stage 7's ``predict_ttft``, a grading child of stage 7) does not import
 torch; :mod:`kernels.cost_model` re-exports everything here.
 """
@@ -68,14 +69,18 @@ class Calibration:
     Invariants: every rate is positive (FLOP/s) and every time non-negative (s); the tables are
     keyed by the sizes that were measured (rows; ``(queries, context)``), and lookups between them
     interpolate (GEMM rate: log-log; element-wise time: linear; attention: the nearest measured
-    shape in log distance), so a table measured at exactly the sizes used is read exactly.
+    shape in log distance; decode step: linear in batch size, then in context per request), so a
+    table measured at exactly the sizes used is read exactly. ``decode_step_s`` may be empty (a
+    calibration of prefills only); :meth:`decode_s` then refuses.
 
     [zh]
     在一台设备上、针对一种模型形状测得的速率。
 
     不变量：每个速率都是正数（FLOP/s），每个时间都不为负（秒）；各张表以实际测过的大小为键（行数；
     ``(queries, context)``），查表时在测过的点之间插值（GEMM 速率：log-log；逐元素运算时间：线性；
-    attention：按对数距离取最近的测过的形状），所以正好在测过的大小上查表，读到的就是测量值本身。
+    attention：按对数距离取最近的测过的形状；decode 步骤：先按批大小线性插值，再按每个请求的上下文长度
+    线性插值），所以正好在测过的大小上查表，读到的就是测量值本身。``decode_step_s`` 可以为空（只测了
+    prefill 的校准），这时 :meth:`decode_s` 会拒绝查询。
     """
 
     gemm_flops_per_s: dict[int, float]
@@ -86,6 +91,8 @@ class Calibration:
     bookkeeping_s_per_token: float = 0.0
     device: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    #: seconds of one decode step of ``batch`` requests, each attending to ``context`` tokens: ``(batch, context)``
+    decode_step_s: dict[tuple[int, int], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         rates = [*self.gemm_flops_per_s.values(), *self.attention_flops_per_s.values(), self.head_flops_per_s]
@@ -94,7 +101,8 @@ class Calibration:
                                 "校准需要 GEMM、attention 和逐元素运算三类测量"))
         if any(not r > 0 for r in rates):
             raise ValueError(tr("rates must be positive", "速率必须是正数"))
-        if any(not t >= 0 for t in (*self.elementwise_s.values(), self.overhead_s, self.bookkeeping_s_per_token)):
+        if any(not t >= 0 for t in (*self.elementwise_s.values(), *self.decode_step_s.values(), self.overhead_s,
+                                    self.bookkeeping_s_per_token)):
             raise ValueError(tr("times must be non-negative", "时间不能为负"))
 
     # -- lookups used by the cost model ---------------------------------------------------------
@@ -131,6 +139,22 @@ class Calibration:
         return (_interp_linear(self.elementwise_s, computed) + self.overhead_s
                 + self.bookkeeping_s_per_token * (computed + cached))
 
+    def decode_s(self, batch: int, context: float) -> float:
+        """Seconds of one decode step of ``batch`` requests attending to ``context`` tokens each (on
+        average): linear between the measured batch sizes at each measured context, then linear
+        between those contexts (both extended along the nearest segment).
+
+        [zh]
+        ``batch`` 个请求（平均每个对 ``context`` 个 token 做 attention）的一个 decode 步骤的秒数：先在每个测过的
+        上下文长度上，于测过的批大小之间线性插值，再在这些上下文长度之间线性插值（两者都沿最近的一段外推）。
+        """
+        if not self.decode_step_s:
+            raise ValueError(tr("this calibration measured no decode step", "这份校准没有测量 decode 步骤"))
+        contexts = sorted({c for _, c in self.decode_step_s})
+        at = {c: _interp_linear({b: s for (b, cc), s in self.decode_step_s.items() if cc == c}, batch)
+              for c in contexts}
+        return _interp_linear(at, context)
+
     def without_block_manager(self) -> Calibration:
         """The same rates for a prefill that never hashes or admits (a plain full prefill).
 
@@ -144,17 +168,19 @@ class Calibration:
     def from_seconds(cls, cfg: ModelConfig, *, gemm_s: dict[int, float], head_s: float,
                      attention_s: dict[tuple[int, int], float], elementwise_s: dict[int, float],
                      forward1_s: float | None = None, bookkeeping_s: dict[int, float] | None = None,
-                     device: str = "") -> Calibration:
+                     decode_step_s: dict[tuple[int, int], float] | None = None, device: str = "") -> Calibration:
         """Rates from measured seconds: ``gemm_s[rows]`` (all linear layers), ``head_s`` (one row),
         ``attention_s[(queries, context)]`` (one layer), ``elementwise_s[rows]`` (one forward),
         ``forward1_s`` (a whole one-token forward: its unexplained rest is the fixed overhead) and
-        ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length).
+        ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length);
+        ``decode_step_s[(batch, context)]`` is kept as measured (seconds of a whole decode step).
 
         [zh]
         由测得的秒数算出速率：``gemm_s[rows]``（全部线性层）、``head_s``（一行）、
         ``attention_s[(queries, context)]``（一层）、``elementwise_s[rows]``（一次前向）、
         ``forward1_s``（只有一个 token 的完整前向：其中没被各项解释的部分就是固定开销）和
-        ``bookkeeping_s[提示词 token 数]``（对这样长的提示词做一次 admit + commit + release）。
+        ``bookkeeping_s[提示词 token 数]``（对这样长的提示词做一次 admit + commit + release）；
+        ``decode_step_s[(batch, context)]`` 按测得的原样保存（一整个 decode 步骤的秒数）。
         """
         tiny = 1e-12
         layers = cfg.num_hidden_layers
@@ -164,6 +190,7 @@ class Calibration:
             attention_flops_per_s={k: attention_flops(cfg, *k) / max(layers * s, tiny) for k, s in attention_s.items()},
             elementwise_s=dict(elementwise_s),
             device=device,
+            decode_step_s=dict(decode_step_s or {}),
         )
         overhead = 0.0
         if forward1_s is not None:
@@ -180,6 +207,7 @@ class Calibration:
         raw["gemm_flops_per_s"] = {str(k): v for k, v in self.gemm_flops_per_s.items()}
         raw["attention_flops_per_s"] = {f"{q},{c}": v for (q, c), v in self.attention_flops_per_s.items()}
         raw["elementwise_s"] = {str(k): v for k, v in self.elementwise_s.items()}
+        raw["decode_step_s"] = {f"{b},{c}": v for (b, c), v in self.decode_step_s.items()}
         return raw
 
     @classmethod
@@ -189,6 +217,8 @@ class Calibration:
         raw["attention_flops_per_s"] = {tuple(int(x) for x in k.split(",")): float(v)
                                         for k, v in raw["attention_flops_per_s"].items()}
         raw["elementwise_s"] = {int(k): float(v) for k, v in raw["elementwise_s"].items()}
+        raw["decode_step_s"] = {tuple(int(x) for x in k.split(",")): float(v)
+                                for k, v in raw.get("decode_step_s", {}).items()}
         return cls(**raw)
 
 

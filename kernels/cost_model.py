@@ -17,6 +17,8 @@ yet another rate; element-wise work and Python overhead are not FLOPs at all. So
   commit) for prefills that go through it.
 
 :class:`Calibration` (:mod:`kernels.calibration`, which needs no torch) holds the measured rates;
+it and that module's FLOP helpers (``linear_flops``, ``attention_flops``, ``head_flops``) are re-exported
+here, since stage 7's learners meet the cost model as ``kernels.cost_model``;
 stage 7's ``predict_ttft`` combines them with
 :func:`kernels.flops.prefill_flops`. The ``*_probe`` functions return zero-argument callables so
 that a benchmark can interleave them with the prefills it predicts (``benchmarks/rounds.py``), and
@@ -56,7 +58,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.i18n import tr
-from kernels.calibration import Calibration  # measured here, used without torch from kernels.calibration
+from kernels.calibration import Calibration, attention_flops, head_flops, linear_flops  # noqa: F401 (re-exported)
 from kernels.kv_pool import KVPool
 from kernels.model import DecoderLM, apply_rope, rope_cos_sin
 from kernels.paged_attention import causal_attention

@@ -97,6 +97,15 @@ def returns_a_new_list(impl):
     return record(same_object=out is given, returned=out, callers_list_after=given)
 
 
+@STAGE.check("s01.normalize", call="_normalize([3, 0.0]), _normalize([None]), _normalize(['', 2]), _normalize([0, 5])")
+def falsy_tokens_are_checked_too(impl):
+    # A falsy token is checked like any other: 0.0, None and '' are no token ids, 0 is one.
+    # zh: 假值 token 和别的 token 一样要检查：0.0、None 和 '' 都不是 token id，0 是。
+    m = impl.PrefixCacheManager()
+    return record(zero_float=attempt(lambda: m._normalize([3, 0.0])), none=attempt(lambda: m._normalize([None])),
+                  empty_text=attempt(lambda: m._normalize(["", 2])), zero=attempt(lambda: m._normalize([0, 5])))
+
+
 @STAGE.check("s01.normalize", call="_normalize([]), _normalize((42,))")
 def empty_and_one_token(impl):
     m = impl.PrefixCacheManager()
@@ -256,3 +265,12 @@ def generator_prompt_read_once(impl):
     # zh: 生成器只能读一遍，TODO 1 的复制已经把它读完了：后面要用那份复制来数。
     m = seed_fixture(impl)
     return plain([m.cache_stats(t for t in [1, 2, 3, 9]), m.cache_stats((1, 2, 3, 9)), m.cache_stats(range(1, 4))])
+
+
+@STAGE.check("s01.cache_stats", call="cache_stats(t for t in []), cache_stats(iter(())), cache_stats(range(0))")
+def empty_iterator_prompt(impl):
+    # An empty generator is truthy: only the normalized prompt says whether there is a token to divide by.
+    # zh: 空生成器也是真值：有没有 token 可以做除数，只能看规范化后的提示词。
+    m = seed_fixture(impl)
+    return plain(record(generator=attempt(lambda: m.cache_stats(t for t in [])),
+                        iterator=attempt(lambda: m.cache_stats(iter(()))), range=attempt(lambda: m.cache_stats(range(0)))))

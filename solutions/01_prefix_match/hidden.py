@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from autograder.checks.common import plain, raised, record
+from autograder.checks.common import attempt, plain, raised, record
 from autograder.checks.s01 import STAGE, boundary_matches, outcome_and_state, seed_fixture, split_record
 
 # Token ids whose decimal digits run into each other: 1 then 23 reads like 12 then 3, or 123. A
@@ -44,6 +44,13 @@ def returns_a_copy(impl):
     given = [9, 8, 7]
     out = impl.PrefixCacheManager()._normalize(given)
     return record(returned_the_callers_list=out is given, callers_list_after=given)
+
+
+@STAGE.check("s01.normalize", hidden=True, sibling="falsy_tokens_are_checked_too")
+def falsy_non_tokens_anywhere(impl):
+    m = impl.PrefixCacheManager()
+    cases = [[0, 1, False, 0.0], [7, 8, b""], [(), 4], [0, 0, 0], [[], 1]]
+    return [attempt(lambda c=c: m._normalize(c)) for c in cases]
 
 
 @STAGE.check("s01.normalize", hidden=True, sibling="empty_and_one_token")
@@ -154,6 +161,13 @@ def random_ledgers(impl):
 def multi_digit_ledgers(impl):
     return plain([_manager(impl, prefixes).cache_stats(prompt)
                   for prefixes, prompt in _random_cases(16, n=60, vocab=MULTI_DIGIT)])
+
+
+@STAGE.check("s01.cache_stats", hidden=True, sibling="empty_iterator_prompt")
+def empty_iterables_as_prompts(impl):
+    m = _manager(impl, ([1, 2], [3]))
+    prompts = [(t for t in ()), iter([]), map(int, []), filter(None, [0, 0]), {}.keys()]
+    return plain([attempt(lambda p=p: m.cache_stats(p)) for p in prompts])
 
 
 @STAGE.check("s01.cache_stats", hidden=True, sibling="generator_prompt_read_once")

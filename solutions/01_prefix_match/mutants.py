@@ -33,6 +33,9 @@ MUTANTS = {
     "s01.normalize/converts_with_int": ("s01.normalize", [(NORMALIZE, "        return [int(token) for token in tokens]")]),
     "s01.normalize/accepts_whole_floats": ("s01.normalize", [(NORMALIZE, NORMALIZE.replace(
         "if not isinstance(token, int):", "if not isinstance(token, int) and not (isinstance(token, float) and token.is_integer()):"))]),
+    # a falsy token taken for "nothing to check": 0.0, None and '' pass as token ids
+    "s01.normalize/falsy_tokens_unchecked": ("s01.normalize", [(NORMALIZE, NORMALIZE.replace(
+        "if not isinstance(token, int):", "if token and not isinstance(token, int):"))]),
     # TODO 2: add_prefix
     "s01.add_prefix/stores_list": ("s01.add_prefix", [(ADD, ADD.replace("prefix = tuple(self._normalize(prefix_tokens))", "prefix = self._normalize(prefix_tokens)"))]),
     "s01.add_prefix/accepts_empty": ("s01.add_prefix", [(ADD, "        prefix = tuple(self._normalize(prefix_tokens))")]),
@@ -84,11 +87,17 @@ MUTANTS = {
     "s01.cache_stats/reads_the_generator_twice": ("s01.cache_stats", [(
         "hit_tokens = self.match_prefix(prompt)", "hit_tokens = self.match_prefix(prompt_tokens)")]),
     "s01.cache_stats/two_decimals": ("s01.cache_stats", [(STATS, STATS.replace(", 4)", ", 2)"))]),
+    # "is there a token?" asked of the caller's object: an empty generator is truthy, and divides by zero
+    "s01.cache_stats/guard_on_the_callers_object": ("s01.cache_stats", [(STATS, STATS.replace(
+        "if prompt else", "if prompt_tokens else"))]),
     # TODO 6: quiz
     "s01.quiz/text_boundaries": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q2": "A"', '"q2": "C"'))]),
     "s01.quiz/longest_registered_not_longest_match": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q1": "C"', '"q1": "A"'))]),
     "s01.quiz/cached_share_instead_of_suffix": ("s01.quiz", [(ANSWERS, ANSWERS.replace('"q5": 0.03', '"q5": 0.97'))]),
     "s01.quiz/unanswered": ("s01.quiz", [(ANSWERS, '    return {"q1": "C"}\n')]),
+    # audit, issue 41 class 2: the rule checked on the first token only
+    "s01.normalize/first_token_type_only": ("s01.normalize", [(NORMALIZE, NORMALIZE.replace(
+        "for token in normalized:", "for token in normalized[:1]:"))]),
 }
 
 # The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
@@ -128,9 +137,12 @@ LEADS = {
     "s01.cache_stats/truncates": "ratio_rounded_to_4_decimals",
     "s01.cache_stats/two_decimals": "ratio_rounded_to_4_decimals",
     "s01.cache_stats/reads_the_generator_twice": "generator_prompt_read_once",
+    "s01.cache_stats/guard_on_the_callers_object": "empty_iterator_prompt",
+    "s01.normalize/falsy_tokens_unchecked": "falsy_tokens_are_checked_too",
     "s01.add_prefix/falsy_argument_check": "empty_in_any_container_is_refused",
     "s01.quiz/text_boundaries": "q2",
     "s01.quiz/longest_registered_not_longest_match": "q1",
     "s01.quiz/cached_share_instead_of_suffix": "q5",
     "s01.quiz/unanswered": "q2",
+    "s01.normalize/first_token_type_only": "rejects_string_token",
 }

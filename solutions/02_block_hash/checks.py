@@ -88,6 +88,15 @@ def parent_is_digested(impl):
     return impl.hash_block(k0, [3, 4])
 
 
+@STAGE.check("s02.hash_block", call="hash_block(b'', [1, 2]) == hash_block(None, [1, 2]), hash_block(b'', [1, 2])")
+def empty_parent_is_a_parent(impl):
+    # Only None means "no parent": b'' is falsy, yet it is the parent given, digested as it is.
+    # zh: 只有 None 才表示“没有父 key”：b'' 是假值，但它就是传进来的父 key，要原样摘要。
+    empty = bytes(0)
+    key = impl.hash_block(empty, [1, 2])
+    return record(same_as_no_parent=key == impl.hash_block(None, [1, 2]), key=key)
+
+
 @STAGE.check("s02.hash_block",
              call="hash_block(None, [1, 2], [('salt', 'X')]), hash_block(None, [1, 2], [('lora', 'X')])")
 def extra_keys_are_tagged(impl):
@@ -233,6 +242,17 @@ def fresh_list_per_call(impl):
         first.append(b"extra")
     second = impl.chain_keys(tokens, 2)
     return record(first_len=first_len, second_len=len(second), same_object=first is second, tokens_after=tokens)
+
+
+@STAGE.check("s02.chain_keys", call="tokens = [1, 2, 3, 4, 5]; chain_keys(tokens, 2); tokens; chain_keys((1, 2, 3), 2); "
+                                        "chain_keys(range(5), 2)")
+def callers_tokens_left_alone(impl):
+    # The tokens are the caller's prompt: read them, never trim the partial tail off their list.
+    # zh: token 是调用者的提示词：只读它们，绝不能把未满的尾块从调用者的列表里删掉。
+    tokens = [1, 2, 3, 4, 5]
+    keys = impl.chain_keys(tokens, 2)
+    return record(keys=len(keys), tokens_after=tokens, tuple_keys=len(impl.chain_keys((1, 2, 3), 2)),
+                  range_keys=len(impl.chain_keys(range(5), 2)))
 
 
 def keys_stand_for_the_default_seed(impl, seed, tokens, default) -> bool:

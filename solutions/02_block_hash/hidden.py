@@ -213,6 +213,26 @@ def random_tables(impl):
     return plain(out)
 
 
+@STAGE.check("s02.hash_block", hidden=True, sibling="empty_parent_is_a_parent")
+def falsy_parents_are_parents(impl):
+    # b'' and a zero byte are parents as given: only None takes the root seed
+    parents = [None, bytes(0), bytes(1), b"\x00" * 32]
+    keys = [impl.hash_block(p, [3, 1, 4]) for p in parents]
+    return record(distinct=len(set(keys)), keys=keys)
+
+
+@STAGE.check("s02.chain_keys", hidden=True, sibling="callers_tokens_left_alone")
+def callers_lists_of_any_length(impl):
+    rng = random.Random(41)
+    out = []
+    for n in (1, 3, 6, 7, 9, 10):
+        tokens = [rng.randrange(50) for _ in range(n)]
+        before = list(tokens)
+        keys = impl.chain_keys(tokens, 3)
+        out.append(record(keys=len(keys), left_alone=tokens == before))
+    return out
+
+
 # -- cost guards (TODO 4) ------------------------------------------------------------------------------
 # A membership test in a dict costs well under a microsecond, so the reference spends a few milliseconds
 # on each probe below. An answer that copies or scans the table on every call (set(table), list(table),

@@ -162,6 +162,21 @@ MUTANTS = {
     "s02.quiz/later_blocks_still_equal": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
     "s02.quiz/counts_hits_after_a_miss": ("s02.quiz", [(ANSWERS, ANSWERS.replace('"q5": 32', '"q5": 48'))]),
     "s02.quiz/unanswered": ("s02.quiz", [(ANSWERS, '    return {"q1": 62}\n')]),
+    # only a falsy parent taken for "no parent": b'' gets the root seed's key
+    "s02.hash_block/parent_or_root_seed": ("s02.hash_block", [(DATA, DATA.replace(
+        "root_seed if parent is None else parent", "parent or root_seed"))]),
+    # the partial tail trimmed off the caller's own list
+    "s02.chain_keys/drops_the_callers_tail": ("s02.chain_keys", [(CHAIN_END, CHAIN_END + """    if isinstance(tokens, list):
+        del tokens[end:]
+""")]),
+    # audit, issue 41 class 2: only the first extra key digested
+    "s02.hash_block/first_tag_only": ("s02.hash_block", [("    for kind, value in tags:\n", "    for kind, value in list(tags)[:1]:\n")]),
+    # audit, issue 41 class 6: the caller's keys consumed (popped from the end of the reversed list)
+    "s02.longest_cached_run/pops_the_callers_keys": ("s02.longest_cached_run", [(RUN_LOOP, """    keys.reverse()
+    while keys and keys[-1] in table:
+        keys.pop()
+        hits += 1
+""")]),
 }
 
 # Right answers that do not look like the reference: they must pass every TODO.
@@ -187,6 +202,8 @@ EQUIVALENT = {
 
 # The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
 LEADS = {
+    "s02.hash_block/parent_or_root_seed": "empty_parent_is_a_parent",
+    "s02.chain_keys/drops_the_callers_tail": "callers_tokens_left_alone",
     "s02.split_blocks/keeps_partial_tail": "tail_is_dropped",
     "s02.split_blocks/lists_not_tuples": "exact_multiple",
     "s02.split_blocks/overlapping_windows": "exact_multiple",
@@ -235,4 +252,6 @@ LEADS = {
     "s02.quiz/later_blocks_still_equal": "q2",
     "s02.quiz/counts_hits_after_a_miss": "q5",
     "s02.quiz/unanswered": "q2",
+    "s02.hash_block/first_tag_only": "order_of_extra_keys_does_not_matter",
+    "s02.longest_cached_run/pops_the_callers_keys": "lookups_stay_cheap",
 }

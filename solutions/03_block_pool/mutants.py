@@ -111,6 +111,21 @@ MUTANTS = {
     "s03.quiz/capacity_ignores_revived_hits": ("s03.quiz", [(ANSWERS, ANSWERS.replace('"q4": 70', '"q4": 100'))]),
     "s03.quiz/key_dies_with_the_last_reference": ("s03.quiz", [(ANSWERS, ANSWERS.replace('"q5": "C"', '"q5": "A"'))]),
     "s03.quiz/unanswered": ("s03.quiz", [(ANSWERS, '    return {"q1": 31}\n')]),
+    # audit, issue 41 class 4: a cap of 0 hits taken for "no cap"
+    "s03.lookup/zero_cap_is_no_cap": ("s03.lookup", [(LOOKUP_LOOP, "        for key in (keys[:max_hits] if max_hits else keys):\n")]),
+    # audit, issue 41 class 5: loops that stop at the first block still in use where the contract goes on
+    "s03.release/stops_at_first_shared": ("s03.release", [(RELEASE, """        for block in state.blocks:
+            block.ref_count -= 1
+            if block.ref_count > 0:
+                break
+            self.free_queue.append(block)
+""")]),
+    "s03.admit/stops_at_first_hit_in_use": ("s03.admit", [(TAKE_HITS, """        for block in hits:
+            if block.ref_count > 0:
+                break
+            self.free_queue.remove(block)
+            block.ref_count += 1
+""")]),
 }
 
 EQUIVALENT = {
@@ -162,4 +177,7 @@ LEADS = {
     "s03.quiz/capacity_ignores_revived_hits": "q4",
     "s03.quiz/key_dies_with_the_last_reference": "q5",
     "s03.quiz/unanswered": "q2",
+    "s03.lookup/zero_cap_is_no_cap": "leaves_one_token_to_compute",
+    "s03.release/stops_at_first_shared": "drops_one_reference",
+    "s03.admit/stops_at_first_hit_in_use": "hits_share_physical_blocks",
 }

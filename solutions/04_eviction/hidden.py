@@ -242,7 +242,7 @@ def pinning_replays(impl):
     return out
 
 
-@STAGE.check("s04.pin", hidden=True, sibling="cap_is_respected")
+@STAGE.check("s04.pin", hidden=True, sibling="zero_cap_is_a_cap")
 def zero_cap_pins_nothing(impl):
     pool = impl.EvictionPool(3, 1, max_pinned=0)
     run(pool, "a", [5, 6])

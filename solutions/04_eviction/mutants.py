@@ -92,6 +92,9 @@ MUTANTS = {
     # the Block object kept in the set of pinned ids: a second pin adds a reference, is_pinned says no
     "s04.pin/block_objects_in_the_id_set": ("s04.pin", [("        self._pinned.add(block.block_id)\n", "        self._pinned.add(block)\n")]),
     "s04.pin/no_cap": ("s04.pin", [(PIN_CAP, "")]),
+    # a cap of 0 taken for "no cap"
+    "s04.pin/zero_cap_is_no_cap": ("s04.pin", [(PIN_CAP, PIN_CAP.replace(
+        "if len(self._pinned) >= self.max_pinned:", "if self.max_pinned and len(self._pinned) >= self.max_pinned:"))]),
     "s04.pin/cap_off_by_one": ("s04.pin", [(PIN_CAP, PIN_CAP.replace(">=", ">"))]),
     "s04.pin/pinned_block_stays_evictable": ("s04.pin", [(PIN_QUEUE, "        block.ref_count += 1")]),
     "s04.pin/takes_in_use_block_out_of_the_queue": ("s04.pin", [(PIN_QUEUE, """        self.free_queue.remove(block)
@@ -111,6 +114,12 @@ MUTANTS = {
     "s04.quiz/hold_ends_a_second_late": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q5": 13', '"q5": 14'))]),
     "s04.quiz/pins_are_free": ("s04.quiz", [(ANSWERS, ANSWERS.replace('"q4": "C"', '"q4": "a"'))]),
     "s04.quiz/unanswered": ("s04.quiz", [(ANSWERS, '    return {"q1": "B"}\n')]),
+    # audit, issue 41 class 5: stops at the first block another request still holds
+    "s04.release_blocks/stops_at_first_shared": ("s04.release_blocks", [(RELEASE, """        for block in reversed(blocks):
+            block.ref_count -= 1
+            if block.ref_count > 0:
+                break
+            self.free_queue.append(block)""")]),
 }
 
 # Correct answers written differently: they must earn every point.
@@ -148,6 +157,7 @@ LEADS = {
     "s04.release_blocks/two_passes_second_head_first": "tail_is_freed_first",
     "s04.release_blocks/highest_id_first": "tail_first_whatever_the_block_ids",
     "s04.release_blocks/pops_the_callers_table": "callers_table_of_any_sequence_type_left_alone",
+    "s04.pin/zero_cap_is_no_cap": "zero_cap_is_a_cap",
     "s04.pin/no_cap": "cap_is_respected",
     "s04.pin/cap_off_by_one": "cap_is_respected",
     "s04.pin/pinned_block_stays_evictable": "free_block_leaves_the_queue",
@@ -163,4 +173,5 @@ LEADS = {
     "s04.quiz/hold_ends_a_second_late": "q5",
     "s04.quiz/pins_are_free": "q4",
     "s04.quiz/unanswered": "q2",
+    "s04.release_blocks/stops_at_first_shared": "shared_blocks_stay_in_use",
 }

@@ -60,6 +60,8 @@ ALTERNATIVES = {
 
     summary.update({f"p{p:g}": at(p / 100 * (len(ordered) - 1)) for p in percentiles})
 """)],
+        # the key by printf-style formatting: %g drops trailing zeros too (50.0 -> p50)
+        "percent_g_key": [(LOOP, LOOP.replace('summary[f"p{p:g}"]', 'summary["p%g" % p]'))],
     },
     "s07.cache_accounting": {
         "one_loop": [(ACCOUNTING_START, """    prompt = hit = without = with_cache = with_hit = 0
@@ -126,6 +128,15 @@ ALTERNATIVES = {
 
     seconds = (linear_flops(cfg, computed) / cal.gemm_rate(computed)
                + attention_flops(cfg, computed, computed + cached) / cal.attention_rate(computed, computed + cached)
+               + head_flops(cfg) / cal.head_flops_per_s
+               + cal.other_s(computed, cached))
+""")],
+        # the same helpers imported from the module the notebook calibrates with (it re-exports them)
+        "cost_model_module_helpers": [(TTFT, """    from kernels.cost_model import attention_flops, head_flops, linear_flops
+
+    context = computed + cached
+    seconds = (linear_flops(cfg, computed) / cal.gemm_rate(computed)
+               + attention_flops(cfg, computed, context) / cal.attention_rate(computed, context)
                + head_flops(cfg) / cal.head_flops_per_s
                + cal.other_s(computed, cached))
 """)],

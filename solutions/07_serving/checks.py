@@ -179,6 +179,21 @@ def one_value(impl):
     return plain(impl.latency_summary([1.5], (25, 75)))
 
 
+@STAGE.check("s07.latency_summary", call="latency_summary([0.4, 0.1, 0.3, 0.2], (12.5, 50.0, 90.0, 100.0))",
+             atol=TIME_ATOL)
+def percentiles_given_as_floats(impl):
+    # A percentile is a number of any type: 50.0 is p50, as 50 is (the key is written from the value).
+    # zh: 分位数是任何类型的数：50.0 和 50 一样是 p50（键由数值写出）。
+    return plain(impl.latency_summary([0.4, 0.1, 0.3, 0.2], (12.5, 50.0, 90.0, 100.0)))
+
+
+@STAGE.check("s07.latency_summary", call="latency_summary([0.3, 0.1, 0.2], percentiles=())", atol=TIME_ATOL)
+def no_percentiles_asked(impl):
+    # An empty tuple asks for no percentile: it is not "not given" (that would be the default).
+    # zh: 空元组就是一个分位数也不要：它不等于“没有给”（没有给才用默认值）。
+    return plain(impl.latency_summary([0.3, 0.1, 0.2], percentiles=()))
+
+
 # -- TODO 2: cache_accounting ---------------------------------------------------------------------
 @STAGE.check("s07.cache_accounting",
              atol=GFLOP_ATOL)
@@ -265,3 +280,12 @@ def bound_nan_and_copy(impl):
     if isinstance(chosen, dict):
         chosen["num_blocks"] = -1
     return record(chosen=shown, caller_pool_sizes=[r["num_blocks"] for r in rows])
+
+
+@STAGE.check("s07.choose_setting")
+def zero_bound_is_a_bound(impl):
+    # A bound of 0 is a bound ("no errors at all"), not a metric left out of the SLO.
+    # zh: 上限为 0 也是上限（“一个错误都不许有”），不是 SLO 里没有这个指标。
+    rows = [dict(setting(True, 64, 0.30), errors=2), dict(setting(True, 128, 0.25), errors=0),
+            dict(setting(False, 128, 0.40), errors=0)]
+    return impl.choose_setting(rows, {"ttft_p90": 0.5, "errors": 0})

@@ -33,6 +33,18 @@ def repeated_values(impl):
     return plain(impl.latency_summary([0.1, 0.1, 0.1, 0.5, 0.5, 2.0], (20, 40, 60, 80, 95)))
 
 
+@STAGE.check("s07.latency_summary", hidden=True, sibling="percentiles_given_as_floats", atol=TIME_ATOL)
+def computed_percentiles(impl):
+    # percentiles computed by the caller are floats: 0.0, 12.5, 25.0, ... 100.0
+    return plain(impl.latency_summary(latencies(7, 25), [100 * k / 8 for k in range(9)]))
+
+
+@STAGE.check("s07.latency_summary", hidden=True, sibling="no_percentiles_asked", atol=TIME_ATOL)
+def empty_percentile_lists(impl):
+    values = latencies(9, 7)
+    return [plain(impl.latency_summary(values, [])), plain(impl.latency_summary(values, tuple()))]
+
+
 # -- TODO 2 ----------------------------------------------------------------------------------------
 @STAGE.check("s07.cache_accounting", hidden=True, sibling="long_prefix_attention_remains", atol=GFLOP_ATOL)
 def many_requests_qwen_shape(impl):
@@ -110,3 +122,10 @@ def returns_a_copy(impl):
     if isinstance(chosen, dict):
         chosen["num_blocks"] = -1
     return record(chosen=chosen, caller_pool_sizes=[r["num_blocks"] for r in rows])
+
+
+@STAGE.check("s07.choose_setting", hidden=True, sibling="zero_bound_is_a_bound")
+def zero_bounds_in_a_sweep(impl):
+    rows = [dict(m, errors=(m["num_blocks"] // 64) % 4, evictions=0 if m["num_blocks"] >= 512 else 5) for m in sweep()]
+    return record(no_errors=impl.choose_setting(rows, {"errors": 0, "ttft_p90": 0.95}),
+                  no_evictions=impl.choose_setting(rows, {"ttft_p90": 0.95, "evictions": 0.0}))

@@ -36,6 +36,12 @@ MUTANTS = {
         values.sort()
     ordered = sorted(xs)
 """)]),
+    # a key written from the percentile's type: 50.0 gives p50.0
+    "s07.latency_summary/key_from_str_of_the_percentile": ("s07.latency_summary", [(INTERP, INTERP.replace(
+        'f"p{p:g}"', '"p" + str(p)'))]),
+    # an empty tuple of percentiles taken for "not given": the default ones come back
+    "s07.latency_summary/no_percentiles_means_the_default": ("s07.latency_summary", [(
+        "    ordered = sorted(xs)\n    for p in percentiles:\n", "    ordered = sorted(xs)\n    for p in percentiles or PERCENTILES:\n")]),
     # TODO 2: cache_accounting
     "s07.cache_accounting/mean_of_request_hit_rates": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
         "hit / prompt if prompt else 0.0",
@@ -79,6 +85,9 @@ MUTANTS = {
         "        chosen = dict(best)\n", "        chosen = best\n")]),
     "s07.choose_setting/ignores_nan": ("s07.choose_setting", [(MEETING, MEETING.replace(
         "_meets(m, slo)", "not any(float(m[k]) > b for k, b in slo.items())"))]),
+    # a bound of 0 taken for "no bound"
+    "s07.choose_setting/zero_bound_is_no_bound": ("s07.choose_setting", [(MEETING, MEETING.replace(
+        "_meets(m, slo)", "all(not b or float(m[k]) <= b for k, b in slo.items())"))]),
     "s07.cache_accounting/empty_ledger_divides_by_zero": ("s07.cache_accounting", [(HIT_RATE, HIT_RATE.replace(
         "hit / prompt if prompt else 0.0", "hit / prompt"))]),
     # TODO 5: quiz
@@ -86,6 +95,8 @@ MUTANTS = {
     "s07.quiz/decode_reads_the_cache": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q2": "B"', '"q2": "A"'))]),
     "s07.quiz/fastest_pool_not_smallest": ("s07.quiz", [(ANSWERS, ANSWERS.replace('"q6": 192', '"q6": 256'))]),
     "s07.quiz/unanswered": ("s07.quiz", [(ANSWERS, '    return {"q1": 0.71}\n')]),
+    # audit, issue 41 class 6: the caller's measurements sorted in place
+    "s07.choose_setting/sorts_the_callers_list": ("s07.choose_setting", [(MEETING, "    measurements.sort(key=lambda m: m[\"num_blocks\"])\n" + MEETING)]),
 }
 
 # The check whose hint each wrong answer must read first (its mistake's own check), by wrong answer.
@@ -96,6 +107,8 @@ LEADS = {
     "s07.latency_summary/floor_without_interpolation": "five_values",
     "s07.latency_summary/p50_is_the_mean": "skewed_with_repeats",
     "s07.latency_summary/sorts_the_callers_list": "skewed_with_repeats",
+    "s07.latency_summary/key_from_str_of_the_percentile": "percentiles_given_as_floats",
+    "s07.latency_summary/no_percentiles_means_the_default": "no_percentiles_asked",
     "s07.cache_accounting/mean_of_request_hit_rates": "three_requests",
     "s07.cache_accounting/prefix_attention_counted_as_saved": "long_prefix_attention_remains",
     "s07.cache_accounting/every_request_counted_as_hit": "three_requests",
@@ -116,8 +129,10 @@ LEADS = {
     "s07.choose_setting/tie_break_on_the_first_metric_only": "tie_at_equal_pool_size",
     "s07.choose_setting/returns_the_original": "bound_nan_and_copy",
     "s07.choose_setting/ignores_nan": "bound_nan_and_copy",
+    "s07.choose_setting/zero_bound_is_no_bound": "zero_bound_is_a_bound",
     "s07.quiz/share_of_requests_that_hit": "q1",
     "s07.quiz/decode_reads_the_cache": "q2",
     "s07.quiz/fastest_pool_not_smallest": "q6",
     "s07.quiz/unanswered": "q2",
+    "s07.choose_setting/sorts_the_callers_list": "bound_nan_and_copy",
 }

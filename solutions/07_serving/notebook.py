@@ -106,6 +106,7 @@ import json
 import random
 import statistics
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -113,14 +114,14 @@ import torch
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
-from kernels import cost_model
 from kernels.device import describe_device, paged_attention_for
 from kernels.model import DecoderLM
 from kernels.prefill import pool_attention
 from kernels.timing import synchronize
 import workbook.serving_workloads as W
-from workbook.paged_prefill import PagedPrefiller, write_kv
+from workbook.paged_prefill import PagedPrefiller
 from workbook.serving import SERVING_MODEL, ServingEngine, ServingPool, compare_outputs, warm_up
+from workbook.serving_cost import calibrate_serving, shipped_calibration, virtual_cost
 
 # %% [markdown] lang="en"
 # ## The machine, the model and the clock
@@ -139,6 +140,10 @@ from workbook.serving import SERVING_MODEL, ServingEngine, ServingPool, compare_
 #   long each piece of work takes; counting this process's CPU time keeps the time other programs
 #   take from the cores out of the latencies. With one thread on an idle machine it equals wall time.
 #   On a GPU the clock is wall time, read after waiting for the device.
+#
+# Every measured number below is *this machine's*, from this run: run the notebook again and they
+# move a little, on a busy machine more. One experiment takes its decision from a simulated clock
+# instead, so that the decision is the same on every machine: the pool sweep; its section says how.
 
 # %% [markdown] lang="zh"
 # ## 机器、模型和时钟
@@ -154,6 +159,9 @@ from workbook.serving import SERVING_MODEL, ServingEngine, ServingPool, compare_
 # - **用本进程自己的 CPU 时间当时钟**（`time.process_time`）。服务循环要测量每一段工作耗时多少；只计本进程
 #   的 CPU 时间，别的程序占用 CPU 的时间就不会混进延迟里。在空闲的机器上、只用一个线程时，它和墙钟时间相等。
 #   在 GPU 上，时钟用的是墙钟时间，读数之前会先等设备算完。
+#
+# 下面每个实测数字都是*这台机器*在这次运行里测到的：再跑一遍会有一点变化，机器忙的时候变化更大。只有一个实验的
+# 决策改用模拟的时钟，好让它在每台机器上都一样：块池扫描；它那一节会讲怎么做。
 
 # %%
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -548,7 +556,7 @@ with demo("s07.latency_summary", "s07.cache_accounting"):
 # - **Thrashing**: no hit at all, although 70 % of the tokens *could* be reused: in 160 blocks the
 #   12 prefixes never survive until their next turn. The work is the same on and off, so the prefill
 #   column shows only how far apart two measurements of the same work come on this machine. In this burst every request waits for all the work queued before it, so TTFT can differ by tens of
-#   percent between the two runs from timing noise alone. The next sections measure how large the pool
+#   percent between the two runs from timing noise alone. The next sections find how large the pool
 #   must be.
 
 # %% [markdown] lang="zh"
@@ -566,7 +574,7 @@ with demo("s07.latency_summary", "s07.cache_accounting"):
 #   测两次，差别都比缓存的开销大。表格下面那一行说明了这次运行的差别是否在噪声范围内。
 # - **抖动**：一次命中都没有，尽管 70% 的 token *本来*可以复用：在 160 块的块池里，这 12 个前缀没有一个能活到
 #   下一次轮到自己。开、关缓存的计算完全一样，所以 prefill 那一列只反映同样的计算在这台机器上测两次能差多少。在这阵突发流量里，每个请求都要等排在它前面的
-#   全部工作做完，所以仅仅因为计时噪声，两次运行的 TTFT 就可能差出几成。后面几节会测量块池到底要多大。
+#   全部工作做完，所以仅仅因为计时噪声，两次运行的 TTFT 就可能差出几成。后面几节会找出块池到底要多大。
 
 # %% [markdown] lang="en"
 # ### TTFT distributions
@@ -723,7 +731,9 @@ with demo("s07.latency_summary", "s07.cache_accounting"):
 # `kernels.cost_model`: the model's own linear layers at each row count, paged attention at each
 # (new queries, context) shape, the output head on one row, the element-wise work per row count, the
 # block manager's bookkeeping per prompt token, and a fixed overhead: what a whole one-token prefill
-# through the engine takes beyond its measured parts. `Calibration.from_seconds` turns the probes'
+# through the engine takes beyond its measured parts (`workbook.serving_cost.calibrate_serving`; it
+# also times whole decode steps by batch size and context, for the pool sweep's simulated clock
+# below). `Calibration.from_seconds` turns the probes'
 # times into rates; `cal.gemm_rate(rows)`, `cal.attention_rate(queries, context)`,
 # `cal.head_flops_per_s` and `cal.other_s(computed, cached)` read them back. Your TODO combines them.
 
@@ -737,7 +747,9 @@ with demo("s07.latency_summary", "s07.cache_accounting"):
 #
 # 所以我们用 `kernels.cost_model` 的探针，在这台机器上、按实际用到的规模来**校准**：在每个行数下测模型自己的线性层，
 # 在每个（新 query 数，上下文长度）组合下测 paged attention，测一行的输出头、每个行数下的逐元素运算、块管理
-# 每个提示词 token 的开销，以及一个固定开销：引擎里一次完整的单 token prefill，除去已经测过的各部分还剩多少时间。
+# 每个提示词 token 的开销，以及一个固定开销：引擎里一次完整的单 token prefill，除去已经测过的各部分还剩多少时间
+# （`workbook.serving_cost.calibrate_serving`；它还会按批大小和上下文长度测量完整的 decode 步骤，供后面块池扫描的
+# 模拟时钟使用）。
 # `Calibration.from_seconds` 把探针测到的时间换算成速率；`cal.gemm_rate(rows)`、`cal.attention_rate(queries, context)`、
 # `cal.head_flops_per_s` 和 `cal.other_s(computed, cached)` 再把它们读出来。你的 TODO 负责把它们组合起来。
 
@@ -782,35 +794,17 @@ def clocked(fn):
     return clock() - begin
 
 
-def median_seconds(fn, reps=5):
-    """Median of ``reps`` timed calls, after one untimed call that warms up.
-
-    [zh]
-    先不计时地调用一次预热，再计时调用 ``reps`` 次，取中位数。
-    """
-    fn()
-    return statistics.median(clocked(fn) for _ in range(reps))
-
-
-# The sizes to measure: row counts of the serving runs' prefills, and (queries, context) shapes.
-# zh: 要测量的规模：服务运行中 prefill 的各种行数，以及（query 数，上下文长度）组合。
-GRID = [1, 16, 32, 64, 128, 256, 512, 1024]
-SHAPES = [(q, c) for q in GRID for c in GRID if q <= c]
+# The sizes measured: every row count and (queries, context) shape the serving runs' prefills use,
+# and decode steps of 1 to 8 requests (workbook.serving_cost.GRID, SHAPES and DECODE_SHAPES).
+# zh: 测量的规模：服务运行中 prefill 用到的各种行数和（query 数，上下文长度）组合，以及 1 到 8 个请求的
+# zh: decode 步骤（workbook.serving_cost 里的 GRID、SHAPES 和 DECODE_SHAPES）。
 attention = pool_attention(paged_attention_for(device)[1])
-one_token = PagedPrefiller(model, 4, 16, blocks=ServingPool(4, 16, cache=False), attention=attention)
 start = time.perf_counter()
-cal = cost_model.Calibration.from_seconds(
-    cfg,
-    gemm_s={r: median_seconds(cost_model.gemm_probe(model, r)) for r in GRID},
-    head_s=median_seconds(cost_model.head_probe(model)),
-    attention_s={s: median_seconds(cost_model.paged_attention_probe(model, *s, attention, write=write_kv)) for s in SHAPES},
-    elementwise_s={r: median_seconds(cost_model.elementwise_probe(model, r)) for r in GRID},
-    forward1_s=median_seconds(lambda: one_token.prefill([7])),
-    bookkeeping_s={n: median_seconds(cost_model.bookkeeping_probe(lambda n=n: ServingPool(n // 16 + 2, 16), n,
-                                                                  cfg.vocab_size)) for n in (128, 512)},
-    device=describe_device(device))
-print(tr(f"calibrated {len(GRID)} row counts and {len(SHAPES)} attention shapes in {time.perf_counter() - start:.1f} s",
-         f"校准了 {len(GRID)} 种行数和 {len(SHAPES)} 种 attention 形状，用时 {time.perf_counter() - start:.1f} 秒"))
+cal = calibrate_serving(model, clock)
+print(tr(f"calibrated {len(cal.gemm_flops_per_s)} row counts, {len(cal.attention_flops_per_s)} attention shapes and "
+         f"{len(cal.decode_step_s)} decode steps in {time.perf_counter() - start:.1f} s",
+         f"校准了 {len(cal.gemm_flops_per_s)} 种行数、{len(cal.attention_flops_per_s)} 种 attention 形状和 "
+         f"{len(cal.decode_step_s)} 种 decode 步骤，用时 {time.perf_counter() - start:.1f} 秒"))
 for rows in (32, 512):
     print(tr(f"  GEMMs with {rows:>3} rows: {cal.gemm_rate(rows) / 1e9:6.1f} GFLOP/s",
              f"  {rows:>3} 行的 GEMM：{cal.gemm_rate(rows) / 1e9:6.1f} GFLOP/s"))
@@ -939,14 +933,28 @@ with demo("s07.predict_ttft"):
 # The thrashing workload needs 192 blocks for its 12 prefixes, plus the running requests' own
 # blocks. With LRU, a pool that is a little too small does not get a little less: it gets nothing,
 # because each prefix is evicted just before its next turn (stage 4). So we **sweep** the pool size
-# with the cache on, and measure the cache off at both ends, then let a rule pick the setting.
+# with the cache on, and run the cache off at both ends, then let a rule pick the setting.
+#
+# **A simulated clock.** A decision must not depend on how busy the machine was. On a shared CPU one
+# setting's p90 moves by a factor of two between runs (the thrashing rows above showed how far apart
+# two timings of the same work come), and a rule that holds p90s against a bound then picks a
+# different pool from run to run. So the sweep runs on a *virtual clock*: the serving loop still
+# computes every prefill and decode step, but its clock advances by what a cost model predicts for
+# each (idle time is skipped as before). The cost of a prefill is your `predict_ttft` (TODO 3) over
+# the calibration shipped with the course (`workbook/serving_calibration.json`, measured once for
+# `SERVING_MODEL` on the 2-core CPU the course is built on: one torch thread, CPU time); a decode
+# step costs what that calibration measured for its batch size and context. The schedule, the hits
+# and every latency of the sweep follow from the requests and those fixed numbers, so the decision
+# is the same in every run, on every machine. Beside it the cell prints what *this* machine measured
+# for the same prefills and what its own calibration (above) predicts: the check that the model holds
+# here, not an input to the decision.
 #
 # **The SLO.** Absolute milliseconds of a toy model on your CPU mean little, so the goal is stated
 # relative to today. And it is stated on the latency a pool size can change: each prefix's first visit
 # (the first round, a quarter of the requests) misses whatever the pool holds, so a p90 over all
 # requests would be set by those misses and no pool could move it. The goal: *p90 TTFT of the repeat
 # visits (rounds 2 to 4) at most 60 % of what they see without the cache* (cache off, 160 blocks), a
-# 40 % cut. The other workloads' records use 60 % of today's p90 over all requests. The rule (your
+# 40 % cut, both on the simulated clock. The other workloads' records use 60 % of today's p90 over all requests. The rule (your
 # TODO): among the measured settings that meet every bound of the SLO, take the
 # smallest pool (memory is what a pool costs); at equal size, the better value of the SLO's metrics,
 # in order; then cache off (the simpler system). If none meets it, say so: `None`.
@@ -956,12 +964,21 @@ with demo("s07.predict_ttft"):
 #
 # 抖动负载的 12 个前缀需要 192 块，另外还要加上正在运行的请求自己的块。在 LRU 下，块池只是稍微小一点，结果并不是
 # 稍微差一点，而是什么都得不到，因为每个前缀都恰好在下一次轮到它之前被淘汰（第 4 阶段）。所以我们在开缓存的情况下
-# **扫描**块池大小，并在两端各测一次关缓存，然后让一条规则来选设置。
+# **扫描**块池大小，并在两端各跑一次关缓存，然后让一条规则来选设置。
+#
+# **模拟的时钟。** 决策不能取决于机器当时有多忙。在共享的 CPU 上，同一个设置的 p90 在两次运行之间能差一倍
+# （上面抖动负载那两行已经说明，同样的计算测两次能差多少）；拿 p90 去和上限比的规则，每跑一次就可能选出不同的块池。
+# 所以扫描用*虚拟时钟*：服务循环照样算每一次 prefill 和每一个 decode 步骤，但时钟按成本模型对每一项的预测往前走
+# （和之前一样跳过空闲时间）。一次 prefill 的耗时用你的 `predict_ttft`（TODO 3）加上课程自带的校准结果
+# （`workbook/serving_calibration.json`，在构建本课程的那台 2 核 CPU 上为 `SERVING_MODEL` 测过一次：torch 一个线程，
+# 用 CPU 时间）来算；一个 decode 步骤的耗时取这份校准在对应批大小和上下文长度下测到的值。扫描的调度、命中和每一个延迟
+# 都只由请求和这些固定的数决定，所以在每次运行、每台机器上，决策都一样。单元还会在旁边打印*这台*机器对同样这些
+# prefill 的实测耗时，以及它自己的校准（见上文）给出的预测：这是检验模型在这里是否成立，不参与决策。
 #
 # **SLO。** 一个玩具模型在你的 CPU 上跑出的绝对毫秒数没多大意义，所以目标相对于现状来定；而且要定在块池大小改变得了的
 # 那部分延迟上：每个前缀的第一次访问（第一轮，占全部请求的四分之一）不管块池多大都会未命中，如果按全部请求算 p90，
 # 它就由这些未命中决定，哪个块池都动不了它。所以目标是：*重复访问（第 2 到 4 轮）的 p90 TTFT 不超过它们在不开缓存时
-# 的 60%*（关缓存，160 块），也就是降低 40%。其余负载的决策记录用的是全部请求 p90 的 60%。规则（你的 TODO）是：在满足 SLO 全部上限的测过的设置里，选块池最小的（块池的代价
+# 的 60%*（关缓存，160 块），也就是降低 40%，两者都按模拟的时钟计。其余负载的决策记录用的是全部请求 p90 的 60%。规则（你的 TODO）是：在满足 SLO 全部上限的测过的设置里，选块池最小的（块池的代价
 # 就是显存）；块池一样大时，按 SLO 中指标的顺序选数值更好的；再一样就选关缓存（系统更简单）。一个都不满足时，如实
 # 说出来：`None`。
 
@@ -981,13 +998,40 @@ with demo("s07.predict_ttft"):
 my_guess_3 = None
 
 # %%
+# The sweep's clock: your predict_ttft (TODO 3) over the calibration shipped with the course.
+# zh: 扫描用的时钟：你的 predict_ttft（TODO 3）加上课程自带的校准结果。
+SHIPPED = shipped_calibration()
 POOLS = [128, 160, 224, 256, 320]
-start = time.perf_counter()
-run_all([("thrashing", True, b) for b in POOLS if ("thrashing", True, b) not in RUNS]
-        + [("thrashing", False, b) for b in (160, 320) if ("thrashing", False, b) not in RUNS],
-        tr("pool sweep", "块池扫描"))
-print(tr(f"sweep: {len(POOLS) + 2} settings, measured in {time.perf_counter() - start:.0f} s",
-         f"扫描：{len(POOLS) + 2} 个设置，测量用时 {time.perf_counter() - start:.0f} 秒"))
+SWEEP = {}
+
+with demo("s07.predict_ttft", limit_s=900):
+    VIRTUAL = virtual_cost(SERVING_MODEL, SHIPPED, predict_ttft)
+    start = time.perf_counter()
+    for cache, num_blocks in tqdm([(True, b) for b in POOLS] + [(False, b) for b in (160, 320)],
+                                  desc=tr("pool sweep", "块池扫描"), leave=False):
+        engine = ServingEngine(model, num_blocks, cache=cache, clock=clock, cost=VIRTUAL)
+        record = engine.run(WORKLOADS["thrashing"][0], settings={"workload": "thrashing"})
+        assert record.stats["peak_blocks_in_use"] <= num_blocks and engine.pool.num_free == num_blocks
+        SWEEP[(cache, num_blocks)] = record
+    print(tr(f"sweep: {len(SWEEP)} settings on the simulated clock; computing them took "
+             f"{time.perf_counter() - start:.0f} s of wall time on this machine",
+             f"扫描：{len(SWEEP)} 个设置，按模拟的时钟计时；在这台机器上把它们算一遍花了 "
+             f"{time.perf_counter() - start:.0f} 秒墙钟时间"))
+    # The check that the model holds: every prefill of the sweep, measured here, against the simulated one.
+    # zh: 检验模型是否成立：扫描里的每次 prefill，这里的实测值与模拟值之比。
+    here, own = [], []
+    for record in SWEEP.values():
+        for r in record.requests:
+            simulated = VIRTUAL("prefill", r.computed_tokens, r.hit_tokens)
+            here.append(r.prefill_s / simulated)
+            own.append(predict_ttft(cfg, r.computed_tokens, r.hit_tokens, cal) / simulated)
+    q1, mid, q3 = statistics.quantiles(here, n=4)
+    print(tr(f"this machine ({describe_device(device)}), over the sweep's {len(here)} prefills: measured / simulated "
+             f"{mid:.2f} (median; middle half {q1:.2f}-{q3:.2f}); its own calibration predicts "
+             f"{statistics.median(own):.2f} times the simulated time (median)",
+             f"这台机器（{describe_device(device)}），扫描中的 {len(here)} 次 prefill：实测 / 模拟 = {mid:.2f}"
+             f"（中位数；中间一半落在 {q1:.2f}-{q3:.2f}）；它自己的校准给出的预测是模拟时间的 "
+             f"{statistics.median(own):.2f} 倍（中位数）"))
 
 # %% given="_meets"
 
@@ -1014,16 +1058,15 @@ SLO_SHARE = 0.6
 
 
 def thrashing_sweep():
-    """The summary rows of every measured thrashing setting, and the SLO on the repeat visits.
+    """The summary rows of every simulated thrashing setting, and the SLO on the repeat visits.
 
     [zh]
-    抖动负载每个测过的设置的汇总行，以及定在重复访问上的 SLO。
+    抖动负载每个模拟过的设置的汇总行，以及定在重复访问上的 SLO。
     """
-    return sweep_rows([record for (name, _, _), record in RUNS.items() if name == "thrashing"], cfg,
-                      today=(False, 160), share=SLO_SHARE)
+    return sweep_rows(list(SWEEP.values()), SERVING_MODEL, today=(False, 160), share=SLO_SHARE)
 
 
-with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
+with demo("s07.latency_summary", "s07.cache_accounting", "s07.predict_ttft", "s07.choose_setting"):
     rows, slo = thrashing_sweep()
     chosen = choose_setting(rows, slo)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.8), sharex=True)
@@ -1043,7 +1086,7 @@ with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
     ax1.set_title(tr("shaded: thrashing (no hits); dotted: the 12 prefixes' 192 blocks",
                      "阴影：抖动（没有命中）；点线：12 个前缀的 192 块"), fontsize=9)
     ax2.axhline(slo["ttft_p90_repeat"] * 1e3, color="tab:green", lw=1, label=tr("SLO", "SLO"))
-    ax2.set_ylabel(tr("TTFT p90, repeat visits (ms)", "重复访问的 TTFT p90（毫秒）"))
+    ax2.set_ylabel(tr("TTFT p90, repeat visits (simulated ms)", "重复访问的 TTFT p90（模拟，毫秒）"))
     ax2.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
@@ -1116,20 +1159,25 @@ DESCRIPTIONS = {
 }
 LANG = tr("en", "zh")
 
-with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
+with demo("s07.latency_summary", "s07.cache_accounting", "s07.predict_ttft", "s07.choose_setting"):
     records = []
     for name, (_, blocks) in WORKLOADS.items():
         on, off = row(name, True), row(name, False)
+        settings = RUNS[(name, True, blocks)].settings
         if name == "thrashing":
-            # the record shows the cache on at the pool the rule chose (if any), against today's setting
-            # zh: 记录里展示的是规则选中的块池上开缓存的结果（如果有的话），与现状对比
+            # the simulated sweep: the cache on at the pool the rule chose (if any) against today's setting,
+            # on the machine and model the shipped calibration describes
+            # zh: 模拟的扫描：规则选中的块池上开缓存（如果有的话）与现状对比，硬件和模型是自带校准所描述的那一套
             sweep, slo = thrashing_sweep()
             pick = choose_setting(sweep, slo)
-            on = row(name, True, pick["num_blocks"]) if pick and pick["cache"] else on
+            at = {(r["cache"], r["num_blocks"]): r for r in sweep}
+            on, off = at[(True, pick["num_blocks"] if pick and pick["cache"] else 160)], at[(False, 160)]
+            settings = {**SWEEP[(True, 160)].settings, "model": asdict(SERVING_MODEL), "device_type": "cpu",
+                        "device": tr(f"simulated: {SHIPPED.device} (the shipped calibration)",
+                                     f"模拟：{SHIPPED.device}（课程自带的校准）")}
         else:
             sweep, slo = [on, off], {"ttft_p90": round(off["ttft_p90"] * SLO_SHARE, 4)}
-        records.append(decision_record(LABELS[name], DESCRIPTIONS[name], on, off, sweep, slo,
-                                       RUNS[(name, True, blocks)].settings, lang=LANG))
+        records.append(decision_record(LABELS[name], DESCRIPTIONS[name], on, off, sweep, slo, settings, lang=LANG))
     for record in records:
         display(Markdown(decision_markdown(record, lang=LANG)))
     path = Path("07_serving_decision_record.json")
@@ -1146,9 +1194,10 @@ with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
 #   long first turn does not block everyone else.
 # - **Unique prompts**: no setting meets it, and the cache neither helps nor hurts. The SLO needs more
 #   compute, not a cache.
-# - **Thrashing**: whatever the rule chose from this machine's sweep (its record above, and the
-#   sentence under the sweep's plot, which says where that pool lies against the cliff). Below the
-#   cliff, the cache is pure cost in memory.
+# - **Thrashing**: whatever the rule chose from the simulated sweep (its record above, and the
+#   sentence under the sweep's plot, which says where that pool lies against the cliff); the same in
+#   every run, because the sweep's clock is the shipped calibration. Below the cliff, the cache is
+#   pure cost in memory.
 #
 # On a GPU with a real model the numbers change, and so might the decisions; the evidence level in
 # each record tells a reader which kind of run made it.
@@ -1161,8 +1210,8 @@ with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
 #   （没有开销，又能帮到大多数请求），而尾部要靠别的手段：更多算力，或者用 chunked prefill，让一个很长的第一轮不至于
 #   挡住所有人。
 # - **各不相同的提示词**：没有设置能满足，缓存既没帮忙也没添乱。要达到这个 SLO 需要更多算力，而不是缓存。
-# - **抖动**：规则根据这台机器上的扫描选出的设置（见上面它的决策记录，以及扫描图下面那句话：它说明了这个块池相对
-#   悬崖在哪里）。在悬崖之前，缓存纯粹是在白占显存。
+# - **抖动**：规则根据模拟的扫描选出的设置（见上面它的决策记录，以及扫描图下面那句话：它说明了这个块池相对
+#   悬崖在哪里）；因为扫描的时钟用的是课程自带的校准，每次运行结果都一样。在悬崖之前，缓存纯粹是在白占显存。
 #
 # 换到 GPU 和真实模型上，数字会变，决策也可能变；每份记录里的证据等级会告诉读者它出自哪一类运行。
 
@@ -1186,7 +1235,7 @@ with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
 # several times at p50 and p90; unique prompts get 0 % and the same work with the cache on and off
 # (the line under the table says whether this run's timings agreed within the noise); the thrashing
 # workload gets nothing until the pool holds its 192 prefix blocks next to the running requests, and
-# then about 70 %; the pool the rule chose from this machine's sweep is in its decision record.
+# then about 70 %; the pool the rule chose from the simulated sweep is in its decision record.
 #
 # ## Further reading
 # - Zheng et al., *SGLang: Efficient Execution of Structured Language Model Programs*, NeurIPS 2024:
@@ -1217,7 +1266,7 @@ with demo("s07.latency_summary", "s07.cache_accounting", "s07.choose_setting"):
 #
 # **测到的数字：** 在共享前缀负载上，大约 85% 的提示词 token 命中，TTFT 的 p50 和 p90 都降了好几倍；各不相同的提示词
 # 命中率为 0%，开、关缓存的计算完全一样（这次运行的计时是否在噪声范围内一致，见表格下面那一行）；抖动负载在块池能于
-# 正在运行的请求之外装下它那 192 块前缀之前什么也得不到，装下之后命中率约为 70%；规则根据这台机器上的扫描选了多大的
+# 正在运行的请求之外装下它那 192 块前缀之前什么也得不到，装下之后命中率约为 70%；规则根据模拟的扫描选了多大的
 # 块池，写在它的决策记录里。
 #
 # ## 延伸阅读

@@ -9,7 +9,9 @@ types.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
+import time
 import unicodedata
 
 from autograder.checks.common import attempt, plain, record
@@ -38,6 +40,10 @@ STAGE = Stage(
 )
 
 ATOL = 1e-9  # thresholds and p-values: (a + b) / 2 and a + (b - a) / 2 may round differently
+# CPU time of the grading child, bound when the grader imports this module, before any learner code
+# runs (learner code may replace time.process_time afterwards); children share two cores, so no wall time.
+_cpu_clock = time.process_time
+SEARCH_BUDGET_S = 1.5  # CPU seconds for a search of 60,000 tries: the reference needs well under 0.1 s
 
 
 # -- helpers shared with the hidden checks ----------------------------------------------------------
@@ -116,6 +122,28 @@ def pool_hits(impl, sends):
     return record(**out)
 
 
+def index_key(block) -> bytes:
+    """A key as wide as the search needs: the block's first token (distinct firsts, distinct keys)."""
+    return block[0].to_bytes(4, "big")
+
+
+def budgeted_search(impl, key_of, blocks, budget_s: float = SEARCH_BUDGET_S):
+    """``birthday_search(key_of, blocks)`` with a stream that ends once ``budget_s`` of CPU time is spent:
+    a search whose cost per try grows with the tries then finds nothing, inside the grader's time limit."""
+    spent = [False]
+
+    def stream():
+        t0 = _cpu_clock()
+        for i, block in enumerate(blocks):
+            if i % 500 == 0 and _cpu_clock() - t0 > budget_s:
+                spent[0] = True
+                return
+            yield block
+
+    result = impl.birthday_search(key_of, stream())
+    return record(within_budget=not spent[0], result=None if spent[0] else found(result))
+
+
 PROMPT = list(range(100, 117))  # 4 full blocks of 4 tokens + 1 (pool_hits uses blocks of 4)
 
 
@@ -162,6 +190,14 @@ def sha256_cut_to_12_bits(impl):
     return found(impl.birthday_search(truncated_first_block_key(12), itertools.islice(random_blocks(1), 5000)))
 
 
+@STAGE.check("s08.birthday_search")
+def time_grows_linearly_with_the_tries(impl):
+    # The keys seen so far are looked up, never scanned: a scan costs a pass over every earlier try, at each try.
+    # zh: 见过的 key 要查找，而不是逐个扫描：扫描在每次尝试时都要把之前的尝试过一遍。
+    n = 60_000
+    return budgeted_search(impl, index_key, itertools.chain(((i, i) for i in range(n)), [(0, 1)]))
+
+
 # -- TODO 2: fit_threshold --------------------------------------------------------------------------
 @STAGE.check("s08.fit_threshold", call="fit_threshold([1.0, 1.2, 1.1], [2.0, 2.5, 2.2])", atol=ATOL)
 def separated(impl):
@@ -203,6 +239,16 @@ def calibrate_then_hold_out(impl):
     hit, miss = ttft_samples(1, 40, 40, miss_ms=3.0)
     t = impl.fit_threshold(hit[:20], miss[:20])
     return record(threshold=t, held_out_accuracy=impl.accuracy(t, hit[20:], miss[20:]))
+
+
+@STAGE.check("s08.fit_threshold", call="hit, miss = [1.3, 1.1, 1.2], [2.2, 2.0, 2.1]; fit_threshold(hit, miss); hit, miss",
+             atol=ATOL)
+def callers_samples_left_alone(impl):
+    # The samples are the caller's: sort copies, never their lists in place.
+    # zh: 样本归调用者所有：要排序就排副本，绝不能原地排序他们的列表。
+    hit, miss = [1.3, 1.1, 1.2], [2.2, 2.0, 2.1]
+    threshold = plain(impl.fit_threshold(hit, miss))
+    return record(threshold=threshold, hit_after=hit, miss_after=miss)
 
 
 # -- TODO 3: detect_sharing -------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from autograder.checks.s08 import (
     PROMPT,
     STAGE,
     alpha_around_p,
+    budgeted_search,
     digest,
     found,
     ks,
@@ -73,6 +74,17 @@ def many_repeats(impl):
     return found(impl.birthday_search(sum_key, [(2,)] * 5 + [(4,), (4,), (7,)]))
 
 
+@STAGE.check("s08.birthday_search", hidden=True, sibling="time_grows_linearly_with_the_tries")
+def long_search_with_repeats(impl):
+    # 40,000 blocks with scattered 4-byte keys, each sent twice in a row, then a block colliding with one
+    # in the middle: 80,001 tries, each key looked up once
+    def key_of(block):
+        return (block[0] * 2_654_435_761 % 2**32).to_bytes(4, "big")
+
+    blocks = itertools.chain.from_iterable(((i, i), (i, i)) for i in range(40_000))
+    return budgeted_search(impl, key_of, itertools.chain(blocks, [(20_000, 1)]))
+
+
 # -- TODO 2: fit_threshold --------------------------------------------------------------------------
 @STAGE.check("s08.fit_threshold", hidden=True, sibling="overlapping", atol=ATOL)
 def one_midpoint(impl):
@@ -115,6 +127,14 @@ def random_small_integers(impl):
         miss = [rng.randrange(2, 8) for _ in range(rng.randint(1, 6))]
         out.append(impl.fit_threshold(hit, miss))
     return out
+
+
+@STAGE.check("s08.fit_threshold", hidden=True, sibling="callers_samples_left_alone", atol=ATOL)
+def random_lists_left_alone(impl):
+    hit, miss = ttft_samples(31, 25, 25, miss_ms=3.0)
+    before = (list(hit), list(miss))
+    threshold = impl.fit_threshold(hit, miss)
+    return record(threshold=threshold, left_alone=(hit, miss) == before)
 
 
 # -- TODO 3: detect_sharing -------------------------------------------------------------------------

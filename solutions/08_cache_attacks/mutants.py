@@ -58,7 +58,22 @@ MUTANTS = {
 """)]),
     "s08.birthday_search/materialises_the_stream": ("s08.birthday_search", [(
         "    for block in candidates:\n        tries += 1", "    for block in list(candidates):\n        tries += 1")]),
+    # the keys seen kept in a list and scanned at every try: right answers, quadratic time
+    "s08.birthday_search/scans_a_list_of_keys": ("s08.birthday_search", [(
+        "    for block in candidates:\n        tries += 1", "    pairs = []\n    for block in candidates:\n        tries += 1"),
+        (SEEN, """        earlier = next((b for k, b in pairs if k == key), None)
+        if earlier is None:
+            pairs.append((key, block))
+        elif earlier != block:
+            return earlier, block, tries
+""")]),
     # TODO 2: fit_threshold
+    # the caller's lists sorted in place: right threshold, the caller's samples reordered
+    "s08.fit_threshold/sorts_the_callers_lists": ("s08.fit_threshold", [("    hits, misses = sorted(hit), sorted(miss)\n", """    if isinstance(hit, list) and isinstance(miss, list):
+        hit.sort()
+        miss.sort()
+    hits, misses = sorted(hit), sorted(miss)
+""")]),
     "s08.fit_threshold/midpoint_of_medians": ("s08.fit_threshold", [(SWEEP, """    best = (sorted(hit)[len(hit) // 2] + sorted(miss)[len(miss) // 2]) / 2
 """)]),
     "s08.fit_threshold/between_largest_hit_and_smallest_miss": ("s08.fit_threshold", [(SWEEP, """    best = (max(hit) + min(miss)) / 2
@@ -174,7 +189,9 @@ LEADS = {
     "s08.birthday_search/repeats_not_counted": "repeated_block_is_not_a_collision",
     "s08.birthday_search/materialises_the_stream": "counts_what_it_takes",
     "s08.birthday_search/same_block_by_identity": "counts_what_it_takes",
+    "s08.birthday_search/scans_a_list_of_keys": "time_grows_linearly_with_the_tries",
     "s08.fit_threshold/midpoint_of_medians": "separated",
+    "s08.fit_threshold/sorts_the_callers_lists": "callers_samples_left_alone",
     "s08.fit_threshold/between_largest_hit_and_smallest_miss": "overlapping",
     "s08.fit_threshold/sample_values_as_candidates": "separated",
     "s08.fit_threshold/largest_on_a_tie": "tie_takes_the_smallest",

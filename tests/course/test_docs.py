@@ -12,7 +12,7 @@ ROOT = layout.ROOT
 PAGES = sorted([ROOT / "README.md", ROOT / "README.zh.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
                 *(ROOT / "docs").glob("*.md")])
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-MAIN_JOB = "bash scripts/setup.sh && .venv/bin/python -m autograder grade notebooks/ solutions/"
+MAIN_JOB = "bash scripts/setup.sh && .venv/bin/python -m autograder grade notebooks/ solutions/*.ipynb solutions/zh/*.ipynb"
 TESTS = ".venv/bin/python -m pytest"
 
 

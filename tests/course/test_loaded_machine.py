@@ -1,0 +1,113 @@
+"""Stages 4 and 7 tell a learner the same thing on a busy machine as on a quiet one.
+
+Each instructor notebook (both editions) runs twice: once as it is, once with two CPU-bound
+processes beside it (both cores of the course's reference machine taken). With every *measured*
+number masked (a number with a decimal point, or one followed by a unit of time, a ratio or a share),
+the text of every output must be the same: no comparison word, ranking, branch of a rendered verdict
+or decision may change. Counts and settings (blocks, requests, tokens) stay unmasked, so a
+decision that moved (another pool, another workload falling behind) fails the test; stage 7's
+decision records are compared unmasked as well.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder.core import layout
+
+#: A number: digits with optional thousands separators, decimals and sign; not part of a name (p90, x86_64).
+_NUMBER = r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?"
+#: Units after which a number is a measurement (time, a ratio, a share, a size in memory).
+_UNITS = r"(?:ms|us|µs|s|min|x|×|%|MiB|GiB|KiB|GFLOP/s|req/s|毫秒|微秒|秒|分钟|倍)"
+NUMBER_AND_UNIT = re.compile(rf"(?P<num>{_NUMBER})(?P<unit>\s?{_UNITS}(?![A-Za-z]))?")
+#: A decision record of stage 7: which setting each workload's rule chose.
+DECISIONS = "07_serving_decision_record.json"
+
+
+def masked(text: str) -> str:
+    """``text`` with every measured number replaced by ``#`` and runs of spaces (table padding) squeezed."""
+    def mask(m: re.Match[str]) -> str:
+        return "#" if m["unit"] or "." in m["num"] else m[0]
+
+    return re.sub(r"[ \t]+", " ", NUMBER_AND_UNIT.sub(mask, text))
+
+
+def said(nb) -> list[str]:
+    """Per code cell, the text it showed: stdout, errors, markdown and plain-text results (progress
+    bars on stderr and pictures left out), masked."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        parts = []
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream" and out.name == "stdout":
+                parts.append(out.text)
+            elif out.output_type == "error":
+                parts.append(f"ERROR {out.ename}: {out.evalue}")
+            elif out.output_type in ("display_data", "execute_result"):
+                data = out.get("data", {})
+                parts.append(data.get("text/markdown") or ("" if "image/png" in data else data.get("text/plain", "")))
+        cells.append(masked("".join(parts)))
+    return cells
+
+
+def run(path) -> tuple[list[str], list | None]:
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    record = path.parent / DECISIONS
+    decisions = None
+    if record.exists() and path.stem.startswith("07"):
+        decisions = [(r["workload"], r["choice"] and (r["choice"]["cache"], r["choice"]["num_blocks"]))
+                     for r in json.loads(record.read_text(encoding="utf-8"))["records"]]
+        record.unlink()
+    return said(nb), decisions
+
+
+@contextmanager
+def two_busy_processes():
+    """Two processes that spin on a core each until the block ends."""
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for p in spin:
+            p.kill()
+        for p in spin:
+            p.wait()
+
+
+def test_masking_hides_measurements_and_keeps_counts_and_decisions():
+    line = ("8 runs in 59 s; 44/48 hit 86% and 1.3x; p90 is 320.9 ms (bound 466 ms), 5,612x; 224 blocks; "
+            "x86_64; 校准用时 17 秒，2 倍")
+    assert masked(line) == ("8 runs in #; 44/48 hit # and #; p90 is # (bound #), #; 224 blocks; x86_64; "
+                            "校准用时 #，#")
+    assert masked("12 settings, 336 prefills,   1,000 free blocks") == "12 settings, 336 prefills, 1,000 free blocks"
+
+
+@pytest.mark.slow  # runs a stage's notebook twice (stage 7: minutes)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("stage_id", ["s04", "s07"])
+def test_stage_says_the_same_on_a_loaded_machine(stage_id, lang):
+    files = layout.stage_files(stage_id)
+    if lang not in files.languages:
+        pytest.skip(f"{stage_id} has no {lang} edition")
+    path = files.instructor(lang)
+    quiet, quiet_decisions = run(path)
+    with two_busy_processes():
+        loaded, loaded_decisions = run(path)
+    assert not [c for c in quiet if c.startswith("ERROR") or "\nERROR " in c]
+    assert len(quiet) == len(loaded)
+    changed = [(i, a, b) for i, (a, b) in enumerate(zip(quiet, loaded, strict=True)) if a != b]
+    assert not changed, "\n\n".join(f"cell {i}:\nquiet:  {a}\nloaded: {b}" for i, a, b in changed)
+    assert quiet_decisions == loaded_decisions
+    if stage_id == "s07":
+        assert quiet_decisions is not None and len(quiet_decisions) == 4
