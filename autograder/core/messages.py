@@ -22,7 +22,6 @@ DEPENDS_UNSEEN = L("this check passes when the course's code stands in for your 
 HIDDEN_FAILED = L("hidden check '{name}' failed", "隐藏检查 '{name}' 未通过")
 HIDDEN_TITLE_ONLY = L("hidden check '{name}' failed: {title}", "隐藏检查 '{name}' 未通过：{title}")
 ALSO_FAILING = L("also failing: {titles}", "同时未通过：{titles}")
-LIST_SEPARATOR = L("; ", "；")  # between the fields of one also-failing check
 QUIZ_WRONG = L("{q}: not correct yet", "{q}：还不对")
 INPUT = L("input:   ", "输入：  ")
 EXPECTED = L("expected:", "期望：  ")

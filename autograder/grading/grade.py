@@ -250,10 +250,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
             text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
-        for v in ordered[1:]:  # each other failure on its own field: its name, input, expected and got
+        for v in ordered[1:]:  # each other failure: its name, then its input, expected and got, a field each
             if not v.not_implemented:
-                message += " | " + text(messages.ALSO_FAILING, lang).format(titles=text(messages.LIST_SEPARATOR, lang).join(
-                    [_failed_name(v.check, lang), *(" ".join(d.split()) for d in v.detail)]))
+                message += " | " + text(messages.ALSO_FAILING, lang).format(titles=_failed_name(v.check, lang))
+                message += "".join(f" |   {' '.join(d.split())}" for d in v.detail)  # indented under its name
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:

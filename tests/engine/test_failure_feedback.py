@@ -139,8 +139,12 @@ def test_nbgrader_feedback(graded):
     said = nbgrader_glue.verdict_lines(f"{TODO}: {r.todos[0].message}", "❌")
     assert_feedback_fits_the_failure(said, lang)
     lines = said.splitlines()
-    also = [line for line in lines if text(messages.ALSO_FAILING, lang).split("{")[0].strip() in line]
-    assert any(field(messages.GOT, lang, "2") in flat(line) for line in also), lines  # on the other check's own line
+    other = next(i for i, line in enumerate(lines) if flat(check_title(_check(OTHER), lang)) in flat(line))
+    assert text(messages.ALSO_FAILING, lang).split("{")[0].strip() in lines[other], lines[other]
+    # its fields follow on lines of their own, indented under its name
+    assert field(messages.GOT, lang, "2") in [flat(line) for line in lines[other + 1:other + 5]], lines
+    assert all(line.startswith("     ") for line in lines[other + 1:other + 4]), lines[other:other + 4]
+    assert all(len(line) < 250 for line in lines), max(lines, key=len)
 
 
 @pytest.mark.parametrize("lang", LANGS)
