@@ -18,13 +18,6 @@ from autograder.core import layout
 from autograder.learner.docstrings import COURSE_PACKAGES, MARK, doc_part, localize_module
 from tests.course.test_chinese_edition import english_sentences
 
-# Given names whose docstrings are not bilingual yet (issue 42: stage 7's serving code, which another
-# change is rewriting): each is expected to fail (strictly: once one is translated, take it off).
-NOT_YET: dict[str, set[str | None]] = {
-    "workbook.serving": {"ServingEngine", "ServingPool", "compare_outputs", "warm_up"},
-    "workbook.serving_workloads": {None},  # imported as a module
-}
-
 
 def imported_names() -> list[tuple[str, str | None]]:
     """``(module, name)`` of every course name a built Chinese notebook imports, given code and the
@@ -96,9 +89,7 @@ def _cases() -> list:
         if _course_object(_resolve(module, name)) is None:
             continue
         label = f"{module}:{name}" if name else module
-        marks = [pytest.mark.xfail(strict=True, reason="docstrings not bilingual yet")] \
-            if name in NOT_YET.get(module, ()) else []
-        cases.append(pytest.param(module, name, id=label, marks=marks))
+        cases.append(pytest.param(module, name, id=label))
     return cases
 
 
