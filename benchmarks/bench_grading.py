@@ -8,7 +8,8 @@ Per stage it prints seconds and CPU-seconds per submission and the cores kept bu
 machine's busy time over the run (from ``/proc/stat``: every process, so run it on a quiet machine)
 and the contender's own, i.e. its whole process tree's (each contender runs under
 ``benchmarks/reap.py``, which reaps every grading child: right on a shared machine too); the ratios
-to plain nbgrader and of each nbgrader path to the CLI (time and own CPU), whether the CLI's and the
+to plain nbgrader and of each nbgrader path to the CLI (time and own CPU), each nbgrader path's extra
+CPU over the CLI split into nbgrader's own import (measured alone) and the rest, whether the CLI's and the
 gradebook's per-TODO points agree after each nbgrader path, then where one grading child's CPU goes (interpreter start, the sandbox's set-up, the
 harness's and the stage's imports, the learner's cells, the checks), and the projected time for
 1,000 and 10,000 submissions on 2, 16 and 64 cores (CPU-seconds per submission × submissions ÷ cores,
@@ -338,6 +339,10 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
     out["agree"] = all(agree)
     if plain:
         out["plain"], out["errors"]["plain"] = timed(nbgrader_plain)
+    # nbgrader's own import, once per run (its Jupyter server extensions included): the part of the
+    # nbgrader paths' extra over the CLI that no configuration of this course can remove
+    out["nbgrader_import"] = _rusage_of([sys.executable, "-c", "import nbgrader.apps.nbgraderapp"]) - \
+        _rusage_of([sys.executable, "-c", "pass"])
     out["isolation"] = graded["isolation"]["description"]
     why = forkclient.usable(isolation.select("best"))
     out["phases"] = [child_phases(honest, forked=False), *([child_phases(honest, forked=True)] if why is None else [])]
@@ -361,6 +366,12 @@ def report(sid: str, r: dict) -> None:
     for key, name in (("nbgrader", "nbgrader autograde"), ("early", "python -m autograder autograde")):
         own = r[key].own / r["cli"].own if r["cli"].own else 0.0
         print(f"  {name} / CLI: {r[key].wall / r['cli'].wall:5.2f}x the CLI's time, {own:5.2f}x its own CPU")
+    imp = r["nbgrader_import"]
+    for key, name in (("nbgrader", "nbgrader autograde"), ("early", "python -m autograder autograde")):
+        extra = r[key].own - r["cli"].own
+        print(f"  {name}: {extra / n:6.3f} CPU-s per submission over the CLI's own = nbgrader's import "
+              f"{imp / n:6.3f} (its {imp:.2f} CPU-s once per run) + per notebook {(extra - imp) / n:6.3f} "
+              f"(nbgrader's conversion: read, preprocessors, gradebook, write; and the course's glue)")
     print(f"  CLI and gradebook per-TODO points agree (after each nbgrader path): {r['agree']}")
     for name, err in r["errors"].items():
         if err:

@@ -20,6 +20,7 @@ from autograder.isolation import levels as isolation
 
 EXIT_NO_ISOLATION = 3
 EXIT_NOT_EARNED = 4  # --exit-code: a graded TODO did not earn the points asked for
+EXIT_TEMPLATE_CHANGED = 5  # --classroom: the repository's grading files are not the template's
 
 
 def _language_of(path: Path) -> str:
@@ -58,6 +59,16 @@ def _grade(args: argparse.Namespace) -> int:
                   f"assignment 03_block_pool)", file=sys.stderr)
             return 2
         args.stage = named
+    if args.classroom is not None:  # a GitHub Classroom step: grade only from the template's own files
+        from autograder.integrations import classroom
+
+        if args.stage is None or args.grading is None:
+            print("--classroom needs --stage and --grading (the template's)", file=sys.stderr)
+            return 2
+        changed = classroom.template_differences(Path.cwd(), args.stage, args.classroom, args.grading)
+        if changed:
+            print(classroom.refusal(changed))
+            return EXIT_TEMPLATE_CHANGED
     files = expand(args.paths)
     if not files:
         print(f"no notebooks found in {' '.join(map(reports.shown_path, args.paths))}", file=sys.stderr)
@@ -135,6 +146,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"exit {EXIT_NOT_EARNED} unless every graded TODO earned all its points (or --min-points)")
     g.add_argument("--min-points", type=float, default=None, metavar="P",
                    help="with --exit-code: the points each graded TODO must earn (partial credit, one step per point)")
+    g.add_argument("--classroom", choices=LANGUAGES, default=None, metavar="EDITION",
+                   help="grade only if the repository here holds the GitHub Classroom template's grading files "
+                        "for --stage, --grading and this edition, byte for byte (its workflow's steps pass it)")
     g.add_argument("--gradescope", metavar="RESULTS_JSON", help="also write Gradescope's results.json (one submission)")
     g.add_argument("--csv", metavar="FILE", help="write a per-student, per-TODO CSV")
     g.add_argument("--summary-json", metavar="FILE", help="write a per-TODO summary as JSON")

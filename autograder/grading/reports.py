@@ -81,15 +81,34 @@ def table(results: list[SubmissionResult], iso: Isolation, lang: str | None = No
     return "\n".join(lines)
 
 
+def student_of(name: str) -> str:
+    """Who handed in the file ``name`` (a path as the grader reports it): the nearest folder above it
+    that is not an assignment's (``alice/01_prefix_match/01_prefix_match.ipynb``, ``class/alice/
+    01_prefix_match copy.ipynb``: alice) when the file is named after a stage's notebook; else the
+    file's own name (``class/alice.ipynb``: alice)."""
+    from pathlib import PurePath
+
+    from autograder.core import layout
+
+    parts = PurePath(name).parts
+    stem = PurePath(name).stem
+    if layout.stage_of_notebook(stem) is None:
+        return stem or name
+    folders = [f for f in parts[:-1] if layout.stage_of_notebook(f) is None]
+    return folders[-1] if folders else stem
+
+
 def write_csv(results: list[SubmissionResult], path: Path, iso: Isolation) -> None:
+    """One row per file handed in, its student first (:func:`student_of`: a spreadsheet sorts and
+    joins on that column), then the file that row grades."""
     todo_ids = list(dict.fromkeys(t.id for r in results for t in r.todos))
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["path", "stage", "score", "max_score", *todo_ids, "error", "isolation"])
+        w.writerow(["student", "path", "stage", "score", "max_score", *todo_ids, "error", "isolation"])
         for r in results:
             pts = {t.id: t.points for t in r.todos}
-            row = [shown_path(r.path), r.stage or "", r.score, r.max_score, *[pts.get(i, "") for i in todo_ids],
-                   r.error or "; ".join(r.warnings), iso.level]
+            row = [student_of(r.path), shown_path(r.path), r.stage or "", r.score, r.max_score,
+                   *[pts.get(i, "") for i in todo_ids], r.error or "; ".join(r.warnings), iso.level]
             w.writerow([safetext.csv_cell(x) for x in row])
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core.i18n import text
-from autograder.grading.reports import shown_path
+from autograder.grading.reports import shown_path, student_of
 
 TOP = 12  # rows in the "failed most often" tables
 
@@ -48,23 +48,6 @@ class Entry:
 
     def __post_init__(self) -> None:
         self.student = self.student or student_of(self.name)
-
-
-def student_of(name: str) -> str:
-    """Who handed in the file ``name`` (a path as the grader reports it): the nearest folder above it
-    that is not an assignment's (``alice/01_prefix_match/01_prefix_match.ipynb``, ``class/alice/
-    01_prefix_match copy.ipynb``: alice) when the file is named after a stage's notebook; else the
-    file's own name (``class/alice.ipynb``: alice)."""
-    from pathlib import PurePath
-
-    from autograder.core import layout
-
-    parts = PurePath(name).parts
-    stem = PurePath(name).stem
-    if layout.stage_of_notebook(stem) is None:
-        return stem or name
-    folders = [f for f in parts[:-1] if layout.stage_of_notebook(f) is None]
-    return folders[-1] if folders else stem
 
 
 @dataclass

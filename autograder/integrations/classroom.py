@@ -34,12 +34,25 @@ first step's installs anything, before any learner code has run; a later step's 
 environment ready and ends with shell built-ins alone. What this cannot stop on such a runner is
 learner code changing files (the environment itself, the workflow's checkout): there, as everywhere
 learner code runs unconfined, only kernel isolation is a boundary.
+
+The student owns the repository, so the grading files in it (:data:`GRADING_FILES`, and whatever else
+lies in :data:`GRADING_FOLDERS`) are checked before they are trusted, against a copy the student
+cannot change: every step's setup-command runs the setup script only when its SHA-256 is the one the
+workflow names, and the grader (installed from the instructor's sources, never from the student's
+repository) writes the template again from that installed course and refuses to grade, with a score
+of 0 and a message in both languages, unless the repository's grading files are byte for byte the
+template's (:func:`template_differences`). The workflow names these checks itself, so they catch an
+edit that leaves the grading steps in place (the setup script, a planted file, a step's score or
+options); an edit that takes the grader out of a step cannot be caught from inside the workflow: that
+is what GitHub Classroom's protected file paths report to the instructor.
 """
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -48,7 +61,7 @@ import nbformat
 
 from autograder.core import layout, pysource
 from autograder.core.course import Course, load_course
-from autograder.core.i18n import L, text
+from autograder.core.i18n import LANGUAGES, L, text
 from autograder.core.spec import Stage, load_stage
 
 #: The course's environment: in the job's temporary folder, named through the ``runner`` context, which
@@ -60,9 +73,33 @@ PYTHON = f'"{VENV}/bin/python"'
 #: ``PCW_*``, the runner's file-command paths) reaches it; ``python -I`` ignores ``PYTHON*`` as well.
 GRADER_ENV = "/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8"
 SETUP = ".github/classroom/setup.sh"
-#: Every step's setup-command: the shell by its path (``PATH`` may have been set by an earlier step).
-SETUP_COMMAND = f'/bin/sh {SETUP} "{VENV}"'
 WORKFLOW = ".github/workflows/classroom.yml"
+#: The template's files that decide what grades: each must be in the student's repository as the
+#: template has it, or nothing is graded.
+GRADING_FILES = (WORKFLOW, SETUP)
+#: The folders of those files: any other file in them (another workflow, a planted script) is refused.
+GRADING_FOLDERS = (".github/workflows", ".github/classroom")
+#: What refuses to grade says: both languages, since the edition of a changed repository is unknown.
+TEMPLATE_CHANGED = L(
+    "Not graded (0 points): these files of this repository are not the assignment template's: {files}. "
+    "They decide what grades, so nothing is graded until they are the template's again: restore them (for "
+    "example `git checkout FIRST-COMMIT -- .github`, and delete any file you added there), commit and push. "
+    "Your instructor sees this message in the grading log.",
+    "未评分（0 分）：本仓库的这些文件与作业模板不一致：{files}。它们决定评分，所以在恢复成模板的样子之前不会评分："
+    "请恢复它们（例如 `git checkout 第一个提交 -- .github`，并删掉你在那里新加的文件），再提交并 push。"
+    "老师在评分日志里也能看到这条消息。")
+_KIND = {"changed": L("{path} (changed)", "{path}（被修改）"), "missing": L("{path} (missing)", "{path}（缺失）"),
+         "added": L("{path} (added)", "{path}（新增）")}
+
+
+def setup_command(setup: str) -> str:
+    """Every step's setup-command: it runs the setup script only when the script's SHA-256 is the one
+    written here (the shell and ``sha256sum`` by their paths: ``PATH`` may have been set by an earlier
+    step), else says why in both languages and fails the step."""
+    digest = hashlib.sha256(setup.encode("utf-8")).hexdigest()
+    say = " ".join(text(TEMPLATE_CHANGED, lang).format(files=SETUP) for lang in LANGUAGES)
+    return (f"if echo '{digest}  {SETUP}' | /usr/bin/sha256sum --check --status; "
+            f'then /bin/sh {SETUP} "{VENV}"; else echo {_sh_quote(say)}; exit 1; fi')
 
 
 @dataclass(frozen=True)
@@ -145,8 +182,9 @@ fetch_path() {  # a folder on this machine
 
 
 def setup_script(stage_id: str, course: Course) -> str:
-    """The POSIX sh script every step's setup-command runs: install once, then only say it is ready."""
-    build = _build_id(stage_id)
+    """The POSIX sh script every step's setup-command runs: install once, then only say it is ready.
+    Nothing in it changes with a stage's checks or words (the folder is the job's own, emptied for each
+    job): a fixed check leaves the template, and so every student's copy of it, valid."""
     tries = "\n".join(f"try_source {_sh_quote(s)} {_fetch_command(s)}" for s in course.sources)
     torch = ""
     if needs_torch(stage_id):
@@ -162,7 +200,7 @@ def setup_script(stage_id: str, course: Course) -> str:
 # torch keeps it. Sources: course.toml's [install].
 set -u
 V="${{1:?usage: setup.sh ENVIRONMENT-FOLDER}}"
-READY="$V/ready-{build}"
+READY="$V/ready"
 [ -f "$READY" ] && exit 0
 if [ ! -x "$V/bin/python" ]; then
   python3 -m venv --system-site-packages "$V" || exit 1
@@ -188,21 +226,16 @@ def _sh_quote(s: str) -> str:
     return "'" + s.replace("'", "'\"'\"'") + "'"
 
 
-def _build_id(stage_id: str) -> str:
-    from autograder.learner.runtime import stage_build_id
-
-    return stage_build_id(stage_id)
-
-
 _POINT = L("point {k}/{p}", "第 {k}/{p} 分")
 
 
 def steps(stage: Stage, notebook: str, grading: str, lang: str, timeout_min: int) -> list[Step]:
-    """The grading steps of ``stage`` for the student's ``notebook`` (see the module's docstring)."""
+    """The grading steps of ``stage`` for the student's ``notebook`` (see the module's docstring).
+    Each grades only if the repository's grading files are the template's (``--classroom``)."""
     out = []
     for t in stage.todos:
         base = f"{GRADER_ENV} {PYTHON} -I -m autograder grade {_sh_quote(notebook)} --stage {stage.id} --todo {t.id} " \
-               f"--format learner " \
+               f"--format learner --classroom {lang} " \
                f"--exit-code --grading {grading} --no-require-isolation --no-progress"
         name = f"TODO {t.number} · {t.id} · {text(t.title, lang)}"
         sid = t.id.replace(".", "_").replace("__", "_")
@@ -224,6 +257,7 @@ def workflow(stage: Stage, notebook: str, grading: str, lang: str, token_secret:
              course: Course | None = None) -> str:
     """``.github/workflows/classroom.yml`` for ``stage``."""
     course = course or load_course()
+    setup = setup_command(setup_script(stage.id, course))
     torch = needs_torch(stage.id)
     # minutes per step: the first step's setup installs the course (and torch where needed); grading
     # one TODO takes seconds, bounded by the stage's time limit per child
@@ -263,7 +297,7 @@ def workflow(stage: Stage, notebook: str, grading: str, lang: str, token_secret:
             "        uses: classroom-resources/autograding-command-grader@v1",
             "        with:",
             f"          test-name: {_q(s.test_name)}",
-            f"          setup-command: {_q(SETUP_COMMAND)}",
+            f"          setup-command: {_q(setup)}",
             f"          command: {_q(s.command)}",
             f"          timeout: {s.timeout_min}",
             f"          max-score: {s.max_score}",
@@ -310,7 +344,9 @@ report for its TODO, in the same words as `check()`: ✅ or ❌ per check, the p
 the hint of a failed check. The last step (**Autograding Reporter**) adds up the points; the total
 is what your instructor sees. Fix, push again, and a new run grades the new version.
 
-Do not change the files under `.github/`: your instructor sees every change to them.
+Do not change the files under `.github/`: they grade your work. Each grading step first checks them
+against the assignment's template and, if they differ, grades nothing (0 points) and says which files
+differ. Every change to them also stays in your repository's history, which your instructor can read.
 """,
     """# {title}
 
@@ -339,7 +375,8 @@ Do not change the files under `.github/`: your instructor sees every change to t
 用的是和 `check()` 一样的说法：每个检查的 ✅ 或 ❌、得到的分数、未通过的检查的提示。
 最后一步（**Autograding Reporter**）汇总分数，这个总分就是老师看到的分数。改好后再 push，新的运行会重新评分。
 
-不要修改 `.github/` 下的文件：老师能看到对它们的每一处改动。
+不要修改 `.github/` 下的文件：评分靠的就是它们。每个评分步骤都会先把它们和作业模板对比，不一致就不评分（0 分），
+并说明是哪些文件不一致。对它们的每一处改动也都留在你仓库的提交历史里，老师可以查看。
 """)
 _STEPS = {
     "all-or-nothing": L("It has one step per TODO, worth that TODO's points ({total} in all): a step earns "
@@ -377,7 +414,6 @@ def write_template(stage_id: str, dest: Path, lang: str = "en", grading: str | N
         raise ValueError(f"{stage_id} has no {lang} edition (editions: {', '.join(files.languages)})")
     if not files.learner(lang).is_file():
         raise FileNotFoundError(f"{layout.rel(files.learner(lang))} is missing: run `python -m autograder build`")
-    stage = load_stage(stage_id, hidden=False)
     notebook = files.learner(lang).name
     dest.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(files.learner(lang), as_version=4)
@@ -385,14 +421,89 @@ def write_template(stage_id: str, dest: Path, lang: str = "en", grading: str | N
         nb.cells[0].source = text(_NOTICE, lang)  # the badges open the course's copy, not the student's
     written = {dest / notebook: None}
     nbformat.write(nb, dest / notebook)
-    out = {
-        dest / "README.md": student_readme(stage, notebook, grading, lang),
-        dest / WORKFLOW: workflow(stage, notebook, grading, lang, token_secret, course),
-        dest / SETUP: setup_script(stage_id, course),
-        dest / ".gitignore": ".ipynb_checkpoints/\n__pycache__/\n.pcw_progress.json\n",
-    }
-    for path, body in out.items():
+    for name, body in template_files(stage_id, lang, grading, token_secret, course).items():
+        path = dest / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(body, encoding="utf-8")
+        path.write_text(body, encoding="utf-8", newline="\n")  # the digests are of these bytes, on any OS
         written[path] = None
     return list(written)
+
+
+def template_files(stage_id: str, lang: str, grading: str, token_secret: str = "",
+                   course: Course | None = None) -> dict[str, str]:
+    """The template's files besides the notebook, by path in the repository: what
+    :func:`write_template` writes, and what :func:`template_differences` compares against."""
+    course = course or load_course()
+    stage = load_stage(stage_id, hidden=False)
+    notebook = layout.stage_files(stage_id).learner(lang).name
+    return {
+        "README.md": student_readme(stage, notebook, grading, lang),
+        WORKFLOW: workflow(stage, notebook, grading, lang, token_secret, course),
+        SETUP: setup_script(stage_id, course),
+        ".gitignore": ".ipynb_checkpoints/\n__pycache__/\n.pcw_progress.json\n",
+    }
+
+
+@dataclass(frozen=True)
+class TemplateDifference:
+    """A grading file of a student's repository that is not the template's. Invariants: ``path`` is
+    POSIX and relative to the repository's root, inside :data:`GRADING_FOLDERS`; ``kind`` is
+    ``changed`` (other bytes, or not a regular file), ``missing`` or ``added``."""
+
+    path: str
+    kind: str
+
+    def describe(self, lang: str) -> str:
+        return text(_KIND[self.kind], lang).format(path=self.path)
+
+
+def template_differences(repo: Path, stage_id: str, lang: str, grading: str,
+                         course: Course | None = None) -> list[TemplateDifference]:
+    """How ``repo``'s grading files differ from those of the template this (installed) course writes
+    for the stage, edition and grading mode; empty when they are the template's. The token secret's
+    name is the one the repository's workflow names, if any: it is the instructor's choice, and a
+    workflow that names another is still compared byte for byte."""
+    course = course or load_course()
+    body = _read_regular(repo / WORKFLOW)
+    named = re.findall(r"secrets\.([A-Za-z_][A-Za-z0-9_]*)", body.decode("utf-8", "replace")) if body else []
+    fewest: list[TemplateDifference] | None = None
+    for secret in dict.fromkeys([*named, ""]):
+        expected = template_files(stage_id, lang, grading, secret, course)
+        found = _compare(repo, {p: expected[p].encode("utf-8") for p in GRADING_FILES})
+        if not found:
+            return []
+        fewest = found if fewest is None or len(found) < len(fewest) else fewest
+    return fewest or []  # what differs from the template nearest the repository's
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file (never through a link), or None."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def _compare(repo: Path, expected: dict[str, bytes]) -> list[TemplateDifference]:
+    out = []
+    for name, body in expected.items():
+        path = repo / name
+        if not path.exists() and not path.is_symlink():
+            out.append(TemplateDifference(name, "missing"))
+        elif _read_regular(path) != body:
+            out.append(TemplateDifference(name, "changed"))
+    for folder in GRADING_FOLDERS:
+        top = repo / folder
+        if top.is_symlink() or top.parent.is_symlink():  # the folder or .github itself a link
+            out.append(TemplateDifference(folder, "changed"))
+            continue
+        for path in sorted(top.rglob("*")) if top.is_dir() else []:
+            name = path.relative_to(repo).as_posix()
+            if name not in expected and (path.is_symlink() or not path.is_dir()):
+                out.append(TemplateDifference(name, "added"))
+    return out
+
+
+def refusal(differences: list[TemplateDifference]) -> str:
+    """What a step refusing to grade prints: in both languages, each naming the files."""
+    return "\n".join(text(TEMPLATE_CHANGED, lang).format(files=", ".join(d.describe(lang) for d in differences))
+                     for lang in LANGUAGES)

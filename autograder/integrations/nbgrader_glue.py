@@ -20,7 +20,7 @@ the released name nbgrader's converter needs, and :class:`IsolatedGrade` grades 
 """
 from __future__ import annotations
 
-import copy
+import functools
 import json
 import os
 import shutil
@@ -151,12 +151,16 @@ class IsolatedGrade(NbGraderPreprocessor):
 class ReleaseAwareOverwriteCells(OverwriteCells):
     """nbgrader's ``OverwriteCells``, silent about the one difference every untouched submission has:
     a locked test cell as released, i.e. with its hidden tests stripped. Every other change to a locked
-    cell is still reported and undone, exactly as nbgrader does."""
+    cell is still undone, exactly as nbgrader does, and reported with the student, the notebook and the
+    cell it concerns (nbgrader's own line names the cell only, and a checksum nobody reads)."""
 
     _released: str | None = None
+    _who: str = "?"
 
     def preprocess(self, nb, resources):
         self._sources = {}
+        info = resources.get("nbgrader", {})
+        self._who = f"{info.get('student', '?')}/{info.get('assignment', '?')}/{info.get('notebook', '?')}.ipynb"
         return super().preprocess(nb, resources)
 
     def _source_cell(self, grade_id, notebook_id, assignment_id):
@@ -175,10 +179,7 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
             grade_id = cell.metadata.nbgrader["grade_id"]
             if utils.is_locked(cell):
                 source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
-                release = copy.deepcopy(cell)
-                release.source = source.source
-                ClearHiddenTests()._remove_hidden_test_region(release)
-                self._released = utils.compute_checksum(release)
+                self._released = _released_checksum(cell, source.source)
         except Exception:  # noqa: BLE001 - anything unusual: nbgrader's own handling below decides
             self._released = None
         return super().preprocess_cell(cell, resources, cell_index)
@@ -186,7 +187,38 @@ class ReleaseAwareOverwriteCells(OverwriteCells):
     def report_change(self, name, attr, old, new):
         if attr == "checksum" and new is not None and new == self._released:
             return  # the released cell, untouched: nbgrader restores the hidden tests, nothing to report
-        super().report_change(name, attr, old, new)
+        what = _CHANGED_CELL.get(attr, "its {attr} changed from {old} to {new}: the released one is graded")
+        self.log.warning("%s: cell %s: %s", one_line(self._who), one_line(str(name)),
+                         what.format(attr=attr, old=old, new=new))
+
+
+@functools.lru_cache(maxsize=4096)
+def _released_checksum_of(source: str, cell_type: str, grade: bool, solution: bool, locked: bool, grade_id: str,
+                          points: str | None) -> str:
+    release = nbformat.from_dict({"cell_type": cell_type, "source": source, "metadata": {"nbgrader": {
+        "grade": grade, "solution": solution, "locked": locked, "grade_id": grade_id,
+        **({"points": points} if points is not None else {})}}})
+    ClearHiddenTests()._remove_hidden_test_region(release)
+    return utils.compute_checksum(release)
+
+
+def _released_checksum(cell, source: str) -> str:
+    """nbgrader's checksum of ``cell`` as released: the gradebook's ``source``, hidden tests stripped,
+    with the cell's own type and flags (all the checksum reads). Every student's copy of a cell has the
+    same answer: it is computed once per run, not once per student."""
+    meta = cell.metadata.nbgrader
+    points = str(float(meta["points"])) if utils.is_grade(cell) else None
+    return _released_checksum_of(source, cell.cell_type, utils.is_grade(cell), utils.is_solution(cell),
+                                 utils.is_locked(cell), meta["grade_id"], points)
+
+
+#: What the student changed in a cell nbgrader restores (its ``report_change`` attributes), for the log.
+_CHANGED_CELL = {
+    "checksum": "the student edited this read-only cell: it is graded as released, without the edit",
+    "cell_type": "the student changed this cell from {old} to {new}: it is graded as a {old} cell",
+    "locked": "the student unlocked this read-only cell: it is graded as released",
+    "points": "the student changed this cell's points from {old:g} to {new:g}: it is worth {old:g}",
+}
 
 
 #: released notebook path in ``submitted/`` (absolute, as nbgrader names it) -> the renamed file handed
@@ -473,7 +505,10 @@ from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, Deduplicat
                                     OverwriteKernelspec, SaveAutoGrades)
 from autograder.integrations.nbgrader_glue import (CheckCellMetadataOnce, HideHiddenTestCode, IsolatedGrade,
                                      ReadableFeedback, ReleaseAwareOverwriteCells, SubmittedUnderReleasedName,
-                                     find_renamed_notebooks)
+                                     add_submissions_without_autoflush, find_renamed_notebooks)
+
+# The gradebook records a new submission without SQLAlchemy's warnings about it (see the function).
+add_submissions_without_autoflush()
 
 c = get_config()
 c.CourseDirectory.course_id = "prefix-cache-workbook"
@@ -575,6 +610,31 @@ def share_gradebook_engines() -> None:
     api.create_engine = shared
     api.Base.metadata.create_all = create_all_once
     api.inspect = inspect_known
+
+
+def add_submissions_without_autoflush() -> None:
+    """Make nbgrader's ``Gradebook.add_submission`` build a submission with the session's autoflush off.
+
+    It builds the submission, its notebooks, grades and comments as objects outside the session, and
+    adds them all at its end; on the way it reads the assignment's notebooks and cells, and each read
+    flushes the session first. Under SQLAlchemy 2 that flush finds the new objects hanging off the
+    student and the assignment, not yet added, and warns about each (``SAWarning: Object of type
+    <SubmittedAssignment> not in session ...``: six lines per student in every autograde log, none of
+    them the instructor's business). Nothing is pending before the final add, so no read needs that
+    flush: without it the gradebook holds the same rows, and the log only what concerns the class."""
+    import nbgrader.api as api
+
+    original = api.Gradebook.add_submission
+    if getattr(original, "pcw_no_autoflush", False):
+        return
+
+    @functools.wraps(original)
+    def add_submission(self, assignment, student, **kwargs):
+        with self.db.no_autoflush:
+            return original(self, assignment, student, **kwargs)
+
+    add_submission.pcw_no_autoflush = True  # type: ignore[attr-defined]
+    api.Gradebook.add_submission = add_submission
 
 
 def release_helpers() -> list[str]:

@@ -192,3 +192,22 @@ def test_the_embedded_font_covers_every_chinese_character_on_the_page(tmp_path):
                                        (f"{A1}.ipynb", A1)])
 def test_student_of_reads_the_usual_class_layouts(path, who):
     assert student_of(path) == who
+
+
+def test_the_grade_csv_names_the_student_in_its_first_column(tmp_path):
+    """The CLI's CSV (`grade --csv`) starts each row with the student, the same student the class report
+    names, then the file it grades: one clear id to sort and join on."""
+    import csv
+
+    from autograder.core.results import SubmissionResult
+    from autograder.grading import reports
+    from autograder.isolation.levels import select
+
+    paths = [str(tmp_path / "submitted" / "alice" / A1 / f"{A1}.ipynb"), str(tmp_path / "class" / "bob.ipynb"),
+             str(tmp_path / "class" / "carol" / f"{A1} copy.ipynb")]
+    results = [SubmissionResult(p, "s01") for p in paths]
+    reports.write_csv(results, tmp_path / "g.csv", select("in-process"))
+    rows = list(csv.reader((tmp_path / "g.csv").open(encoding="utf-8")))
+    assert rows[0][:2] == ["student", "path"]
+    assert [r[0] for r in rows[1:]] == ["alice", "bob", "carol"] == [student_of(p) for p in paths]
+    assert [r[1] for r in rows[1:]] == [reports.shown_path(p) for p in paths]

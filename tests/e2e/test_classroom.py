@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import yaml
 
 from autograder.core import layout
 from autograder.core.spec import load_stage
-from autograder.integrations.classroom import SETUP, SETUP_COMMAND, WORKFLOW, needs_torch
+from autograder.integrations.classroom import SETUP, WORKFLOW, needs_torch, setup_command
 from tests.conftest import ROOT
 from tests.support.machine import scaled
 from tests.support.variants import variant_notebook
@@ -47,15 +48,19 @@ RUNNER_TEMP = "${{ runner.temp }}"
 
 def installed_environment(runner_temp: Path, template: Path) -> Path:
     """What the first step's setup leaves in the job's temporary folder, made without the network: a
-    virtual environment whose interpreter and packages are this test run's, marked ready."""
+    virtual environment whose interpreter and packages are this test run's, marked ready. The course
+    it imports is this checkout (first on its path), whatever copy the test run's environment installed."""
     venv = runner_temp / "pcw-classroom"
     if not venv.exists():
         (venv / "bin").mkdir(parents=True)
         shutil.copy(Path(sys.prefix) / "pyvenv.cfg", venv / "pyvenv.cfg")
         (venv / "bin" / "python").symlink_to(sys.executable)
-        (venv / "lib").symlink_to(Path(sys.prefix) / "lib")
-    build = (template / SETUP).read_text().split("ready-", 1)[1].split('"', 1)[0]
-    (venv / f"ready-{build}").touch()
+        packages = sysconfig.get_path("purelib")
+        site = venv / Path(packages).relative_to(sys.prefix)
+        site.mkdir(parents=True)
+        (site / "pcw-checkout.pth").write_text(f"{ROOT}\n{packages}\n", encoding="utf-8")
+    assert 'READY="$V/ready"' in (template / SETUP).read_text()
+    (venv / "ready").touch()
     return venv
 
 
@@ -83,11 +88,13 @@ def test_workflow_has_one_step_per_todo_and_a_reporter(tmp_path, edition):
         w = s["with"]
         assert set(w) == {"test-name", "setup-command", "command", "timeout", "max-score"}
         assert todo.id in w["test-name"] and f"--todo {todo.id} " in w["command"] and w["timeout"] >= 1
-        assert w["setup-command"] == SETUP_COMMAND and "--exit-code" in w["command"] and " -I " in w["command"]
+        assert w["setup-command"] == setup_command((t / SETUP).read_text(encoding="utf-8"))
+        assert "--exit-code" in w["command"] and " -I " in w["command"] and f"--classroom {edition} " in w["command"]
         # nothing an earlier step can set decides what grades: the shell expands no variable, the grader
         # starts from an empty environment, the interpreter's folder comes from the runner's context
         assert "$" not in w["command"].replace(RUNNER_TEMP, "") and "$" not in w["setup-command"].replace(RUNNER_TEMP, "")
-        assert w["command"].startswith("/usr/bin/env -i ") and w["setup-command"].startswith("/bin/sh ")
+        assert w["command"].startswith("/usr/bin/env -i ") and "/usr/bin/sha256sum" in w["setup-command"]
+        assert f'then /bin/sh {SETUP} "{RUNNER_TEMP}/pcw-classroom"; else ' in w["setup-command"]
         assert f'"{RUNNER_TEMP}/pcw-classroom/bin/python" -I -m autograder grade ' in w["command"]
         assert "--grading all-or-nothing" in w["command"]  # never read from the student's repository
     assert reporter["uses"] == "classroom-resources/autograding-grading-reporter@v1"
@@ -273,3 +280,103 @@ def test_setup_script_grades_from_a_source_copy_that_holds_the_hidden_checks(tmp
             assert f'-e {v}/course[grader]' in (v / "pip.log").read_text()
     finally:
         server.shutdown()
+
+
+def changed_workflow(repo: Path) -> str:
+    """The first grading step made worth 100 points: an edit that keeps the grader in the step."""
+    wf = (repo / WORKFLOW).read_text(encoding="utf-8")
+    i = wf.index("max-score: ")
+    return wf[:i] + "max-score: 100" + wf[wf.index("\n", i):]
+
+
+@pytest.mark.parametrize("edit", ["workflow", "setup", "planted"])
+def test_a_step_refuses_to_grade_when_a_grading_file_is_not_the_templates(tmp_path, edit):
+    """The untouched template grades the instructor notebook (full marks); a student's edit of the
+    workflow, of the setup script, or a file added beside them scores 0 with a message in both
+    languages that names the file, however right the notebook is."""
+    template = make_template(tmp_path / "template", "s01")
+    s01 = layout.stage_files("s01")
+    shutil.copy(s01.instructor(), template / s01.learner().name)
+    runner = tmp_path / "runner"
+    if edit == "workflow":  # untouched first: the same step grades
+        assert run_step(template, grading_steps(template)[0][0], runner).returncode == 0
+    repo = tmp_path / "repo"
+    shutil.copytree(template, repo)
+    marker = tmp_path / "edited-setup-ran"
+    named = {"workflow": f"{WORKFLOW} (changed)", "setup": SETUP, "planted": ".github/classroom/check_s01.py (added)"}
+    if edit == "workflow":
+        (repo / WORKFLOW).write_text(changed_workflow(repo), encoding="utf-8")
+    elif edit == "setup":  # a setup script that would plant a grader that always passes
+        with (repo / SETUP).open("a", encoding="utf-8") as f:
+            f.write(f'echo ran > "{marker}"\n')
+    else:
+        (repo / ".github" / "classroom" / "check_s01.py").write_text("def test_nothing():\n    pass\n")
+    step = grading_steps(repo)[0][0]
+    assert step["with"]["max-score"] == (100 if edit == "workflow" else load_stage("s01").todos[0].points)
+    if edit == "setup":  # the setup-command checks the script's digest before it runs it
+        installed_environment(runner, template)
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+        setup = step["with"]["setup-command"].replace(RUNNER_TEMP, str(runner))
+        p = subprocess.run(["/bin/sh", "-c", setup], cwd=repo, env=env, capture_output=True, text=True,
+                           timeout=scaled(60))
+        assert not marker.exists()
+    else:
+        p = run_step(repo, step, runner)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "Not graded (0 points)" in p.stdout and "未评分（0 分）" in p.stdout, p.stdout + p.stderr
+    assert named[edit] in p.stdout and "graded under isolation:" not in p.stdout
+
+
+def test_the_template_check_accepts_each_edition_and_a_token_secret_and_nothing_else(tmp_path):
+    """What the grader compares a repository with is the template the installed course writes: either
+    edition, with the token secret the workflow names; a template of the other edition or grading mode
+    is refused."""
+    from autograder.integrations.classroom import template_differences
+
+    zh = make_template(tmp_path / "zh", "s01", "--edition", "zh", "--token-secret", "COURSE_READ")
+    assert template_differences(zh, "s01", "zh", "all-or-nothing") == []
+    assert [d.kind for d in template_differences(zh, "s01", "en", "all-or-nothing")] == ["changed"]
+    assert [d.kind for d in template_differences(zh, "s01", "zh", "partial")] == ["changed"]
+    (zh / SETUP).unlink()
+    (zh / SETUP).symlink_to(tmp_path / "zh" / "README.md")
+    assert [(d.path, d.kind) for d in template_differences(zh, "s01", "zh", "all-or-nothing")] == [(SETUP, "changed")]
+    (zh / SETUP).unlink()
+    assert [(d.path, d.kind) for d in template_differences(zh, "s01", "zh", "all-or-nothing")] == [(SETUP, "missing")]
+
+
+def test_a_torch_stage_installs_torch_from_the_index_course_toml_names(tmp_path):
+    """Stages that need torch install course.toml's torch version from course.toml's index (a CPU
+    wheel index keeps a runner from downloading a CUDA build); the workflow's setup-command runs exactly
+    that script (its digest), and without an index the script names no host but the course's sources.
+    Run offline: a stand-in for the venv's python has no torch and records what pip would install."""
+    import dataclasses
+    import hashlib
+    import re
+
+    from autograder.core.course import load_course
+    from autograder.integrations.classroom import setup_script, workflow
+
+    assert needs_torch("s06")
+    index = "https://wheels.example.invalid/cpu"  # a reserved name: no real host in the project
+    course = dataclasses.replace(load_course(), sources=(str(tmp_path / "course"),), gradescope_torch_index=index)
+    script = setup_script("s06", course)
+    wf = workflow(load_stage("s06", hidden=False), layout.stage_files("s06").learner().name, "all-or-nothing",
+                  "en", "", course)
+    assert hashlib.sha256(script.encode()).hexdigest() in wf and f"--index-url '{index}'" in script
+    plain = setup_script("s06", load_course())
+    assert "index-url" not in plain
+    urls = re.findall(r"[a-z+]+://[^\s'\"]+", plain)  # the sources, and the clone URLs taken from them
+    assert urls and all(any(u in s for s in load_course().sources) for u in urls), urls
+    (tmp_path / "course").mkdir()
+    v = tmp_path / "runner" / "pcw-classroom"
+    (v / "bin").mkdir(parents=True)
+    (v / "bin" / "python").write_text(  # no torch here; pip: say what it would install
+        f'#!/bin/sh\nif [ "$2" = pip ]; then echo "$*" >> "{v}/pip.log"; exit 0; fi\n'
+        '[ "$1" = -c ] && exit 1\nexit 0\n')
+    (v / "bin" / "python").chmod(0o755)
+    (tmp_path / "setup.sh").write_text(script)
+    p = subprocess.run(["sh", str(tmp_path / "setup.sh"), str(v)], env={"PATH": os.environ["PATH"]},
+                       capture_output=True, text=True, timeout=scaled(60))
+    assert p.returncode == 0, p.stdout + p.stderr
+    pip = (v / "pip.log").read_text().splitlines()
+    assert pip[-1].endswith(f"torch=={course.torch_version} --index-url {index}"), pip

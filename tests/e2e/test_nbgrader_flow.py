@@ -206,6 +206,17 @@ def _stripped(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return back
 
 
+EDITED_CELL: dict[str, str] = {}  # the grade id of the read-only cell the student "edited_test" changed
+
+
+def _test_cell_edited(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The same notebook with a line added to its first read-only test cell (nbgrader grades it as released)."""
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("locked") and c.metadata["nbgrader"].get("grade"))
+    cell.source += "\nprint('my own test')"
+    EDITED_CELL["grade_id"] = cell.metadata["nbgrader"]["grade_id"]
+    return nb
+
+
 def _output_heavy(nb: nbformat.NotebookNode, mb: int = 25) -> nbformat.NotebookNode:
     """The same notebook with ``mb`` MB of saved output (a long training log, say) in one cell."""
     cell = next(c for c in nb.cells if c.cell_type == "code")
@@ -253,7 +264,8 @@ def odd_class(tmp_path_factory):
             "renamed_zh": {f"{spaced} – 副本 (1).ipynb": correct()},
             "stripped": {f"{ASSIGNMENT}.ipynb": _stripped(correct())},
             "heavy": {f"{ASSIGNMENT}.ipynb": _output_heavy(correct())},
-            "two_copies": {f"{ASSIGNMENT} (1).ipynb": correct(), f"{ASSIGNMENT} (2).ipynb": correct()}}
+            "two_copies": {f"{ASSIGNMENT} (1).ipynb": correct(), f"{ASSIGNMENT} (2).ipynb": correct()},
+            "edited_test": {f"{ASSIGNMENT}.ipynb": _test_cell_edited(correct())}}
     for student, files in subs.items():
         d = root / "submitted" / student / ASSIGNMENT
         d.mkdir(parents=True)
@@ -301,7 +313,7 @@ def test_autograde_never_writes_into_submitted(odd_class):
         assert (root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), log[-3000:]
 
 
-@pytest.mark.parametrize("student", ["renamed", "renamed_zh", "stripped", "heavy"])
+@pytest.mark.parametrize("student", ["renamed", "renamed_zh", "stripped", "heavy", "edited_test"])
 def test_gradebook_holds_the_cli_points_for_odd_submissions(odd_class, student):
     root, handed_in, log = odd_class
     (original,) = handed_in[student]
@@ -316,7 +328,7 @@ def test_renamed_notebook_is_named_in_the_log_and_never_blames_the_instructor(od
     # nbgrader's own words come only for the student with two copies (after our line explaining it)
     sections = {part.split("'", 1)[0]: part for part in log.split("Creating/updating student with ID '")[1:]}
     blamed = {student for student, part in sections.items() if "did you forget to run 'nbgrader generate_assignment'" in part}
-    assert set(sections) == {"renamed", "renamed_zh", "stripped", "heavy", "two_copies", "linked_renamed"}
+    assert set(sections) == {"renamed", "renamed_zh", "stripped", "heavy", "two_copies", "linked_renamed", "edited_test"}
     assert blamed <= {"two_copies", "linked_renamed"}
 
 
@@ -339,3 +351,17 @@ def test_an_ambiguous_submission_is_explained_to_the_instructor(odd_class):
     assert all(sum(cli_points(p).values()) == 12 for p in handed_in["two_copies"])
     assert f"student two_copies, assignment {ASSIGNMENT}: no {ASSIGNMENT}.ipynb to grade" in log
     assert "more than one of this stage: rename the one to grade" in log
+
+
+def test_an_edited_read_only_cell_is_logged_with_the_student_and_the_cell(odd_class):
+    """nbgrader undoes a student's edit of a read-only cell; the log says whose notebook and which cell,
+    in words (nbgrader's own line names the cell only, with two checksums)."""
+    _, _, log = odd_class
+    who = f"edited_test/{ASSIGNMENT}/{ASSIGNMENT}.ipynb: cell {EDITED_CELL['grade_id']}"
+    assert f"{who}: the student edited this read-only cell: it is graded as released, without the edit" in log
+    assert "Attribute 'checksum'" not in log and log.count("read-only cell") == 1
+
+
+def test_the_autograde_log_carries_no_sqlalchemy_warning(odd_class):
+    _, _, log = odd_class
+    assert "SAWarning" not in log and "not in session" not in log

@@ -51,7 +51,8 @@ def test_grade_folder_in_nbgrader_layout_writes_csv_and_summary(tmp_path):
             "--summary-json", str(tmp_path / "s.json"), "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = (tmp_path / "g.csv").read_text().splitlines()
-    assert rows[0].startswith("path,stage,score,max_score,s01.normalize") and len(rows) == 3
+    assert rows[0].startswith("student,path,stage,score,max_score,s01.normalize") and len(rows) == 3
+    assert sorted(row.split(",", 1)[0] for row in rows[1:]) == ["alice", "bob"]  # who, first
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["per_todo"]["s01.match_prefix"]["passed"] == 1
 
