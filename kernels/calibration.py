@@ -72,6 +72,15 @@ class Calibration:
     shape in log distance; decode step: linear in batch size, then in context per request), so a
     table measured at exactly the sizes used is read exactly. ``decode_step_s`` may be empty (a
     calibration of prefills only); :meth:`decode_s` then refuses.
+
+    [zh]
+    在一台设备上、针对一种模型形状测得的速率。
+
+    不变量：每个速率都是正数（FLOP/s），每个时间都不为负（秒）；各张表以实际测过的大小为键（行数；
+    ``(queries, context)``），查表时在测过的点之间插值（GEMM 速率：log-log；逐元素运算时间：线性；
+    attention：按对数距离取最近的测过的形状；decode 步骤：先按批大小线性插值，再按每个请求的上下文长度
+    线性插值），所以正好在测过的大小上查表，读到的就是测量值本身。``decode_step_s`` 可以为空（只测了
+    prefill 的校准），这时 :meth:`decode_s` 会拒绝查询。
     """
 
     gemm_flops_per_s: dict[int, float]
@@ -98,11 +107,19 @@ class Calibration:
 
     # -- lookups used by the cost model ---------------------------------------------------------
     def gemm_rate(self, rows: int) -> float:
-        """FLOP/s of the model's linear layers with ``rows`` rows."""
+        """FLOP/s of the model's linear layers with ``rows`` rows.
+
+        [zh]
+        模型各线性层在 ``rows`` 行时的 FLOP/s。
+        """
         return _interp_loglog(self.gemm_flops_per_s, rows)
 
     def attention_rate(self, queries: int, context: int) -> float:
-        """FLOP/s of attention of ``queries`` new tokens over ``context`` keys (nearest measured shape)."""
+        """FLOP/s of attention of ``queries`` new tokens over ``context`` keys (nearest measured shape).
+
+        [zh]
+        ``queries`` 个新 token 对 ``context`` 个 key 做 attention 时的 FLOP/s（取最近的测过的形状）。
+        """
         if (queries, context) in self.attention_flops_per_s:
             return self.attention_flops_per_s[(queries, context)]
         lq, lc = math.log(queries), math.log(context)
@@ -113,14 +130,24 @@ class Calibration:
     def other_s(self, computed: int, cached: int) -> float:
         """Seconds that are neither matmul nor attention: element-wise work on ``computed`` rows,
         the fixed overhead of a forward pass, and block bookkeeping over all ``computed + cached``
-        prompt tokens (zero for a prefill that bypasses the block manager)."""
+        prompt tokens (zero for a prefill that bypasses the block manager).
+
+        [zh]
+        既不是 matmul 也不是 attention 的秒数：``computed`` 行上的逐元素运算、一次前向的固定开销，以及对全部
+        ``computed + cached`` 个提示词 token 做的块记账（绕过块管理器的 prefill 这一项为零）。
+        """
         return (_interp_linear(self.elementwise_s, computed) + self.overhead_s
                 + self.bookkeeping_s_per_token * (computed + cached))
 
     def decode_s(self, batch: int, context: float) -> float:
         """Seconds of one decode step of ``batch`` requests attending to ``context`` tokens each (on
         average): linear between the measured batch sizes at each measured context, then linear
-        between those contexts (both extended along the nearest segment)."""
+        between those contexts (both extended along the nearest segment).
+
+        [zh]
+        ``batch`` 个请求（平均每个对 ``context`` 个 token 做 attention）的一个 decode 步骤的秒数：先在每个测过的
+        上下文长度上，于测过的批大小之间线性插值，再在这些上下文长度之间线性插值（两者都沿最近的一段外推）。
+        """
         if not self.decode_step_s:
             raise ValueError(tr("this calibration measured no decode step", "这份校准没有测量 decode 步骤"))
         contexts = sorted({c for _, c in self.decode_step_s})
@@ -129,7 +156,11 @@ class Calibration:
         return _interp_linear(at, context)
 
     def without_block_manager(self) -> Calibration:
-        """The same rates for a prefill that never hashes or admits (a plain full prefill)."""
+        """The same rates for a prefill that never hashes or admits (a plain full prefill).
+
+        [zh]
+        速率不变，只是用于从不算哈希、也不做准入的 prefill（普通的完整 prefill）。
+        """
         return replace(self, bookkeeping_s_per_token=0.0)
 
     # -- construction and JSON ------------------------------------------------------------------
@@ -142,7 +173,15 @@ class Calibration:
         ``attention_s[(queries, context)]`` (one layer), ``elementwise_s[rows]`` (one forward),
         ``forward1_s`` (a whole one-token forward: its unexplained rest is the fixed overhead) and
         ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length);
-        ``decode_step_s[(batch, context)]`` is kept as measured (seconds of a whole decode step)."""
+        ``decode_step_s[(batch, context)]`` is kept as measured (seconds of a whole decode step).
+
+        [zh]
+        由测得的秒数算出速率：``gemm_s[rows]``（全部线性层）、``head_s``（一行）、
+        ``attention_s[(queries, context)]``（一层）、``elementwise_s[rows]``（一次前向）、
+        ``forward1_s``（只有一个 token 的完整前向：其中没被各项解释的部分就是固定开销）和
+        ``bookkeeping_s[提示词 token 数]``（对这样长的提示词做一次 admit + commit + release）；
+        ``decode_step_s[(batch, context)]`` 按测得的原样保存（一整个 decode 步骤的秒数）。
+        """
         tiny = 1e-12
         layers = cfg.num_hidden_layers
         cal = cls(

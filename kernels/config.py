@@ -19,6 +19,13 @@ class ModelConfig:
     Invariants (checked in ``__post_init__``): ``num_attention_heads`` is a multiple of
     ``num_key_value_heads`` (grouped-query attention), ``head_dim`` is even (RoPE rotates pairs).
     ``qkv_bias``: Qwen2 has biases on q/k/v; ``o_bias``: Llama's ``attention_bias`` puts one on o too.
+
+    [zh]
+    模型的形状；字段名与 Hugging Face 的 ``config.json`` 一致。
+
+    不变量（在 ``__post_init__`` 里检查）：``num_attention_heads`` 是 ``num_key_value_heads`` 的整数倍
+    （分组查询注意力），``head_dim`` 是偶数（RoPE 按两个一组旋转）。
+    ``qkv_bias``：Qwen2 在 q/k/v 上有偏置；``o_bias``：Llama 的 ``attention_bias`` 让 o 也带偏置。
     """
 
     vocab_size: int = 512
@@ -51,12 +58,20 @@ class ModelConfig:
     # -- presets ---------------------------------------------------------------------------------
     @classmethod
     def tiny(cls, **overrides: object) -> ModelConfig:
-        """The offline default: 2 layers, 64 wide, byte-level vocabulary; runs in milliseconds."""
+        """The offline default: 2 layers, 64 wide, byte-level vocabulary; runs in milliseconds.
+
+        [zh]
+        离线默认配置：2 层、宽 64、字节级词表；几毫秒就能跑完。
+        """
         return cls(**overrides)  # type: ignore[arg-type]
 
     @classmethod
     def qwen2_5_0_5b(cls, **overrides: object) -> ModelConfig:
-        """Qwen2.5-0.5B's dimensions (about 494M parameters with tied embeddings)."""
+        """Qwen2.5-0.5B's dimensions (about 494M parameters with tied embeddings).
+
+        [zh]
+        Qwen2.5-0.5B 的各项尺寸（共享嵌入时约 4.94 亿参数）。
+        """
         base: dict[str, object] = dict(
             vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
             num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
@@ -68,7 +83,11 @@ class ModelConfig:
     # -- Hugging Face config.json ----------------------------------------------------------------
     @classmethod
     def from_hf_dict(cls, raw: dict) -> ModelConfig:
-        """Read a Qwen2 or Llama ``config.json`` dict; unknown keys are ignored."""
+        """Read a Qwen2 or Llama ``config.json`` dict; unknown keys are ignored.
+
+        [zh]
+        读取 Qwen2 或 Llama 的 ``config.json`` 字典；不认识的键会被忽略。
+        """
         model_type = str(raw.get("model_type", "llama"))
         if model_type not in ("qwen2", "llama"):
             raise ValueError(tr(f"unsupported model_type {model_type!r} (qwen2 or llama)",
@@ -91,7 +110,11 @@ class ModelConfig:
         return cls(**kwargs)
 
     def to_hf_dict(self) -> dict:
-        """The ``config.json`` content that :meth:`from_hf_dict` reads back to an equal config."""
+        """The ``config.json`` content that :meth:`from_hf_dict` reads back to an equal config.
+
+        [zh]
+        ``config.json`` 的内容，:meth:`from_hf_dict` 读回来得到一个相等的配置。
+        """
         raw = asdict(self)
         del raw["qkv_bias"], raw["o_bias"]
         if self.model_type == "qwen2":
@@ -103,7 +126,11 @@ class ModelConfig:
         return raw
 
     def num_parameters(self) -> int:
-        """Parameter count (embeddings counted once when tied)."""
+        """Parameter count (embeddings counted once when tied).
+
+        [zh]
+        参数个数（共享嵌入时嵌入只算一次）。
+        """
         h, d = self.hidden_size, self.head_dim
         q, kv = self.num_attention_heads * d, self.num_key_value_heads * d
         attn = h * q + 2 * h * kv + q * h

@@ -23,6 +23,28 @@ stage 7's ``predict_ttft`` combines them with
 :func:`kernels.flops.prefill_flops`. The ``*_probe`` functions return zero-argument callables so
 that a benchmark can interleave them with the prefills it predicts (``benchmarks/rounds.py``), and
 :meth:`Calibration.from_seconds` turns their times into rates.
+
+[zh]
+在要预测的那台设备上校准的 prefill 成本模型：时间 = 工作量 / 测得的速率。
+
+:mod:`kernels.flops` 统计一次 prefill 的工作量；但它说不出要花多长时间，因为设备并不是以同一个速率执行
+所有种类的工作。在 CPU 上，64 行的 matmul 每读一遍权重矩阵只用于 64 行，FLOP 速率只有 4,000 行时的一小部分；
+长的因果 attention 又是另一个速率；逐元素运算和 Python 开销根本不是 FLOPs。所以本模块在给出预测的同一次
+运行里、在实际用到的大小上*测量*：
+
+- 模型自己的线性层（每层的 q、k、v、o、gate、up、down，用真实的权重张量，按前向的顺序）在给定行数下的
+  **GEMM 吞吐量**；
+- 一行上的**输出头**（prefill 只算最后一个 token 的 logits）；
+- (新 query 数, 上下文长度) 下的 **attention 吞吐量**，计时的正是 prefill 调用的那个 attention 函数（完整的
+  因果 SDPA，或同时写入新 K/V 的 paged attention）；
+- 一次前向在某个行数下的**逐元素运算秒数**（归一化、RoPE、SwiGLU 的乘积、残差、嵌入），每次前向的**固定
+  开销**（Python 和调度：只有一个 token 的前向减去已测出的各部分），以及经过块管理器的 prefill 中每个提示词
+  token 的**记账**开销（哈希、准入、提交）。
+
+:class:`Calibration`（在 :mod:`kernels.calibration` 中，不需要 torch）保存测得的速率；第 7 阶段的
+``predict_ttft`` 把它们和 :func:`kernels.flops.prefill_flops` 结合起来。``*_probe`` 函数返回无参数的可调用
+对象，这样基准测试可以把它们和要预测的 prefill 交错运行（``benchmarks/rounds.py``），
+:meth:`Calibration.from_seconds` 再把它们的时间换算成速率。
 """
 from __future__ import annotations
 
@@ -53,7 +75,11 @@ def _device_dtype(model: DecoderLM) -> tuple[torch.device, torch.dtype]:
 
 
 def gemm_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
-    """Every linear layer of ``model`` (its own weights, in forward order) on ``rows`` rows."""
+    """Every linear layer of ``model`` (its own weights, in forward order) on ``rows`` rows.
+
+    [zh]
+    在 ``rows`` 行上运行 ``model`` 的每个线性层（用它自己的权重，按前向的顺序）。
+    """
     cfg = model.config
     device, dtype = _device_dtype(model)
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -73,7 +99,11 @@ def gemm_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
 
 
 def head_probe(model: DecoderLM, seed: int = 0) -> Probe:
-    """The output head on one row."""
+    """The output head on one row.
+
+    [zh]
+    在一行上运行输出头。
+    """
     device, dtype = _device_dtype(model)
     x = torch.randn(1, model.config.hidden_size, generator=torch.Generator(device=device).manual_seed(seed),
                     device=device).to(dtype)
@@ -86,7 +116,11 @@ def head_probe(model: DecoderLM, seed: int = 0) -> Probe:
 
 
 def full_attention_probe(model: DecoderLM, tokens: int, seed: int = 0) -> Probe:
-    """One layer's causal attention of ``tokens`` tokens (the full-prefill baseline's kernel)."""
+    """One layer's causal attention of ``tokens`` tokens (the full-prefill baseline's kernel).
+
+    [zh]
+    一层对 ``tokens`` 个 token 的因果 attention（完整 prefill 这个基线所用的 kernel）。
+    """
     cfg = model.config
     device, dtype = _device_dtype(model)
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -105,7 +139,12 @@ def paged_attention_probe(model: DecoderLM, queries: int, context: int, attentio
                           write: Callable[[KVPool, int, Tensor, Tensor, Tensor], Any] | None = None,
                           block_size: int = 16, seed: int = 0) -> Probe:
     """One layer of a cached prefill's attention: write the ``queries`` new tokens' K/V (``write``,
-    e.g. stage 6's ``write_kv``), then ``attention`` over ``context`` keys through a shuffled table."""
+    e.g. stage 6's ``write_kv``), then ``attention`` over ``context`` keys through a shuffled table.
+
+    [zh]
+    带缓存的 prefill 中一层的 attention：先写入 ``queries`` 个新 token 的 K/V（``write``，例如第 6 阶段的
+    ``write_kv``），再通过一张打乱顺序的块表，用 ``attention`` 对 ``context`` 个 key 计算。
+    """
     cfg = model.config
     device, dtype = _device_dtype(model)
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -132,7 +171,12 @@ def paged_attention_probe(model: DecoderLM, queries: int, context: int, attentio
 
 def elementwise_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
     """The non-matmul work of one forward on ``rows`` rows: embedding, RoPE tables, per layer two
-    RMSNorms, RoPE on q and k, SwiGLU's product and two residual adds; the final norm of one row."""
+    RMSNorms, RoPE on q and k, SwiGLU's product and two residual adds; the final norm of one row.
+
+    [zh]
+    一次前向在 ``rows`` 行上的非 matmul 工作：嵌入、RoPE 表，每层两次 RMSNorm、对 q 和 k 做 RoPE、SwiGLU 的
+    乘积和两次残差相加；以及最后对一行做的归一化。
+    """
     cfg = model.config
     device, dtype = _device_dtype(model)
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -161,7 +205,11 @@ def elementwise_probe(model: DecoderLM, rows: int, seed: int = 0) -> Probe:
 
 
 def forward_probe(model: DecoderLM, tokens: int = 1, seed: int = 0) -> Probe:
-    """A whole full-prefill forward of ``tokens`` tokens (one token: mostly fixed overhead)."""
+    """A whole full-prefill forward of ``tokens`` tokens (one token: mostly fixed overhead).
+
+    [zh]
+    对 ``tokens`` 个 token 做一次完整 prefill 的整个前向（只有一个 token 时，主要是固定开销）。
+    """
     cfg = model.config
     device, _ = _device_dtype(model)
     ids = torch.randint(0, cfg.vocab_size, (tokens,), generator=torch.Generator(device=device).manual_seed(seed),
@@ -176,7 +224,12 @@ def forward_probe(model: DecoderLM, tokens: int = 1, seed: int = 0) -> Probe:
 
 def bookkeeping_probe(make_pool: Callable[[], Any], prompt_tokens: int, vocab: int, seed: int = 0) -> Probe:
     """Admit, commit and release a fresh prompt of ``prompt_tokens`` tokens in a block pool from
-    ``make_pool()`` (hashing every full block): the block manager's share of a cached prefill."""
+    ``make_pool()`` (hashing every full block): the block manager's share of a cached prefill.
+
+    [zh]
+    在 ``make_pool()`` 建出的块池里，对一个有 ``prompt_tokens`` 个 token 的新提示词做 admit、commit 和 release
+    （每个满块都要算哈希）：这是带缓存的 prefill 中块管理器那一份开销。
+    """
     rng = random.Random(seed)
     pool = make_pool()
     counter = iter(range(10**9))
@@ -192,7 +245,11 @@ def bookkeeping_probe(make_pool: Callable[[], Any], prompt_tokens: int, vocab: i
 
 
 def median_seconds(probe: Probe, device: torch.device | str | None, reps: int = 5) -> float:
-    """Median wall time of ``reps`` calls after one warm-up call (device work included)."""
+    """Median wall time of ``reps`` calls after one warm-up call (device work included).
+
+    [zh]
+    先预热调用一次，再调用 ``reps`` 次，返回墙钟时间的中位数（包括设备上的工作）。
+    """
     probe()
     return statistics.median(timed(probe, device)[0] for _ in range(reps))
 
@@ -208,6 +265,14 @@ def calibrate(model: DecoderLM, *, rows: Iterable[int], full_attention: Iterable
     ``attention`` function (with ``write`` before it). ``make_pool`` builds the block pool whose
     bookkeeping is measured (skipped when ``None``). Benchmarks that want the calibration to see
     the same load as the prefills it predicts interleave the probes instead (``bench_prefill.py``).
+
+    [zh]
+    测量 :class:`Calibration` 所需的全部数据，每个探针测 ``reps`` 次（取中位数）。
+
+    ``rows``：要测量的 GEMM（以及逐元素运算）的行数；``full_attention``：完整因果 attention 的 token 数；
+    ``paged_attention``：paged ``attention`` 函数的 (queries, context)（之前先调用 ``write``）。``make_pool``
+    建出要测记账开销的块池（为 ``None`` 时跳过）。想让校准承受和被预测的 prefill 相同负载的基准测试，会把探针
+    和 prefill 交错运行（``bench_prefill.py``）。
     """
     device, _ = _device_dtype(model)
     cfg = model.config

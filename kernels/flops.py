@@ -17,7 +17,11 @@ from kernels.config import ModelConfig
 
 
 def prefill_flops(cfg: ModelConfig, computed: int, cached: int = 0) -> dict[str, float]:
-    """FLOPs of prefilling ``computed`` tokens after ``cached`` reused ones, by part, plus ``total``."""
+    """FLOPs of prefilling ``computed`` tokens after ``cached`` reused ones, by part, plus ``total``.
+
+    [zh]
+    在已复用 ``cached`` 个 token 之后再 prefill ``computed`` 个 token 的 FLOPs，按部分列出，另加 ``total``。
+    """
     if computed < 1 or cached < 0:
         raise ValueError(tr("need computed >= 1 and cached >= 0", "要求 computed >= 1 且 cached >= 0"))
     h, d = cfg.hidden_size, cfg.head_dim
@@ -36,7 +40,11 @@ def prefill_flops(cfg: ModelConfig, computed: int, cached: int = 0) -> dict[str,
 
 
 def predicted_speedup(cfg: ModelConfig, prefix: int, question: int) -> float:
-    """Full prefill of ``prefix + question`` tokens over a prefill of ``question`` after a cached prefix."""
+    """Full prefill of ``prefix + question`` tokens over a prefill of ``question`` after a cached prefix.
+
+    [zh]
+    整段 ``prefix + question`` 的完整 prefill，与前缀已缓存时只 prefill ``question`` 的 FLOPs 之比。
+    """
     full = prefill_flops(cfg, prefix + question)["total"]
     cached = prefill_flops(cfg, question, prefix)["total"]
     return full / cached

@@ -34,14 +34,22 @@ PagedAttention = Callable[[Tensor, KVPool, int, "Sequence[int] | Tensor", int], 
 
 
 def full_prefill(model: DecoderLM, prompt: Sequence[int]) -> Tensor:
-    """Every prompt token through the model, SDPA causal attention; the last token's logits ``[vocab]``."""
+    """Every prompt token through the model, SDPA causal attention; the last token's logits ``[vocab]``.
+
+    [zh]
+    让提示词的每个 token 都经过模型（SDPA 因果 attention），返回最后一个 token 的 logits ``[vocab]``。
+    """
     device = next(model.parameters()).device
     with torch.no_grad():
         return model(torch.tensor(list(prompt), dtype=torch.long, device=device))
 
 
 def generate_full(model: DecoderLM, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
-    """Greedy decoding by a full prefill at every step (no cache at all): the ground truth."""
+    """Greedy decoding by a full prefill at every step (no cache at all): the ground truth.
+
+    [zh]
+    每一步都做一次完整 prefill 的贪心解码（完全不用缓存）：作为标准答案。
+    """
     seq, new = list(prompt), []
     for _ in range(max_new_tokens):
         token = int(torch.argmax(full_prefill(model, seq)))
@@ -52,7 +60,12 @@ def generate_full(model: DecoderLM, prompt: Sequence[int], max_new_tokens: int) 
 
 def pool_attention(kernel: Callable[..., Tensor]) -> PagedAttention:
     """Adapt ``kernel(q, k_cache, v_cache, block_table, offset)`` (e.g. :func:`kernels.device.paged_attention_for`'s
-    choice) to :data:`PagedAttention`."""
+    choice) to :data:`PagedAttention`.
+
+    [zh]
+    把 ``kernel(q, k_cache, v_cache, block_table, offset)``（例如 :func:`kernels.device.paged_attention_for`
+    选出的那个）适配成 :data:`PagedAttention`。
+    """
 
     def attention(q: Tensor, pool: KVPool, layer: int, block_table: Sequence[int] | Tensor, offset: int) -> Tensor:
         table = torch.as_tensor(block_table, dtype=torch.long, device=q.device)
@@ -69,6 +82,13 @@ class TTFTRow:
     over the measurement's rounds; ``max_diff`` is the largest |logit difference| between the two paths on
     the prompts both ran, and ``hit_tokens`` the fewest prefix tokens the cached path reported as hits
     (``prefix`` when it reused all).
+
+    [zh]
+    :func:`measure_ttft` 中一个缓存前缀长度的结果。
+
+    不变量：``speedup == full_s / cached_s``；``full_s`` 和 ``cached_s`` 分别是两条路径在各轮测量中的中位
+    时间；``max_diff`` 是两条路径在都跑过的提示词上 logits 差的最大绝对值，``hit_tokens`` 是带缓存的路径报告的
+    最少命中前缀 token 数（全部复用时等于 ``prefix``）。
     """
 
     prefix: int
@@ -93,6 +113,17 @@ def measure_ttft(model: DecoderLM, make_engine: Callable[[int], Any], prefixes: 
     that other work slowed more than the rest moves no median).
     Every cached answer is checked (shape, ledger); the one for the full prefill's own prompt is also
     compared with it, value by value.
+
+    [zh]
+    对每个前缀长度，测完整 prefill 的 TTFT，以及 system prompt 已缓存时 prefill 的 TTFT。
+
+    ``make_engine(prefix)`` 返回一个新引擎，它的 ``prefill(prompt)`` 返回 ``(logits, ledger)``（即笔记本里的
+    ``PagedPrefiller``）。每个前缀长度配一段 system prompt，先由第一个请求把它缓存下来；之后 ``reps`` 轮里，
+    每轮计时一次完整 prefill，前后共夹着 ``cached_per_round`` 次带缓存的 prefill（前面一次，其余在后面），
+    每个提示词都换一个新问题，计时用 :func:`kernels.timing.steady_timing` 给出的时钟。一轮里带缓存的 prefill
+    把完整的那次夹在中间，所以机器上其他工作的变化会同样拖慢两条路径；每行记录每条路径的中位时间（某一轮
+    被其他工作拖得特别慢，也不会移动中位数）。
+    每个带缓存的结果都会检查（形状、账本）；与完整 prefill 同一个提示词的那个结果，还会和它逐个数值比较。
     """
     if reps < 1 or cached_per_round < 1:
         raise ValueError(tr("reps and cached_per_round must be at least 1", "reps 和 cached_per_round 都至少为 1"))

@@ -23,14 +23,22 @@ T = TypeVar("T")
 
 
 def synchronize(device: torch.device | str | None) -> None:
-    """Wait until ``device`` has finished all queued work (a no-op on CPU)."""
+    """Wait until ``device`` has finished all queued work (a no-op on CPU).
+
+    [zh]
+    等待 ``device`` 完成所有排队的工作（在 CPU 上什么也不做）。
+    """
     if device is not None and torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def timed(fn: Callable[[], T], device: torch.device | str | None,
           clock: Callable[[], float] = time.perf_counter) -> tuple[float, T]:
-    """``(seconds, result)`` of one call of ``fn``, with the device's queued work included."""
+    """``(seconds, result)`` of one call of ``fn``, with the device's queued work included.
+
+    [zh]
+    调用一次 ``fn``，返回 ``(秒数, 结果)``，设备上排队的工作也计算在内。
+    """
     synchronize(device)
     start = clock()
     out = fn()
@@ -40,7 +48,11 @@ def timed(fn: Callable[[], T], device: torch.device | str | None,
 
 @contextlib.contextmanager
 def steady_timing(device: torch.device | str | None) -> Iterator[Callable[[], float]]:
-    """The clock to time with on ``device`` (see the module docstring); torch's thread count is restored after."""
+    """The clock to time with on ``device`` (see the module docstring); torch's thread count is restored after.
+
+    [zh]
+    在 ``device`` 上计时要用的时钟（见模块说明）；之后会恢复 torch 原来的线程数。
+    """
     if device is not None and torch.device(device).type == "cuda":
         yield time.perf_counter
         return

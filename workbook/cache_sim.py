@@ -33,6 +33,12 @@ def prehashed(pool_cls: type) -> type:
     ``admit(rid, block_ids)`` treats each id as one full block keyed by the id itself (8 bytes,
     little-endian), so a trace replays through the real pool. As in stage 3, at least one block
     per request is computed: a prompt whose ids are all cached hits all but its last block.
+
+    [zh]
+    ``pool_cls`` 的子类（块大小为 1），它的 ``admit`` 接收链式块 id。
+
+    ``admit(rid, block_ids)`` 把每个 id 当作一个满块，以 id 本身（8 字节，小端）作为 key，这样 trace 就能在
+    真实的块池上回放。和第 3 阶段一样，每个请求至少要计算一个块：id 全部已缓存的提示词，除最后一块外都命中。
     """
     cls = _PREHASHED.get(pool_cls)
     if cls is None:
@@ -59,6 +65,14 @@ class Policy:
     "pin the most used prefixes". Uses, not hits, are counted: under thrashing a popular prefix
     is evicted before every reuse and never hits, yet it is exactly the one worth pinning.
     ``min_residence > 0`` (seconds of trace time) turns the minimum residence time on.
+
+    [zh]
+    模拟块池怎样保护块。
+
+    ``max_pinned > 0`` 打开固定：一个已缓存的块被请求用过 ``pin_after_uses`` 次之后就被固定（先固定前缀），
+    直到固定的块达到 ``max_pinned`` 个为止——也就是在线版的“固定用得最多的前缀”。数的是使用次数，不是命中
+    次数：在抖动时，热门前缀每次被复用之前都已被淘汰，一次也命中不了，而它恰恰最值得固定。
+    ``min_residence > 0``（trace 时间，单位秒）打开最短驻留时间。
     """
 
     name: str = "LRU"
@@ -79,6 +93,14 @@ class SimResult:
     = fraction of requests that reused at least one cached block. ``rejected`` requests did not
     fit (``PoolFullError``: too long for the pool, or everything held by pins/residence); they
     count as all-miss and leave the pool unchanged.
+
+    [zh]
+    一次回放的计数。
+
+    ``block_hit_rate`` = 命中的块数 / 块数；``token_hit_rate`` = 命中的 token 数 / token 数（Mooncake 提示词的
+    最后一块不满，所以按 token 算时各块的权重不同）；``prefix_hit_rate`` = 至少复用了一个已缓存块的请求所占的
+    比例。``rejected`` 是装不下的请求（``PoolFullError``：对块池来说太长，或者全部块都被固定或驻留持有）；
+    它们按全部未命中计，块池保持不变。
     """
 
     policy: str
@@ -140,6 +162,13 @@ def simulate(
     hashing); ``mode="tokens"`` turns each request into tokens (:func:`~workbook.traces.request_tokens`)
     and replays them through ``pool_cls`` itself with stage 2's real hashing (slow; for
     cross-checks on small traces). The pool's clock is the trace's timestamps.
+
+    [zh]
+    在 ``pool_cls`` 块池上逐个请求回放 ``trace``（admit、commit、release）。
+
+    ``mode="keys"`` 通过 :func:`prehashed` ``(pool_cls)`` 回放链式块 id（快：不算哈希）；``mode="tokens"``
+    把每个请求变成 token（:func:`~workbook.traces.request_tokens`），用第 2 阶段真实的哈希在 ``pool_cls``
+    本身上回放（慢；用于在小 trace 上交叉核对）。块池的时钟就是 trace 的时间戳。
     """
     if mode not in ("keys", "tokens"):
         raise ValueError(tr(f"mode must be 'keys' or 'tokens', got {mode!r}",
@@ -256,6 +285,15 @@ def belady(trace: Sequence[TraceRequest], num_blocks: int) -> SimResult:
     fully cached prompt's last block as a hit, both of which a real pool cannot do. Because a
     prefix is always needed no later than its extensions, it never keeps a block without its
     prefix, so all its hits are prefix hits.
+
+    [zh]
+    离线最优（带绕过的 Belady MIN），按顺序处理 trace 的块访问。
+
+    最多保留 ``num_blocks`` 个 key；未命中时如果缓存已满，就淘汰下一次使用离现在最远的那个 key——如果新 key
+    要到更晚才会再用，就干脆不缓存它。任何只有 ``num_blocks`` 个块的在线策略，块命中数都不会比它多。它是一个
+    上界，不是一种调度：它可能丢掉正在服务的请求的块，还会把完全缓存的提示词的最后一块算作命中，这两件事真实的
+    块池都做不到。因为一个前缀总是不晚于它的延伸被用到，它从不会保留一个块而丢掉它的前缀，所以它的命中都是前缀
+    命中。
     """
     if num_blocks <= 0:
         raise ValueError(tr("num_blocks must be positive", "num_blocks 必须是正数"))

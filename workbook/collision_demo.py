@@ -41,7 +41,11 @@ class CollisionOutcome:
 
 def colliding_prompts(pair: tuple[Sequence[int], Sequence[int]], *, rest_blocks: int = 3, tail: int = 5,
                       block_size: int = 16, vocab: int = 512, seed: int = 0) -> tuple[list[int], list[int]]:
-    """Two prompts: each first block of ``pair``, then the same ``rest_blocks`` blocks and ``tail`` tokens."""
+    """Two prompts: each first block of ``pair``, then the same ``rest_blocks`` blocks and ``tail`` tokens.
+
+    [zh]
+    两个提示词：各自以 ``pair`` 中的一个块开头，后面是相同的 ``rest_blocks`` 个块和 ``tail`` 个 token。
+    """
     first, second = list(pair[0]), list(pair[1])
     if len(first) != block_size or len(second) != block_size or first == second:
         raise ValueError(tr("pair must be two different blocks of block_size tokens",
@@ -57,6 +61,11 @@ def collision_demo(model: DecoderLM, prompts: tuple[Sequence[int], Sequence[int]
 
     ``pool`` is a fresh block pool (its class decides the keys and checks); the engine is stage 6's
     :class:`PagedPrefiller` on it.
+
+    [zh]
+    先 prefill ``prompts[0]``（它会被缓存），再 prefill ``prompts[1]``；把后者与完整 prefill 的结果比较。
+
+    ``pool`` 是一个新块池（由它的类决定 key 和检查方式）；引擎是建在它上面的第 6 阶段的 :class:`PagedPrefiller`。
     """
     engine = PagedPrefiller(model, pool.num_blocks, pool.block_size, blocks=pool)
     engine.prefill(list(prompts[0]))

@@ -15,6 +15,12 @@ class ResultError(ValueError):
 
     Invariant: ``todo`` is a TODO id (``sNN.name``); ``problem`` is ``(english, chinese)``, both
     non-empty, phrased to follow "your TODO n returned ...".
+
+    [zh]
+    给定代码从 TODO ``todo`` 收到了一个违反其约定的值。
+
+    不变量：``todo`` 是 TODO 编号（``sNN.name``）；``problem`` 是 ``(英文, 中文)``，两者都不为空，措辞接在
+    “你的 TODO n 返回了……”之后。
     """
 
     def __init__(self, todo: str, en: str, zh: str) -> None:

@@ -27,6 +27,19 @@ class RadixServer:
     What the cache returns is checked before it is used (a match's and an eviction's slots, the
     count ``insert`` returns), so that a wrong answer stops with a :class:`~workbook.contract.ResultError` naming its
     TODO instead of corrupting the free list (and ``fill`` is bounded by ``capacity`` requests).
+
+    [zh]
+    一个基数树缓存和它共享的 KV 槽位，一次驱动一个请求。
+
+    对每个请求：匹配去掉最后一个 token 的提示词（prefill 至少要计算一个 token，才能得到 logits），锁住匹配到
+    的路径；空闲槽位不够时**只淘汰这个请求还缺的部分**（``batch`` > 0 时每次至少淘汰 ``batch`` 个 token），为
+    其余 token 取槽位，插入提示词，归还树没有保留的槽位，然后解锁。
+
+    不变量（由 :meth:`check` 检查）：树中的 token 数 + 空闲槽位数 == ``capacity``。
+
+    缓存返回的东西在使用之前都会先检查（匹配和淘汰给出的槽位、``insert`` 返回的个数），这样错误的答案会以一个
+    指明 TODO 的 :class:`~workbook.contract.ResultError` 停下，而不是弄乱空闲列表（``fill`` 最多服务
+    ``capacity`` 个请求）。
     """
 
     def __init__(self, cache: Any, capacity: int, *, batch: int = 0) -> None:
@@ -110,7 +123,11 @@ class RadixServer:
 
     def fill(self, stream: Iterable[Sequence[int]]) -> int:
         """Serve requests from ``stream`` until one has to evict (the cache is full from then on);
-        return how many were served."""
+        return how many were served.
+
+        [zh]
+        从 ``stream`` 取请求来服务，直到有一个请求必须淘汰为止（从那以后缓存就是满的）；返回服务了多少个请求。
+        """
         start = self.requests
         # Every request takes at least one slot, so a cache that keeps what it is given fills up
         # within ``capacity`` requests: a bound, not a loop that may never end.
@@ -126,7 +143,11 @@ class RadixServer:
         raise ValueError(tr("the stream ended before the cache filled up", "缓存还没填满，请求流就结束了"))
 
     def check(self) -> None:
-        """The cache's own invariants, and no slot lost or duplicated."""
+        """The cache's own invariants, and no slot lost or duplicated.
+
+        [zh]
+        缓存自身的不变量，以及没有槽位丢失或重复。
+        """
         self.cache.check_invariants()
         if self.cache.total_size + len(self.free) != self.capacity:
             raise AssertionError(tr("slots leaked: tree + free list != capacity", "槽位泄漏：树中槽位 + 空闲列表 != 容量"))

@@ -66,6 +66,13 @@ def snapshot(cache: Any, after: str | None = None) -> tuple[NodeSnapshot, ...]:
     ``after`` is the TODO whose operation just ran: a tree that reaches a node twice (a cycle, or a
     node filed under two parents) or a node whose tokens and slots differ in number stops with a
     :class:`~workbook.contract.ResultError` naming it, instead of a walk that never ends.
+
+    [zh]
+    ``cache`` 的每个节点（先根节点，再深度优先，兄弟节点按 key 排序）。
+
+    ``after`` 是刚刚执行了操作的那个 TODO：如果树会两次到达同一个节点（有环，或者一个节点挂在两个父节点下），
+    或者某个节点的 token 数和槽位数不同，就以一个指明这个 TODO 的 :class:`~workbook.contract.ResultError`
+    停下，而不是陷入永远走不完的遍历。
     """
     out: list[NodeSnapshot] = []
     seen: set[int] = set()
@@ -144,7 +151,11 @@ def _layout(nodes: Sequence[NodeSnapshot]) -> dict[int, tuple[float, float]]:
 
 def draw_tree(nodes: Sequence[NodeSnapshot], *, decode: Decode | None = None, title: str = "",
               touched: frozenset[int] = frozenset(), ax: Any = None) -> Any:
-    """Draw a snapshot with matplotlib; return the figure (a new one unless ``ax`` is given)."""
+    """Draw a snapshot with matplotlib; return the figure (a new one unless ``ax`` is given).
+
+    [zh]
+    用 matplotlib 画出一个快照；返回这张图（给了 ``ax`` 时画在它上面，否则新建一张）。
+    """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
@@ -214,6 +225,12 @@ class RadixView:
     Invariants: ``steps[0]`` is the tree as the view found it; ``steps[i]`` is the tree after the
     ``i``-th operation sent through the view; the widget (once built) shows ``steps[slider.value]``
     and jumps to the newest step after every operation.
+
+    [zh]
+    在缓存上执行操作，并在每次操作之后显示这棵树。
+
+    不变量：``steps[0]`` 是视图接手时的树；``steps[i]`` 是经由视图发出的第 ``i`` 个操作之后的树；控件（建好
+    之后）显示 ``steps[slider.value]``，每次操作之后跳到最新的一步。
     """
 
     def __init__(self, cache: Any, *, decode: Decode | None = None, title: str = "radix tree",
@@ -227,7 +244,11 @@ class RadixView:
 
     # -- operations ------------------------------------------------------------------------------
     def insert(self, tokens: Sequence[int], slots: Sequence[int] | None = None) -> int:
-        """``cache.insert``; without ``slots``, fresh slot ids are made up for the picture."""
+        """``cache.insert``; without ``slots``, fresh slot ids are made up for the picture.
+
+        [zh]
+        调用 ``cache.insert``；没有给 ``slots`` 时，为画图临时编出新的槽位 id。
+        """
         tokens = list(tokens)
         slots = [next(self._slots) for _ in tokens] if slots is None else list(slots)
         cached = cached_length(self.steps[-1].nodes, tokens, getattr(self.cache, "page_size", 1))
@@ -241,7 +262,11 @@ class RadixView:
         return already
 
     def match(self, tokens: Sequence[int]) -> Any:
-        """``cache.match_prefix``; returns its match (pass it to :meth:`lock`)."""
+        """``cache.match_prefix``; returns its match (pass it to :meth:`lock`).
+
+        [zh]
+        调用 ``cache.match_prefix``；返回它的匹配结果（把它传给 :meth:`lock`）。
+        """
         match = self.cache.match_prefix(list(tokens))
         slots = getattr(match, "slots", None)
         n = len(slots) if isinstance(slots, list) else "?"
@@ -296,7 +321,11 @@ class RadixView:
 
     # -- pictures ----------------------------------------------------------------------------------
     def picture(self, step: int = -1) -> Any:
-        """A matplotlib figure of one recorded step (the newest by default)."""
+        """A matplotlib figure of one recorded step (the newest by default).
+
+        [zh]
+        记录下来的某一步的 matplotlib 图（默认是最新的一步）。
+        """
         s = self.steps[step]
         index = step % len(self.steps)
         return draw_tree(s.nodes, decode=self.decode, touched=s.touched,
@@ -313,7 +342,11 @@ class RadixView:
 
     @property
     def widget(self) -> Any:
-        """The live view: picture, caption and a slider (with play button) over the history."""
+        """The live view: picture, caption and a slider (with play button) over the history.
+
+        [zh]
+        实时视图：图、说明文字，以及一个可以在历史中拖动的滑块（带播放按钮）。
+        """
         if self._widget is None:
             import ipywidgets as widgets
 

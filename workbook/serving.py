@@ -215,6 +215,13 @@ class ServingPool(EvictionPool):
     prompt is computed in full, through the same code path. :meth:`reserve` gives a running request
     the extra blocks its output needs; they are listed in its block table, so ``release`` frees them
     like the others and stage 3's invariants (``violations()``) keep holding.
+
+    [zh]
+    带缓存开关和输出块预留的第 4 阶段 LRU 块池。
+
+    ``cache=False`` 时，:meth:`lookup` 什么也找不到，:meth:`commit` 什么也不登记：每个提示词都走同一条代码路径
+    完整计算。:meth:`reserve` 给运行中的请求分配输出所需的额外块；这些块列在它的块表里，所以 ``release`` 会像
+    释放其他块一样释放它们，第 3 阶段的不变量（``violations()``）始终成立。
     """
 
     def __init__(self, num_blocks: int, block_size: int, *, cache: bool = True) -> None:
@@ -231,13 +238,21 @@ class ServingPool(EvictionPool):
             self.requests[request_id].committed = True
 
     def can_admit(self, tokens: Sequence[int], total_blocks: int) -> bool:
-        """Could a request with this prompt get ``total_blocks`` blocks now (its hits included)? Changes nothing."""
+        """Could a request with this prompt get ``total_blocks`` blocks now (its hits included)? Changes nothing.
+
+        [zh]
+        带这个提示词的请求现在能否拿到 ``total_blocks`` 个块（包括它命中的块）？不做任何改动。
+        """
         hits = self.lookup(self.keys_of(tokens), len(tokens))
         revived = sum(1 for b in hits if b.ref_count == 0)  # free cached hits leave the free queue
         return total_blocks - len(hits) <= self.num_free - revived
 
     def reserve(self, request_id: str, total_blocks: int) -> list[int]:
-        """Grow the request's block table to ``total_blocks`` fresh blocks; returns the whole table."""
+        """Grow the request's block table to ``total_blocks`` fresh blocks; returns the whole table.
+
+        [zh]
+        把请求的块表扩展到 ``total_blocks`` 个块（新增的都是新块）；返回整张块表。
+        """
         state = self.requests[request_id]
         extra = total_blocks - len(state.blocks)
         if extra > self.num_free:
@@ -276,6 +291,13 @@ class ServingEngine:
     request's block table covers its prompt and all its output positions from admission on, so a
     decode step never allocates; ``len(running) <= max_batch``. ``clock`` measures every piece of
     work (seconds; device work is waited for before reading it).
+
+    [zh]
+    一个模型、一个 :class:`ServingPool` 以及它背后的 K/V 张量，为一组请求服务。
+
+    不变量：块池和 K/V 张量的块是同一批（``PagedPrefiller`` 的）；一个运行中的请求从准入起，块表就覆盖了它的
+    提示词和全部输出位置，所以 decode 步骤从不分配块；``len(running) <= max_batch``。``clock`` 计量每一份工作
+    （秒；读时钟之前先等设备上的工作完成）。
     """
 
     def __init__(self, model: DecoderLM, num_blocks: int, block_size: int = 16, *, cache: bool = True,
@@ -337,6 +359,12 @@ class ServingEngine:
 
         ``progress``: show a progress bar (a string is its label). Raises ``ValueError`` before
         doing anything if a request can never fit into the pool, or request ids repeat.
+
+        [zh]
+        服务 ``requests``（顺序不限，由到达时间决定），直到全部结束；返回它们的记录。
+
+        ``progress``：显示进度条（字符串就是它的标签）。如果有请求永远装不进块池，或者请求 id 重复，会在做任何事
+        之前抛出 ``ValueError``。
         """
         pool, bs = self.pool, self.pool.block_size
         if len({r.request_id for r in requests}) != len(requests):
@@ -457,7 +485,11 @@ def _progress(total: int, progress: bool | str) -> Any:
 
 
 def warm_up(model: DecoderLM, block_size: int = 16) -> None:
-    """Run a prefill and a few decode steps once, so the first measured request pays no first-call costs."""
+    """Run a prefill and a few decode steps once, so the first measured request pays no first-call costs.
+
+    [zh]
+    先运行一次 prefill 和几个 decode 步骤，让第一个被测量的请求不必承担首次调用的开销。
+    """
     vocab = model.config.vocab_size
     reqs = [Request(f"warm-{i}", 0.0, tuple((7 * i + j) % vocab for j in range(40 + 8 * i)), 3) for i in range(2)]
     ServingEngine(model, 16, block_size, max_batch=2).run(reqs)
@@ -472,7 +504,11 @@ def serve(model: DecoderLM, requests: Sequence[Request], *, num_blocks: int, blo
 
 
 def compare_outputs(a: RunRecord, b: RunRecord) -> list[str]:
-    """Request ids whose generated tokens differ between two runs of the same requests."""
+    """Request ids whose generated tokens differ between two runs of the same requests.
+
+    [zh]
+    同一批请求的两次运行中，生成的 token 不同的那些请求 id。
+    """
     out_a, out_b = a.outputs(), b.outputs()
     if out_a.keys() != out_b.keys():
         raise ValueError(tr("the runs served different requests", "两次运行服务的请求不一样"))

@@ -60,7 +60,12 @@ PrefillModel = Callable[[ModelConfig, int, int, Calibration], float]
 
 def virtual_cost(cfg: ModelConfig, cal: Calibration, prefill: PrefillModel) -> Cost:
     """The engine's ``cost=``: a prefill costs ``prefill(cfg, computed, cached, cal)``, a decode step of
-    ``batch`` requests over ``context`` tokens in all costs ``cal.decode_s(batch, context / batch)``."""
+    ``batch`` requests over ``context`` tokens in all costs ``cal.decode_s(batch, context / batch)``.
+
+    [zh]
+    引擎的 ``cost=``：一次 prefill 的代价是 ``prefill(cfg, computed, cached, cal)``，``batch`` 个请求、总共对
+    ``context`` 个 token 的一个 decode 步骤的代价是 ``cal.decode_s(batch, context / batch)``。
+    """
     def cost(kind: str, a: int, b: int) -> float:
         if kind == "prefill":
             return prefill(cfg, a, b, cal)
@@ -72,7 +77,11 @@ def virtual_cost(cfg: ModelConfig, cal: Calibration, prefill: PrefillModel) -> C
 
 
 def shipped_calibration() -> Calibration:
-    """The calibration shipped with the course (SERVING_MODEL, one torch thread, CPU time)."""
+    """The calibration shipped with the course (SERVING_MODEL, one torch thread, CPU time).
+
+    [zh]
+    随课程一起发布的校准（SERVING_MODEL、一个 torch 线程、CPU 时间）。
+    """
     return Calibration.from_dict(json.loads(SHIPPED.read_text(encoding="utf-8")))
 
 
@@ -97,7 +106,14 @@ def calibrate_serving(model: DecoderLM, clock: Callable[[], float] = time.proces
     count of :data:`GRID`, paged attention (with its K/V write) at every shape of :data:`SHAPES`, the
     head, element-wise work, a one-token prefill through the engine's prefiller (its fixed overhead),
     the block manager's bookkeeping and, with ``decode``, whole decode steps at :data:`DECODE_SHAPES`.
-    Each is the median of ``reps`` calls after one that warms up."""
+    Each is the median of ``reps`` calls after one that warms up.
+
+    [zh]
+    在 ``clock`` 上为服务循环测量一份 :class:`Calibration`：模型的 GEMM（:data:`GRID` 中的每个行数）、
+    paged attention（连同它写入 K/V，:data:`SHAPES` 中的每种形状）、输出头、逐元素运算、经过引擎的 prefiller
+    对一个 token 做的 prefill（即它的固定开销）、块管理器的记账开销，以及 ``decode`` 为真时 :data:`DECODE_SHAPES`
+    上完整的 decode 步骤。每一项都先预热调用一次，再取 ``reps`` 次调用的中位数。
+    """
     device = next(model.parameters()).device
     cfg = model.config
 

@@ -19,6 +19,26 @@ seconds, output length), deterministic given ``seed``:
 
 Token ids are random in ``[0, vocab)``; a shared prefix is the *same* list of ids, so it shares
 exactly its full blocks (stage 2's chained keys).
+
+[zh]
+服务循环的四种流量（给定代码，不是 TODO），规模按 2 核 CPU 设定。
+
+每个函数返回一个 :class:`~workbook.serving.Request` 列表（token id、以秒为单位的到达时间、输出长度），给定
+``seed`` 时结果确定：
+
+- :func:`shared_prefix`——若干组共享一段长前缀（system prompt、一篇文档、few-shot 示例）的提示词，思路同
+  SGLang 的“generated shared prefix”基准：``num_groups`` 个前缀，每个前缀 ``prompts_per_group`` 个问题，
+  全部打乱，Poisson 到达。这正是前缀缓存要解决的情形。
+- :func:`multiturn`——从 Mooncake 对话 trace（Qin et al., FAST 2025；Apache-2.0，见 ``data/README.md``）
+  回放的多轮对话：整段对话有多轮，每一轮都重新发送历史。trace 中 512 个 token 的块各变成 ``block_tokens``
+  个 token，时间戳乘以 ``time_scale``，输出长度按块的比例缩放。
+- :func:`unique`——每个提示词从第一个 token 起就各不相同。缓存在这里只会带来开销（哈希、查找）：它不能让
+  任何东西变差。
+- :func:`thrashing`——``num_prefixes`` 个热门前缀轮流访问。块池能容纳的前缀少于总数时，LRU 会在每个前缀
+  再次被需要之前恰好把它淘汰，命中率崩溃：这正是块池大小扫描要找的区间。
+
+token id 在 ``[0, vocab)`` 中随机；共享前缀是*同一个* id 列表，所以共享的恰好是它的满块（第 2 阶段的链式
+key）。
 """
 from __future__ import annotations
 
@@ -37,7 +57,11 @@ VOCAB = SERVING_MODEL.vocab_size
 
 
 def poisson_arrivals(n: int, rate: float, rng: random.Random) -> list[float]:
-    """``n`` arrival times of a Poisson process of ``rate`` requests/s, the first at 0."""
+    """``n`` arrival times of a Poisson process of ``rate`` requests/s, the first at 0.
+
+    [zh]
+    速率为每秒 ``rate`` 个请求的 Poisson 过程的 ``n`` 个到达时间，第一个为 0。
+    """
     if rate <= 0:
         raise ValueError(tr("rate must be positive", "rate 必须是正数"))
     times, t = [], 0.0
@@ -59,7 +83,11 @@ def _span(rng: random.Random, span: tuple[int, int] | int) -> int:
 def shared_prefix(*, num_groups: int = 4, prompts_per_group: int = 10, prefix_len: int = 512,
                   question_len: tuple[int, int] | int = (16, 48), output_len: int = 8, rate: float = 12.0,
                   vocab: int = VOCAB, seed: int = 0) -> list[Request]:
-    """``num_groups * prompts_per_group`` requests: a group's prefix + a unique question; shuffled."""
+    """``num_groups * prompts_per_group`` requests: a group's prefix + a unique question; shuffled.
+
+    [zh]
+    ``num_groups * prompts_per_group`` 个请求：组的前缀 + 一个独一无二的问题；顺序打乱。
+    """
     rng = random.Random(f"shared_prefix/{seed}")
     prefixes = [_tokens(rng, prefix_len, vocab) for _ in range(num_groups)]
     prompts = [(g, prefixes[g] + _tokens(rng, _span(rng, question_len), vocab))
@@ -72,7 +100,11 @@ def shared_prefix(*, num_groups: int = 4, prompts_per_group: int = 10, prefix_le
 
 def unique(*, num_requests: int = 40, prompt_len: tuple[int, int] | int = (256, 768), output_len: int = 8,
            rate: float = 12.0, vocab: int = VOCAB, seed: int = 0) -> list[Request]:
-    """``num_requests`` prompts that share nothing (each starts with its own first token)."""
+    """``num_requests`` prompts that share nothing (each starts with its own first token).
+
+    [zh]
+    ``num_requests`` 个没有任何共同部分的提示词（每个都以自己独有的第一个 token 开头）。
+    """
     if num_requests > vocab:
         raise ValueError(tr("need a distinct first token per request", "每个请求的第一个 token 必须互不相同"))
     rng = random.Random(f"unique/{seed}")
@@ -89,6 +121,12 @@ def thrashing(*, num_prefixes: int = 12, prefix_len: int = 256, rounds: int = 3,
 
     The defaults make a working set of 12 * 256 = 3,072 prefix tokens (192 blocks of 16): a pool
     that cannot keep them all next to the running requests' own blocks gets no hits at all.
+
+    [zh]
+    按相同顺序把 ``num_prefixes`` 个前缀轮流访问 ``rounds`` 遍，每次接一个独一无二的问题。
+
+    默认参数下工作集是 12 * 256 = 3,072 个前缀 token（192 个 16 token 的块）：块池如果在容纳运行中请求自己的
+    块之外放不下全部前缀，就一次也命中不了。
     """
     rng = random.Random(f"thrashing/{seed}")
     prefixes = [_tokens(rng, prefix_len, vocab) for _ in range(num_prefixes)]
@@ -126,6 +164,14 @@ def multiturn(*, num_conversations: int = 10, min_turns: int = 3, max_turns: int
     id becomes the same ``block_tokens`` random tokens wherever it appears, so turns share exactly
     the blocks the trace says they share; the last block keeps its fraction of a full block.
     Output lengths are scaled like the blocks, clamped to ``1..max_output``.
+
+    [zh]
+    按比例缩放的 Mooncake trace 对话：每个 512 token 的块换成 ``block_tokens`` 个 token。
+
+    取（跳过前 ``skip`` 个之后）前 ``num_conversations`` 个至少有 ``min_turns`` 轮、且每轮都不超过
+    ``max_blocks`` 块的对话，保留它们的前 ``max_turns`` 轮。到达时间 =（trace 时间 − 第一个选中的时间）×
+    ``time_scale``。同一个块 id 不论出现在哪里都变成同样的 ``block_tokens`` 个随机 token，所以各轮共享的
+    恰好是 trace 所说的那些块；最后一块保留它占满块的比例。输出长度按块的比例缩放，并限制在 ``1..max_output``。
     """
     path = data_dir() / MOONCAKE_TRACES[trace]
     with open(path, encoding="utf-8") as f:
@@ -174,6 +220,12 @@ def describe(requests: list[Request], block_size: int = 16) -> dict[str, float]:
 
     Reusable = the full blocks of a prompt whose chained content was seen in an earlier prompt
     (at least the last token is always computed), counted per token. An upper bound for any pool.
+
+    [zh]
+    一个负载的规模，以及无限大的缓存能复用的提示词 token 比例。
+
+    可复用 = 提示词中那些链式内容在更早的提示词里出现过的满块（最后一个 token 总要计算），按 token 计。这是任何
+    块池的上界。
     """
     seen: set[tuple[int, ...]] = set()
     reusable = total = 0

@@ -92,6 +92,13 @@ def make_tenant_workload(seed: int = 0, *, num_tenants: int = 8, shared_prompts:
     to all tenants (a public system prompt, a tool schema, a popular document), otherwise one of its
     own tenant's ``private_prompts``; then ``fresh_tokens`` tokens of its own (by default fewer
     than a block: a short question, which is never cached, so only prompts compete for memory).
+
+    [zh]
+    ``num_tenants`` 个租户的请求（固定种子），租户均匀随机。
+
+    一个请求以 ``shared_fraction`` 的概率发送所有租户共用的 ``shared_prompts`` 个提示词之一（公开的 system
+    prompt、工具描述、热门文档），否则发送它自己租户的 ``private_prompts`` 之一；然后再接 ``fresh_tokens``
+    个自己的 token（默认不满一块：一个短问题，永远不会被缓存，所以只有提示词在争抢显存）。
     """
     if num_tenants < 1 or shared_prompts < 0 or private_prompts < 0 or num_requests < 0:
         raise ValueError(tr("counts must be non-negative (and at least one tenant)", "数量不能为负（且至少要有一个租户）"))
@@ -133,6 +140,12 @@ def replay(workload: Sequence[TenantRequest], *, extra_keys_for: ExtraKeysFor | 
 
     A small ``num_blocks`` makes the pool evict (stage 3's FIFO free queue): isolation then also
     costs hits through the duplicate copies it keeps of shared prompts.
+
+    [zh]
+    让 ``workload`` 经过一个 :class:`TenantPool`（admit、commit、release；不用模型）并测量。
+
+    ``num_blocks`` 较小时块池会淘汰（第 3 阶段的 FIFO 空闲队列）：这时隔离还会因为给共享提示词保留多份副本而
+    损失命中。
     """
     pool = TenantPool(num_blocks, block_size, extra_keys_for=extra_keys_for)
     hit = {True: 0, False: 0}

@@ -81,6 +81,13 @@ class SharedEngine:
     :class:`TenantPool` acting for the request's tenant; with ``extra_keys_for=None`` all tenants
     share one cache (the vulnerable default of early engines); with stage 8's salting function each
     tenant's blocks are keyed apart. ``submit`` times the prefill and the choice of the first token.
+
+    [zh]
+    一个带前缀缓存的引擎，用一个块池为多个租户服务。
+
+    不变量：每个请求都经过第 6 阶段的 :class:`PagedPrefiller`，它建在代表该请求租户的 :class:`TenantPool`
+    上；``extra_keys_for=None`` 时所有租户共用一个缓存（早期引擎那种有漏洞的默认做法）；用第 8 阶段的加盐函数
+    时，每个租户的块的 key 互不相同。``submit`` 对 prefill 和第一个 token 的选取计时。
     """
 
     def __init__(self, model: DecoderLM | None = None, *, num_blocks: int = 2048, block_size: int = 16,
@@ -97,7 +104,11 @@ class SharedEngine:
         return self.pool.block_size
 
     def submit(self, prompt: Sequence[int], *, tenant: str) -> Response:
-        """Serve ``prompt`` for ``tenant`` up to its first token; its full blocks stay cached."""
+        """Serve ``prompt`` for ``tenant`` up to its first token; its full blocks stay cached.
+
+        [zh]
+        为 ``tenant`` 服务 ``prompt``，直到产生第一个 token；它的满块留在缓存里。
+        """
         with self.pool.acting_for(tenant):
             start = self.clock()
             logits, ledger = self.prefiller.prefill(prompt)
@@ -106,7 +117,11 @@ class SharedEngine:
         return Response(elapsed, token, ledger["hit_tokens"])
 
     def warm_up(self, prompt_len: int, times: int = 5, seed: int = 0) -> None:
-        """A few untimed requests (first calls pay for allocations and lazy initialisation)."""
+        """A few untimed requests (first calls pay for allocations and lazy initialisation).
+
+        [zh]
+        几个不计时的请求（最初的几次调用要承担内存分配和延迟初始化的开销）。
+        """
         rng = random.Random(f"warmup/{seed}")
         for _ in range(times):
             self.submit(fresh(rng, prompt_len), tenant="warm-up")
@@ -169,7 +184,12 @@ def roc_auc(hit: Sequence[float], miss: Sequence[float]) -> float:
 
 def effect_size(hit: Sequence[float], miss: Sequence[float]) -> dict[str, float]:
     """How far apart hit and miss TTFTs are: medians (ms), their difference and ratio, ROC AUC, and
-    a robust standardised difference (median difference over the pooled MAD, scaled like a SD)."""
+    a robust standardised difference (median difference over the pooled MAD, scaled like a SD).
+
+    [zh]
+    命中与未命中的 TTFT 相差多远：中位数（毫秒）、它们的差与比、ROC AUC，以及一个稳健的标准化差值（中位数之差
+    除以合并的 MAD，按标准差的尺度缩放）。
+    """
     mh, mm = statistics.median(hit), statistics.median(miss)
     mad = statistics.median([abs(x - mh) for x in hit] + [abs(x - mm) for x in miss]) * 1.4826
     return {"median_hit_ms": mh * 1e3, "median_miss_ms": mm * 1e3, "difference_ms": (mm - mh) * 1e3,
@@ -187,6 +207,14 @@ def sample_hit_miss(engine: SharedEngine, *, n: int, prompt_len: int, shared_len
     trial: the same, but the attacker's prompt shares nothing. Only whole blocks can hit, so a
     shared prefix shorter than one block gives no signal at all. ``meta["hit_tokens"]`` records
     what the engine actually served from the cache on each hit trial.
+
+    [zh]
+    攻击者的 ``n`` 个命中 TTFT 和 ``n`` 个未命中 TTFT，按固定种子的随机顺序采集。
+
+    命中试验：受害者发送一个新的、长 ``prompt_len`` 个 token 的提示词；攻击者随后发送它的前 ``shared_len``
+    个 token，后面接新 token（总长 ``prompt_len``），并对这次请求计时。未命中试验：同样的流程，只是攻击者的
+    提示词与受害者的没有任何共同部分。只有整块才能命中，所以短于一块的共享前缀不会给出任何信号。
+    ``meta["hit_tokens"]`` 记录每次命中试验中引擎实际从缓存提供了多少 token。
     """
     if not 0 <= shared_len <= prompt_len - 1 or n < 1:
         raise ValueError(tr("need n >= 1 and 0 <= shared_len < prompt_len",
@@ -230,7 +258,12 @@ class SweepPoint:
 def prefix_sweep(engine: SharedEngine, lengths: Sequence[int], *, n: int = 30, prompt_len: int | None = None,
                  seed: int = 0, victim: str = "victim", attacker: str = "attacker") -> list[SweepPoint]:
     """:func:`sample_hit_miss` for each shared prefix length (prompts all ``prompt_len`` long, by
-    default one block more than the longest prefix, so only the shared part changes)."""
+    default one block more than the longest prefix, so only the shared part changes).
+
+    [zh]
+    对每个共享前缀长度调用 :func:`sample_hit_miss`（提示词都是 ``prompt_len`` 长，默认比最长的前缀多一块，
+    这样变化的只有共享的那部分）。
+    """
     total = prompt_len if prompt_len is not None else max(lengths) + engine.block_size
     return [SweepPoint(length, sample_hit_miss(engine, n=n, prompt_len=total, shared_len=length, seed=seed,
                                                victim=victim, attacker=attacker)) for length in lengths]
@@ -266,7 +299,12 @@ def recover_secret(engine: SharedEngine, *, num_candidates: int = 8, secret_len:
                    guess: Callable[[list[float]], int] | None = None) -> RecoveryResult:
     """Each trial: fresh candidate secrets; the victim's prompt is one of them plus a question;
     the attacker probes every candidate (plus a suffix of its own) once, in random order, and
-    guesses ``guess(ttfts)`` (default: the fastest). Probing order and secret are seeded."""
+    guesses ``guess(ttfts)`` (default: the fastest). Probing order and secret are seeded.
+
+    [zh]
+    每次试验：生成新的候选秘密；受害者的提示词是其中一个再加一个问题；攻击者把每个候选（再加自己的一段后缀）
+    按随机顺序各探测一次，然后猜 ``guess(ttfts)``（默认：最快的那个）。探测顺序和秘密都由种子固定。
+    """
     if num_candidates < 2 or trials < 1:
         raise ValueError(tr("need at least 2 candidates and 1 trial", "至少要有 2 个候选和 1 次试验"))
     pick = guess or (lambda ttfts: min(range(len(ttfts)), key=ttfts.__getitem__))

@@ -69,6 +69,12 @@ class TraceRequest:
 
     Invariants: ``keys`` is non-empty; ``(len(keys) - 1) * block_size < num_tokens <=
     len(keys) * block_size`` (only the last block may be partial); ``timestamp`` is in seconds.
+
+    [zh]
+    trace 中的一个提示词。
+
+    不变量：``keys`` 不为空；``(len(keys) - 1) * block_size < num_tokens <= len(keys) * block_size``
+    （只有最后一块可以不满）；``timestamp`` 以秒为单位。
     """
 
     timestamp: float
@@ -89,7 +95,11 @@ class TraceRequest:
             )
 
     def block_tokens(self, i: int) -> int:
-        """Number of tokens in block ``i`` (only the last one may be short)."""
+        """Number of tokens in block ``i`` (only the last one may be short).
+
+        [zh]
+        第 ``i`` 块中的 token 数（只有最后一块可能不满）。
+        """
         return min(self.block_size, self.num_tokens - i * self.block_size)
 
 
@@ -131,6 +141,11 @@ def load_mooncake(
 
     Timestamps are converted from ms to seconds. Each line is validated: ``len(hash_ids) ==
     ceil(input_length / 512)``.
+
+    [zh]
+    加载 Mooncake trace（``"conversation"``、``"synthetic"`` 或一个 ``.jsonl`` 文件的路径）。
+
+    时间戳从毫秒换算成秒。每一行都会校验：``len(hash_ids) == ceil(input_length / 512)``。
     """
     name = str(name_or_path)
     path = data_dir() / MOONCAKE_TRACES[name] if name in MOONCAKE_TRACES else Path(name_or_path)
@@ -152,7 +167,11 @@ def load_mooncake(
 
 
 def trace_stats(trace: Sequence[TraceRequest]) -> dict[str, float]:
-    """Size of a trace and its hit rate with an infinite cache (every repeated key hits)."""
+    """Size of a trace and its hit rate with an infinite cache (every repeated key hits).
+
+    [zh]
+    trace 的规模，以及缓存无限大时的命中率（每个重复出现的 key 都命中）。
+    """
     seen: set[int] = set()
     accesses = 0
     for r in trace:
@@ -236,6 +255,11 @@ def system_prompt_traffic(
     """Every request = one long shared system prompt + a unique question of 1..8 blocks.
 
     The easy case: a cache that holds the system prompt hits ``system_blocks`` blocks per request.
+
+    [zh]
+    每个请求 = 一段长的共享 system prompt + 一个 1 到 8 块长的独一无二的问题。
+
+    最简单的情况：缓存住 system prompt，每个请求就命中 ``system_blocks`` 块。
     """
     b = _Builder(seed, block_size, rate)
     system = b.fresh(system_blocks)
@@ -259,6 +283,12 @@ def rag_traffic(
 
     Document ``d`` is retrieved with probability proportional to ``1 / (d + 1) ** zipf_s``: a few
     hot documents and a long tail, the shape that makes "pin the hot prefixes" attractive.
+
+    [zh]
+    简短的 system prompt + 一篇检索到的文档 + 一个独一无二的问题。
+
+    第 ``d`` 篇文档被检索到的概率与 ``1 / (d + 1) ** zipf_s`` 成正比：少数热门文档加一条长尾，正是让“固定热门
+    前缀”显得有吸引力的分布形状。
     """
     b = _Builder(seed, block_size, rate)
     system = b.fresh(system_blocks)
@@ -288,6 +318,12 @@ def multiturn_traffic(
     Conversations start as a Poisson process; within one, turns are ``think_time_s`` apart on
     average, so many chats interleave. Each turn's prompt extends the previous turn's prompt plus
     the previous answer: the prefix reuse a chat service lives on.
+
+    [zh]
+    多轮对话：第 ``t`` 轮 = system prompt + 之前所有轮次（问题和回答）+ 一个问题。
+
+    对话的开始是一个 Poisson 过程；同一对话中相邻两轮平均间隔 ``think_time_s``，所以许多对话交错进行。每一轮
+    的提示词都是在上一轮提示词后面接上上一轮的回答：这正是聊天服务赖以生存的前缀复用。
     """
     b = _Builder(seed, block_size, rate)
     system = b.fresh(system_blocks)
@@ -320,6 +356,12 @@ def thrashing_traffic(
     With a cache smaller than ``num_prompts * prompt_blocks`` blocks, round-robin access evicts
     each prompt just before it is needed again: LRU gets ~0 hits while a policy that *keeps* some
     prompts (pinning, a minimum residence time, Belady) gets a steady fraction.
+
+    [zh]
+    许多不同的 system prompt（租户），轮流访问（或均匀随机访问）。
+
+    缓存小于 ``num_prompts * prompt_blocks`` 块时，轮流访问会在每个提示词再次被需要之前恰好把它淘汰：LRU 几乎
+    一次也命中不了，而*保留*一部分提示词的策略（固定、最短驻留时间、Belady）能得到稳定的命中比例。
     """
     b = _Builder(seed, block_size, rate)
     prompts = [b.fresh(prompt_blocks) for _ in range(num_prompts)]

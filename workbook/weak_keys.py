@@ -71,6 +71,12 @@ def first_block_key(bits: int, *, root_seed: bytes = ROOT_SEED) -> Callable[[Seq
 
     Two first blocks with equal ``key_of`` make every later block collide too, as long as the
     later tokens agree: a chained key sees its parent only through the (colliding) parent key.
+
+    [zh]
+    ``key_of(block)``：把 ``block`` 当作提示词*第一*块时的截短 key。
+
+    两个第一块的 ``key_of`` 相同时，只要后面的 token 一致，后面的每一块也都会碰撞：链式 key 只能通过（已经
+    碰撞的）父块 key 看到它的父块。
     """
     truncate_key(b"\0" * 32, bits)  # validate now, not at the first call
 
@@ -81,7 +87,11 @@ def first_block_key(bits: int, *, root_seed: bytes = ROOT_SEED) -> Callable[[Seq
 
 
 def random_blocks(seed: int, block_size: int, vocab: int = 512) -> Iterator[Block0]:
-    """An endless, seeded stream of random blocks (tuples of ``block_size`` token ids < ``vocab``)."""
+    """An endless, seeded stream of random blocks (tuples of ``block_size`` token ids < ``vocab``).
+
+    [zh]
+    无穷无尽、由种子固定的随机块流（每块是 ``block_size`` 个小于 ``vocab`` 的 token id 组成的元组）。
+    """
     rng = random.Random(f"blocks/{seed}")
     while True:
         yield tuple(rng.randrange(vocab) for _ in range(block_size))
@@ -103,7 +113,11 @@ def second_preimage_search(key_of: Callable[[Sequence[int]], bytes], target: Seq
 
 
 def expected_birthday_tries(bits: int) -> float:
-    """Mean number of random draws until two share one of ``2**bits`` keys: about sqrt(pi/2 * 2**bits)."""
+    """Mean number of random draws until two share one of ``2**bits`` keys: about sqrt(pi/2 * 2**bits).
+
+    [zh]
+    随机抽取直到有两次落在 ``2**bits`` 个 key 中同一个上时，平均要抽的次数：约为 sqrt(pi/2 * 2**bits)。
+    """
     return math.sqrt(math.pi / 2 * 2.0 ** bits)
 
 
@@ -114,6 +128,13 @@ class WeakKeyPool(BlockPool):
     Invariants: stage 3's, with every key ``ceil(key_bits / 8)`` bytes long (32 with
     ``key_bits=None``, where this pool behaves exactly like stage 3's). A hit is decided by key
     alone, so with few bits a hit may hold another prompt's KV: that is the flaw on show.
+
+    [zh]
+    以 :func:`weak_chain_keys`（``key_bits`` 位）作 key 的第 3 阶段 :class:`BlockPool`。
+
+    不变量：与第 3 阶段相同，只是每个 key 长 ``ceil(key_bits / 8)`` 字节（``key_bits=None`` 时为 32 字节，这时
+    这个块池的行为与第 3 阶段完全一样）。是否命中只看 key，所以位数很少时，一次命中拿到的可能是另一个提示词的
+    KV：这正是要展示的缺陷。
     """
 
     def __init__(self, num_blocks: int, block_size: int, *, key_bits: int | None = 16, **kwargs) -> None:
@@ -140,6 +161,19 @@ class TokenCheckedPool(WeakKeyPool):
 
     Cost: ``block_size`` token ids (plus two ints) per cached block, and one tuple comparison per
     hit block -- see :func:`verification_cost`.
+
+    [zh]
+    命中要经过核验的 :class:`WeakKeyPool`：一个已缓存的块只有在它存着请求这一块的 token，*并且*它记录的父块
+    正是请求上一个（已核验的）命中块、分配代数也相同时，才算命中。所以一段核验过的连续命中恰好就是请求的前缀，
+    不管 key 怎样；第一次核验失败就结束这段命中（算作未命中）。
+
+    不变量（在 :class:`WeakKeyPool` 的不变量之上）：对每个有 key 的块，``tokens_of[id]`` 是这个块的内容，
+    ``parent_of[id]`` 是 ``(父块 id, 父块代数)``（第一块为 ``None``），都由登记它的那次 :meth:`commit` 记录；
+    ``generation[id]`` 记录这个块被重新分配给新内容的次数，所以一个被淘汰又重用的父块不再匹配。``rejected``
+    统计被核验拒绝的命中。
+
+    代价：每个已缓存的块多存 ``block_size`` 个 token id（外加两个整数），每个命中块多做一次元组比较——见
+    :func:`verification_cost`。
     """
 
     def __init__(self, num_blocks: int, block_size: int, *, key_bits: int | None = 16, **kwargs) -> None:
@@ -213,6 +247,15 @@ def key_costs(num_blocks: int = 256, block_size: int = 16, *, repeat: int = 5) -
       little), only memory: 2 instead of 32 bytes per key;
     - ``python_hash``: Python's ``hash((parent, tokens))``, the kind of key vLLM used before
       CVE-2025-25183 -- 64 bits, fast, not collision resistant, with a predictable root.
+
+    [zh]
+    为一个块算 key 所需的纳秒数（CPU），在 ``num_blocks`` 个带 32 字节父 key 的随机块上测量：
+
+    - ``sha256``：第 2 阶段的 ``hash_block``；
+    - ``sha256_truncated_16``：同样的哈希截短到 16 位——截短不省时间（反而稍微多花一点），只省内存：每个 key
+      2 字节而不是 32 字节；
+    - ``python_hash``：Python 的 ``hash((parent, tokens))``，就是 vLLM 在 CVE-2025-25183 之前用的那种 key——
+      64 位、快、不抗碰撞，根节点的值还可以预测。
     """
     rng = random.Random(0)
     blocks = [tuple(rng.randrange(512) for _ in range(block_size)) for _ in range(num_blocks)]
@@ -231,7 +274,13 @@ def verification_cost(num_prompts: int = 64, blocks_per_prompt: int = 16, block_
     """Cost of checking tokens on a hit: microseconds per fully cached admission (admit + release
     of a prompt whose blocks all hit), without and with the check, and the bytes it stores per
     block. Keys are full SHA-256 unless ``key_bits``; both pools hash the same way, so the
-    difference is the check alone."""
+    difference is the check alone.
+
+    [zh]
+    命中时核对 token 的代价：每次完全命中的准入（对所有块都命中的提示词做 admit + release）所需的微秒数，分别
+    在不核对和核对时测量，以及核对为每个块多存的字节数。除非给出 ``key_bits``，key 都是完整的 SHA-256；两个
+    块池的哈希方式相同，所以差别只来自核对本身。
+    """
     rng = random.Random(1)
     n = blocks_per_prompt * block_size + 1  # +1: every full block can hit (one token is recomputed)
     prompts = [[rng.randrange(512) for _ in range(n)] for _ in range(num_prompts)]

@@ -30,7 +30,11 @@ def make_workload(
     fresh_tokens: int = 64,
     vocab: int = 32_000,
 ) -> list[list[int]]:
-    """``num_requests`` requests: a shared prompt picked uniformly at random + fresh random tokens."""
+    """``num_requests`` requests: a shared prompt picked uniformly at random + fresh random tokens.
+
+    [zh]
+    ``num_requests`` 个请求：从共享提示词中均匀随机选一个，再接上新的随机 token。
+    """
     return list(iter_workload(seed, num_prompts, prompt_len, num_requests, fresh_tokens, vocab))
 
 
@@ -43,7 +47,12 @@ def iter_workload(
     vocab: int = 32_000,
 ) -> Iterator[list[int]]:
     """The requests of :func:`make_workload` one at a time (its first ``n`` are the same), without
-    holding them all; ``num_requests=None`` never stops. For runs too long to keep in memory."""
+    holding them all; ``num_requests=None`` never stops. For runs too long to keep in memory.
+
+    [zh]
+    逐个给出 :func:`make_workload` 的请求（前 ``n`` 个与它相同），不必把它们全部留在内存里；
+    ``num_requests=None`` 时永不停止。用于长到无法全部放进内存的运行。
+    """
     if (num_requests is not None and num_requests < 0) or fresh_tokens < 0:
         raise ValueError(tr("num_requests and fresh_tokens must be non-negative", "num_requests 和 fresh_tokens 不能为负"))
     prompts = make_prompts(seed, num_prompts, prompt_len, vocab)  # validates the rest, here and now

@@ -4,7 +4,8 @@ notebook links.
 A row of the glossary's table is one :class:`Term`: the English term, the form every Chinese notebook
 writes, the stage that introduces it and a definition in each language. The build puts a list of the
 terms a stage introduces, linked to their rows, right after the notebook's prerequisites (both
-editions); ``tests/course/test_glossary.py`` checks the table and the Chinese notebooks against it.
+editions); ``tests/course/test_glossary.py`` checks the table and the Chinese notebooks against it, and
+counts each term's :func:`uses` (every term is used; a term a notebook glosses is defined).
 """
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ class Term:
             else:
                 forms.append(part.strip())
         return [f for f in forms if f]
+
+
+def uses(term: Term, prose: str, lang: str) -> int:
+    """How often ``prose`` (a notebook's text in ``lang``) writes ``term``: its Chinese form in Chinese
+    (as a word of its own when that form is English: ``chunked prefill``); in English each of its
+    English forms as a word, any case, plural included ("sentinels")."""
+    if lang == "zh" and not term.kept_in_english:
+        return prose.count(term.zh_head)
+    forms = [term.zh_head] if lang == "zh" else term.english_forms()
+    return sum(len(re.findall(r"(?<![\w-])" + re.escape(f) + r"(?:e?s)?(?![\w-])", prose, re.I)) for f in forms)
 
 
 def parse(markdown: str) -> list[Term]:

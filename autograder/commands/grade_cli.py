@@ -34,6 +34,13 @@ def _language_of(path: Path) -> str:
         return "en"
 
 
+def banner_language(files: list[Path], lang: str | None) -> str:
+    """The language of the line printed before grading: ``--lang``, else the edition every notebook
+    shares (a Chinese class reads it in Chinese), else English."""
+    langs = {lang} if lang is not None else {_language_of(Path(f)) for f in files}
+    return langs.pop() if len(langs) == 1 else "en"
+
+
 def _earned(results: list, need: float | None) -> bool:
     """Every graded TODO earned ``need`` points (default: all of its points); nothing ungraded."""
     return all(r.graded and r.todos for r in results) and all(
@@ -77,7 +84,7 @@ def _grade(args: argparse.Namespace) -> int:
             print(str(exc), file=sys.stderr)
             return EXIT_NO_ISOLATION
     if args.format != "learner":  # the learner's report states it itself, on stdout
-        banner = args.lang or "en"  # the notebooks' own languages are known only once they are read
+        banner = banner_language(files, args.lang)
         print(text(messages.REPORT_GRADING_UNDER, banner).format(level=iso.describe(banner)), file=sys.stderr)
     only = {str(f): set(args.todo) for f in files} if args.todo else None  # grade_paths expands args.paths the same way
     bar = None

@@ -56,7 +56,11 @@ def check_language(lang: str) -> str:
 
 
 def set_language(lang: str) -> None:
-    """The language of this kernel's course messages (the setup cell of each edition calls it)."""
+    """The language of this kernel's course messages (the setup cell of each edition calls it).
+
+    [zh]
+    本内核中课程消息使用的语言（每个版本的设置单元都会调用它）。
+    """
     global _current
     _current = check_language(lang)
 
@@ -70,7 +74,11 @@ def language() -> str:
 
 
 def tr(en: str, zh: str) -> str:
-    """In notebook code: the string for the current language (plot titles, labels, printed text)."""
+    """In notebook code: the string for the current language (plot titles, labels, printed text).
+
+    [zh]
+    在笔记本代码中：返回当前语言的字符串（图标题、坐标轴标签、打印的文字）。
+    """
     return zh if language() == "zh" else en
 
 

@@ -37,9 +37,15 @@ QUIZ_HINTS = (
       "每道题考查本阶段的一个要点；答错时给出的解释会告诉你是哪一个。"),
     L("Re-run the demo the question refers to, and compare your prediction with what it printed.",
       "重新运行题目提到的演示单元，把你的预测和它的输出对照一下。"),
-    L("Answer format: return {\"q1\": \"B\", \"q2\": 0.75, ...}; check(\"<stage>.quiz\") marks each question.",
-      "答案格式：return {\"q1\": \"B\", \"q2\": 0.75, ...}。check(\"<阶段>.quiz\") 会逐题判分。"),
+    # the third tier names the stage: :func:`quiz_hints` fills ``{stage}``
+    L("Answer format: return {{\"q1\": \"B\", \"q2\": 0.75, ...}}; check(\"{stage}.quiz\") marks each question.",
+      "答案格式：return {{\"q1\": \"B\", \"q2\": 0.75, ...}}。check(\"{stage}.quiz\") 会逐题判分。"),
 )
+
+
+def quiz_hints(stage_id: str) -> tuple[L, ...]:
+    """The quiz's three hint tiers for stage ``stage_id`` (its id in the last one, never a placeholder)."""
+    return tuple(h.format(stage=stage_id) for h in QUIZ_HINTS)
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ class Stage:
     def _add_quiz(self, quiz: Quiz) -> None:
         """The quiz as TODO ``sNN.quiz`` (target ``quiz()``), with one public check per question."""
         todo = Todo(f"{self.id}.quiz", quiz.number, target="quiz", points=quiz.points, title=QUIZ_TITLE,
-                    contract=QUIZ_CONTRACT, hints=QUIZ_HINTS)
+                    contract=QUIZ_CONTRACT, hints=quiz_hints(self.id))
         if any(t.number == todo.number for t in self.todos):
             raise ValueError(f"stage {self.id}: the quiz's TODO number {todo.number} is taken")
         self.todos.append(todo)

@@ -19,7 +19,12 @@ def display_width(text: object) -> int:
 
 def pad(text: object, width: int, align: str = "<") -> str:
     """``str(text)`` padded with spaces to ``width`` columns (``<`` left, ``>`` right, ``^`` centred);
-    a longer text is returned whole (never cut)."""
+    a longer text is returned whole (never cut).
+
+    [zh]
+    把 ``str(text)`` 用空格补齐到 ``width`` 列（``<`` 左对齐，``>`` 右对齐，``^`` 居中）；更长的文本原样返回
+    （从不截断）。
+    """
     s = str(text)
     room = max(0, width - display_width(s))
     if align == ">":

@@ -13,8 +13,11 @@ carry, whatever it is:
   it leaks, and cuts it when the budget is spent;
 * values are rendered short (:mod:`autograder.grading.display`'s ``compact``: type and shape plus a short
   prefix, long numbers and keys cut);
-* only the first failing check of a TODO shows the learner's value; other failing checks show
-  their title, input, expected value and hint;
+* the failing checks of a TODO show the learner's value in the order the report names them (the
+  most specific first: :func:`autograder.grading.verdict.lead_first`), so the budget pays for the
+  failure that leads before the others, and a failure that does not lead shows its value only while
+  :data:`LEAD_RESERVE_BYTES` stay for the leads of later TODOs (:meth:`Disclosure.take_sparing`); a
+  hidden check never shows one;
 * what the grader says about the child itself is chosen from the grader's own few words: an exit
   status without its number, a cell number only among the cells sent, a signal only when it
   explains something;
@@ -40,6 +43,9 @@ from autograder.core.safetext import one_line
 from autograder.grading.leaks import WITHHELD, LeakGuard
 
 BUDGET_BYTES = 400        # learner-derived UTF-8 bytes one submission's report may show, all TODOs together
+# What a failing check that does not lead its TODO leaves of the budget: its value shows only while
+# this much stays for the leading failures of the TODOs after it (a lead is worth more than a second value).
+LEAD_RESERVE_BYTES = BUDGET_BYTES // 2
 FEEDBACK_LEVELS = ("values", "titles")
 SPENT = "‹…›"             # what stands for learner text once the budget is spent
 
@@ -91,6 +97,16 @@ class Disclosure:
         self.shown.append(piece.removesuffix(SPENT))
         return piece
 
+
+    def take_sparing(self, piece: str, keep: int = LEAD_RESERVE_BYTES) -> str:
+        """:meth:`take`, for a piece that may go unshown: "" (nothing shown, nothing charged) unless the
+        whole piece fits and still leaves ``keep`` bytes of the budget (a piece shown before is free)."""
+        if not piece:
+            return piece
+        line = one_line(piece[:self.limit + 1])
+        if line not in self.shown and len(line.encode("utf-8")) > self.limit - self.used - keep:
+            return ""
+        return self.take(piece)
 
     def charge(self, piece: str) -> bool:
         """Whether a line that shows because the child said so may show, ``piece`` being what it tells

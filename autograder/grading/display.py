@@ -21,6 +21,15 @@ NUMBER_CHARS = 24     # characters of one number (a 64-bit hash fits)
 KEY_CHARS = 16        # characters of one dict key or string item
 
 
+# The words a rendering adds around a value, in both languages (a type's name stays Python's).
+SHOWN_KEYS = L("{kind} of {n} keys", "{kind}，{n} 个键")
+SHOWN_ITEMS = L("{kind} of {n} items", "{kind}，{n} 项")
+SHOWN_LENGTH = L("{kind} of {n}", "{kind}，长度 {n}")
+SHOWN_BYTES = L("<{n} bytes {head}…>", "<{n} 字节 {head}…>")
+SHOWN_BITS = L("<int of {n} bits>", "<{n} 位的 int>")
+SHOWN_DIGITS = L("…({n} digits)", "…（共 {n} 位）")
+
+
 def is_tensor(v: Any) -> bool:
     return isinstance(v, dict) and set(v) == TENSOR_KEYS
 
@@ -29,13 +38,14 @@ def _short(s: str, n: int = MAX_CHARS) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def show_value(v: Any, depth: int = 0, compact: bool = False) -> str:
+def show_value(v: Any, depth: int = 0, compact: bool = False, lang: str | None = None) -> str:
     """``v`` on one line; ``compact``: every number cut to :data:`NUMBER_CHARS` characters and every
-    key and string to :data:`KEY_CHARS` (a learner's value in a grader's report)."""
+    key and string to :data:`KEY_CHARS` (a learner's value in a grader's report). The few words it
+    adds (a byte count, a cut number's digits) are in ``lang``."""
     if depth > 4:
         return "…"
     if isinstance(v, bytes):
-        return f"<{len(v)} bytes {v[:6].hex()}…>" if len(v) > 8 else f"bytes.fromhex('{v.hex()}')"
+        return text(SHOWN_BYTES, lang).format(n=len(v), head=v[:6].hex()) if len(v) > 8 else f"bytes.fromhex('{v.hex()}')"
     if is_tensor(v):
         shape, dtype, device = (str(v[k]) for k in ("shape", "dtype", "device"))
         if compact:
@@ -44,13 +54,14 @@ def show_value(v: Any, depth: int = 0, compact: bool = False) -> str:
     if isinstance(v, dict):
         items = list(v.items())
         labelled = all(isinstance(k, str) and k.isidentifier() for k, _ in items)
-        parts = [f"{_short(k, KEY_CHARS) if compact else k}={show_value(x, depth + 1, compact)}" if labelled else
-                 f"{show_value(k, depth + 1, compact)}: {show_value(x, depth + 1, compact)}" for k, x in items[:12]]
+        parts = [f"{_short(k, KEY_CHARS) if compact else k}={show_value(x, depth + 1, compact, lang)}" if labelled else
+                 f"{show_value(k, depth + 1, compact, lang)}: {show_value(x, depth + 1, compact, lang)}"
+                 for k, x in items[:12]]
         more = ", …" if len(items) > 12 else ""
         return ("{" if not labelled else "(") + ", ".join(parts) + more + ("}" if not labelled else ")")
     if isinstance(v, (list, tuple, frozenset)):
         seq = sorted(v, key=repr) if isinstance(v, frozenset) and len(v) <= 10_000 else list(v)
-        inner = ", ".join(show_value(x, depth + 1, compact) for x in seq[:12]) + (", …" if len(seq) > 12 else "")
+        inner = ", ".join(show_value(x, depth + 1, compact, lang) for x in seq[:12]) + (", …" if len(seq) > 12 else "")
         if isinstance(v, tuple):
             return f"({inner}{',' if len(v) == 1 else ''})"
         return f"{{{inner}}}" if isinstance(v, frozenset) else f"[{inner}]"
@@ -59,40 +70,41 @@ def show_value(v: Any, depth: int = 0, compact: bool = False) -> str:
     if isinstance(v, str):
         return repr(_short(v, KEY_CHARS if compact else 60))
     if isinstance(v, int) and not isinstance(v, bool) and compact:
-        return _number(v)
+        return _number(v, lang)
     return repr(v)
 
 
-def _number(n: int) -> str:
+def _number(n: int, lang: str | None = None) -> str:
     """An int, cut to :data:`NUMBER_CHARS` characters (its leading digits and how many there are)."""
     try:
-        text = repr(n)
+        digits_text = repr(n)
     except ValueError:  # more digits than Python converts (it never arrives through the channel)
-        return f"<int of {n.bit_length()} bits>"
-    if len(text) <= NUMBER_CHARS:
-        return text
-    digits = len(text) - (n < 0)
-    return f"{text[:12]}…({digits} digits)"
+        return text(SHOWN_BITS, lang).format(n=n.bit_length())
+    if len(digits_text) <= NUMBER_CHARS:
+        return digits_text
+    digits = len(digits_text) - (n < 0)
+    return digits_text[:12] + text(SHOWN_DIGITS, lang).format(n=digits)
 
 
-def _shape(v: Any) -> str:
-    """A value's type and size, e.g. ``list of 200 items``: what a compact rendering starts with."""
+def _shape(v: Any, lang: str | None = None) -> str:
+    """A value's type and size in ``lang``, e.g. ``list of 200 items`` (``list，200 项``): what a compact
+    rendering starts with. The type's name is Python's, in either language."""
     if is_tensor(v):
         return "tensor"
     if isinstance(v, (list, tuple, frozenset, dict)):
         kind = {list: "list", tuple: "tuple", frozenset: "set", dict: "dict"}[type(v)]
-        return f"{kind} of {len(v)} {'keys' if isinstance(v, dict) else 'items'}"
+        return text(SHOWN_KEYS if isinstance(v, dict) else SHOWN_ITEMS, lang).format(kind=kind, n=len(v))
     if isinstance(v, (str, bytes)):
-        return f"{type(v).__name__} of {len(v)}"
+        return text(SHOWN_LENGTH, lang).format(kind=type(v).__name__, n=len(v))
     return type(v).__name__ if not isinstance(v, Opaque) else v.type_name
 
 
-def compact_value(v: Any) -> str:
+def compact_value(v: Any, lang: str | None = None) -> str:
     """A learner's value in a grader's report: whole when short, else type and shape plus a prefix."""
-    full = show_value(v, compact=True)
+    full = show_value(v, compact=True, lang=lang)
     if len(full) <= COMPACT_CHARS:
         return full
-    return f"{_shape(v)}: {full[:PREFIX_CHARS]}…"
+    return text(L("{shape}: {prefix}…", "{shape}：{prefix}…"), lang).format(shape=_shape(v, lang), prefix=full[:PREFIX_CHARS])
 
 
 def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
@@ -101,7 +113,7 @@ def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
     kind = outcome["kind"]
     if kind == "ok":
         value = decode(outcome["value"])
-        out = compact_value(value) if compact else _short(show_value(value))
+        out = compact_value(value, lang) if compact else _short(show_value(value, lang=lang))
         if _contains_opaque(value):
             out += "   " + text(L("(only plain int/float/str/list/tuple/dict values count here)",
                                   "（这里只接受普通的 int/float/str/list/tuple/dict 值）"), lang)
@@ -113,7 +125,7 @@ def show(outcome: dict, lang: str | None = None, compact: bool = False) -> str:
         return text(L("raises {t}{m}", "抛出 {t}{m}"), lang).format(t=outcome["type"], m=msg)
     if kind == "todo":
         return text(L("NotImplementedError (the TODO is still a stub)", "NotImplementedError（这个 TODO 还没写）"), lang)
-    return outcome.get("message", "no answer")
+    return outcome.get("message") or text(L("no answer", "没有答案"), lang)
 
 
 def _contains_opaque(v: Any, depth: int = 0) -> bool:
@@ -153,7 +165,7 @@ def _tensor_difference(e: dict, g: dict, atol: float | None, lang: str | None, c
     worst = max(diffs)
     return text(L("max |difference| {w:.3g} (tolerance {t:g}); first mismatch at index {i}: expected {a:.6g}, got {b}",
                   "最大 |差值| {w:.3g}（容差 {t:g}）；第一个不一致的位置 {i}：期望 {a:.6g}，实际 {b}"), lang).format(
-        w=worst, t=tol, i=_unravel(first, list(e["shape"])), a=ev[first], b=show_value(gv[first], compact=compact))
+        w=worst, t=tol, i=_unravel(first, list(e["shape"])), a=ev[first], b=show_value(gv[first], compact=compact, lang=lang))
 
 
 def first_difference(expected: Any, got: Any, atol: float | None = None, path: str = "", lang: str | None = None,
@@ -193,5 +205,5 @@ def first_difference(expected: Any, got: Any, atol: float | None = None, path: s
         return ""
     if expected != got and path:
         return text(L("{p}: expected {e}, got {g}", "{p}：期望 {e}，实际 {g}"), lang).format(
-            p=path, e=show_value(expected), g=show_value(got, compact=compact))
+            p=path, e=show_value(expected, lang=lang), g=show_value(got, compact=compact, lang=lang))
     return ""

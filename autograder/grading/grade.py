@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import os
 import sys
 import threading
@@ -25,9 +26,9 @@ from pathlib import Path
 
 from autograder.child.protocol import CellError, CellsDone, Event
 from autograder.child.sandbox import _strip_magics as strip_magics  # how the child reads a cell: one owner
-from autograder.core import messages
+from autograder.core import layout, messages
 from autograder.core.course import feedback_level, grading_mode
-from autograder.core.i18n import L, text
+from autograder.core.i18n import LANGUAGES, L, text
 from autograder.core.pysource import names_defined, parse, reaches_only_through
 from autograder.core.results import CheckResult, SubmissionResult, TodoResult, TodoStatus
 from autograder.core.spec import Check, Stage, Todo
@@ -124,12 +125,18 @@ def run_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable[[]
     return _grade_todo(sub, todo, run, on_cells, how).result
 
 
-def child_payload_for(sub: Submission, todo: Todo) -> dict:
+def child_payload_for(sub: Submission, todo: Todo, lang: str | None = None) -> dict:
     """What the child grading ``todo`` of ``sub`` is given: the setup cells, the learner's cells, the
     modules it may import as text, its hidden checks compiled (never their text), and what to import
-    before any learner code."""
+    before any learner code. The setup cells end by choosing the report's language (``lang``, else the
+    submission's edition), so that the course's own messages the child produces (an error its given
+    code raises, say) read as the notebook reads them."""
     stage = sub.stage
-    cells = [("setup", s) for s in setup_cells(stage)] + [("your", s) for s in sub.cells]
+    setup = setup_cells(stage)
+    said = lang or sub.lang
+    if setup and said in LANGUAGES:  # the same number of cells: a cell number in the report still holds
+        setup = [*setup[:-1], f"{setup[-1]}\nset_language({said!r})\n"]
+    cells = [("setup", s) for s in setup] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
             "modules": child_modules(stage, todo), "code": child_code(stage, todo),
             "preload": child_preload(sub, todo)}
@@ -141,7 +148,7 @@ def _grade_todo(sub: Submission, todo: Todo, run: GradingRun, on_cells: Callable
     with a placeholder verdict that :func:`_disclosed` replaces (so the thread never waits for the
     stage's trusted material: a verdict needs it, a child does not)."""
     stage = sub.stage
-    payload = child_payload_for(sub, todo)
+    payload = child_payload_for(sub, todo, how.lang)
     members_lacking(sub, todo.owner)  # read from the cells here, with the rest of what the child needs of them
 
     def on_event(event: Event) -> None:
@@ -173,7 +180,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     if withhold:
         out.withhold = True
     take = out.take
-    expected = expected_outcomes(stage)
+    expected = _in_language(stage, expected_outcomes(stage), lang)
     checks = stage.checks_for(todo.id)
     said = report.summary
     outcomes = said.outcomes
@@ -185,25 +192,32 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         raw = dict(outcomes[c.key]) if c.key in outcomes else None
         judged.append((c, None if raw is None else _judge(stage, c, expected[c.key], raw, lang), raw))
     # An unfinished TODO says so first; otherwise the most specific failing check leads (its hint is
-    # about the mistake made) and the others are named after it.
+    # about the mistake made) and the others follow it, each with its expected and got but not its
+    # hint (written for another slip).
     failed_raw = [v for _, v, _ in judged if v is not None and not v.passed]
-    lead = ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw) or [None])[0]  # type: ignore[list-item]  # None: none failed
-
-    verdicts, shown_of = [], {}
-    for c, v, raw in judged:
+    unfinished = [v for v in failed_raw if v.not_implemented]
+    raw_order = unfinished + lead_first([v for v in failed_raw if not v.not_implemented])
+    raw_of = {id(v): raw for _, v, raw in judged}
+    shown_of = {}
+    for f in raw_order:  # in the order the report names them, so the lead's value is the first the budget pays
+        c = f.check
+        # every failing public check shows the learner's value within the submission's budget (see
+        # autograder.grading.disclosure); a hidden check never shows one (judge), and under "titles" says less
+        shows_value = not (c.hidden and out.titles_only)
+        leads = f is raw_order[0]
+        shown = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw_of[id(f)]), f, lang,  # type: ignore[arg-type]  # f failed, so raw
+                               (take if leads else out.take_sparing) if shows_value else None)
+        shown_of[id(f)] = shown if leads else shown.without_hint()
+    verdicts = []
+    for c, v, _raw in judged:
         if v is None:
             verdicts.append(CheckResult(c.name, c.hidden, False, text(messages.NOT_RUN, lang), check_label(c, lang)))
             continue
         if not v.passed:
-            # only the leading failure shows the learner's value (see autograder.grading.disclosure): the values
-            # of the other failing checks, hidden ones included, never reach the report
-            shows_value = v is lead and not (c.hidden and out.titles_only)
-            shown_of[id(v)] = _shown_verdict(stage, c, expected[c.key], guard.outcome(raw), v, lang,  # type: ignore[arg-type]  # v, so raw
-                                             take if shows_value else None)
             v = shown_of[id(v)]
         line = v.summary if v.passed else _one_line(v.summary, v.detail)
         verdicts.append(CheckResult(c.name, c.hidden, v.passed, line, check_label(c, lang)))
-    ordered = [shown_of[id(v)] for v in ([v for v in failed_raw if v.not_implemented] or lead_first(failed_raw))]
+    ordered = [shown_of[id(v)] for v in raw_order]
     first_fail = ordered[0] if ordered else None
     n_hidden = sum(c.hidden for c in checks)
     stopped_in = _check(stage, said.check)
@@ -236,10 +250,10 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
         head = first_fail.summary if first_fail.check.hidden or first_fail.check.secret else \
             text(messages.CHECK_FAILED, lang).format(name=check_label(first_fail.check, lang))
         status, message = TodoStatus.FAILED, _one_line(head, first_fail.detail)
-        others = [v for v in ordered[1:] if not v.not_implemented]
-        if others:
-            message += " | " + text(messages.ALSO_FAILING, lang).format(titles="; ".join(
-                _failed_name(v.check, lang) for v in others))
+        for v in ordered[1:]:  # each other failure: its name, then its input, expected and got, a field each
+            if not v.not_implemented:
+                message += " | " + text(messages.ALSO_FAILING, lang).format(titles=_failed_name(v.check, lang))
+                message += "".join(f" |   {' '.join(d.split())}" for d in v.detail)  # indented under its name
     else:
         status, message = TodoStatus.FAILED, text(messages.NO_RESULTS, lang)
     if quiet:
@@ -257,6 +271,30 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     points = todo_points(todo, status, verdicts, how.grading)
     result = TodoResult(todo.id, todo.number, todo.title, points, float(todo.points), status, message, verdicts)
     return Graded(result, report, list(out.shown) if disclosure is None else [])
+
+
+def _in_language(stage: Stage, expected: dict[str, dict], lang: str | None) -> dict[str, dict]:
+    """``expected`` with the Chinese text of each public check's expected exception (the build's
+    ``message_zh`` in ``autograder/expected/sNN.json``) where the report is in Chinese, so "expected:
+    raises ..." reads as the notebook's own check() does. Only a message that is the same as the
+    public file's English one is given its translation."""
+    if lang != "zh":
+        return expected
+    public = _public_translations(stage.id)
+    return {key: {**out, "message_zh": public[key][1]} if key in public and out.get("kind") == "raised" and
+            out.get("message") == public[key][0] else out for key, out in expected.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _public_translations(stage_id: str) -> dict[str, tuple[str, str]]:
+    """``{check key: (English message, Chinese message)}`` of the stage's public expected exceptions."""
+    path = layout.stage_files(stage_id).expected
+    try:
+        checks = json.loads(path.read_text(encoding="utf-8"))["checks"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {key: (out["message"], out["message_zh"]) for key, out in checks.items()
+            if isinstance(out, dict) and out.get("message_zh") and isinstance(out.get("message"), str)}
 
 
 def members_lacking(sub: Submission, owner: str) -> frozenset[str]:
@@ -295,9 +333,9 @@ def _shown_verdict(stage: Stage, check: Check, expected: dict, display: dict, v:
     ``display``, its learner-derived lines through ``take`` (None: the check's own words only)."""
     d = _judge(stage, check, expected, display, lang, take or _nothing)
     if d.passed:  # sanitizing made it equal: say that it failed, and nothing of what it returned
+        hint = f"{text(messages.HINT, lang)} {text(check.hint, lang)}"
         d = CheckVerdict(check, False, check.name if not check.hidden else
-                         text(messages.HIDDEN_FAILED, lang).format(name=check.name),
-                         [f"{text(messages.HINT, lang)} {text(check.hint, lang)}"])
+                         text(messages.HIDDEN_FAILED, lang).format(name=check.name), [hint], hint=hint)
     return replace(d, not_implemented=v.not_implemented)
 
 

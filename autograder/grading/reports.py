@@ -130,9 +130,10 @@ def write_summary(results: list[SubmissionResult], path: Path, iso: Isolation) -
 
 def learner(results: list[SubmissionResult], iso: Isolation, langs: list[str]) -> str:
     """The report a learner reads about their own notebook (a GitHub Classroom step prints it), in
-    each notebook's language (``langs``, one per result): the points of each graded TODO and every
-    check's line, the same words ``check()`` and the table use; hidden checks show their name and hint
-    only (the grader composed those lines)."""
+    each notebook's language (``langs``, one per result): the points of each graded TODO, its message
+    (the leading failure with its hint, each other failure with its expected and got: the same words
+    ``check()`` and the table use), and for a failed TODO which of its checks pass, by title (a hidden
+    one by name)."""
     lines = []
     for r, lang in zip(results, langs, strict=True):
         name = shown_path(Path(r.path).name)
@@ -147,8 +148,8 @@ def learner(results: list[SubmissionResult], iso: Isolation, langs: list[str]) -
             lines.append(text(messages.LEARNER_TODO, lang).format(
                 mark=mark, n=t.number, id=t.id, title=text(t.title, lang), points=f"{t.points:g}", max=f"{t.max_points:g}"))
             lines.append(f"   {one_line(t.message)}")
-            if t.status is TodoStatus.FAILED:  # per check; otherwise the one message says it all
-                lines += [f"   {'✅' if c.passed else '❌'} {one_line(c.message)}" for c in t.checks]
+            if t.status is TodoStatus.FAILED:  # which checks pass: the message above gives each failure's fields
+                lines += [f"   {'✅' if c.passed else '❌'} {one_line(c.title or c.name)}" for c in t.checks]
         for w in r.warnings:
             lines.append(text(messages.LEARNER_WARNING, lang).format(warning=one_line(w)))
     return "\n".join(lines)

@@ -6,7 +6,7 @@ the notebook, in a CLI report and in nbgrader feedback, in the notebook's langua
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from autograder.child.probe import todo_of_function
 from autograder.core import data, messages
@@ -17,7 +17,9 @@ from autograder.grading.display import first_difference, show
 
 @dataclass
 class CheckVerdict:
-    """The judgement of one check. ``detail`` lines never reveal a hidden or secret check's values."""
+    """The judgement of one check. ``detail`` lines never reveal a hidden or secret check's values;
+    ``hint``, when set, is one of them (the check's own hint line), so that a report can leave it out
+    for a check that does not lead (:meth:`without_hint`)."""
 
     check: Check
     passed: bool
@@ -25,6 +27,15 @@ class CheckVerdict:
     detail: list[str] = field(default_factory=list)
     not_implemented: str | None = None  # TODO id whose stub was hit
     blamed: str | None = None           # another TODO this failure comes from (inline check)
+    hint: str = ""                      # the hint line among ``detail`` ("" when it has none)
+
+    def without_hint(self) -> CheckVerdict:
+        """This verdict without its hint line: how a failure that does not lead is shown. Its hint was
+        written for its own slip, and when another check of the TODO fails too, the most specific one
+        (:func:`lead_first`) names the mistake made; its expected and got stay."""
+        if not self.hint:
+            return self
+        return replace(self, detail=[d for d in self.detail if d != self.hint], hint="")
 
 
 def check_title(check: Check, lang: str | None = None) -> str:
@@ -71,9 +82,10 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | Non
         note = [say(messages.HELPER_OUTSIDE)]
     hint = f"{say(messages.HINT)} {text(check.hint, lang)}"
     if check.secret:
-        return CheckVerdict(check, False, say(messages.QUIZ_WRONG, q=title), detail=[hint])
+        return CheckVerdict(check, False, say(messages.QUIZ_WRONG, q=title), detail=[hint], hint=hint)
     if check.hidden:
-        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check_label(check, lang)), detail=[hint, *note])
+        return CheckVerdict(check, False, say(messages.HIDDEN_FAILED, name=check_label(check, lang)), detail=[hint, *note],
+                            hint=hint)
     lines = []
     if check.call:
         lines.append(f"{say(messages.INPUT)} {text(check.call, lang)}")
@@ -87,7 +99,7 @@ def judge(stage: Stage, check: Check, expected: dict, got: dict, lang: str | Non
         where = take(where) if where else ""
         if where:
             lines.append(f"{say(messages.WHERE)} {where}")
-    return CheckVerdict(check, False, title, detail=[*lines, hint, *note])
+    return CheckVerdict(check, False, title, detail=[*lines, hint, *note], hint=hint)
 
 
 def lead_first(failed: list[CheckVerdict]) -> list[CheckVerdict]:

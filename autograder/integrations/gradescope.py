@@ -150,7 +150,7 @@ def results_json(r: SubmissionResult, iso: Isolation | None = None) -> dict:
     """Gradescope's ``results.json`` for one graded notebook, stating the isolation it was graded under."""
     tests = []
     for t in r.todos:
-        tests.append({"name": f"TODO {t.number} · {t.id} · {t.title}", "score": t.points, "max_score": t.max_points,
+        tests.append({"name": f"TODO {t.number} · {t.id} · {text(t.title, r.lang)}", "score": t.points, "max_score": t.max_points,
                       "status": "passed" if t.passed else "failed", "output": one_line(t.message), "visibility": "visible"})
         hidden = [c for c in t.checks if c.hidden]
         if hidden:

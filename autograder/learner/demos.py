@@ -182,6 +182,12 @@ class demo(contextlib.AbstractContextManager):  # noqa: N801 - used like a funct
 
     ``todo_ids`` are the TODOs whose code the body runs (directly or through given code); all of one
     stage. ``limit_s`` bounds the body's time.
+
+    [zh]
+    只有当 ``todo_ids`` 中的每个 TODO 都通过了它的可见检查时，才运行 ``with`` 里的代码。
+
+    ``todo_ids`` 是这段代码（直接或经由给定代码）要用到的 TODO，必须属于同一个阶段。``limit_s`` 限制这段代码
+    的运行时间。
     """
 
     def __init__(self, *todo_ids: str, limit_s: int | None = None) -> None:
@@ -231,7 +237,11 @@ class demo(contextlib.AbstractContextManager):  # noqa: N801 - used like a funct
         return True
 
     def explain(self, exc: BaseException, tb: types.TracebackType | None, limits: _Limits) -> str:
-        """The one line that says which TODO to look at after ``exc`` stopped the body."""
+        """The one line that says which TODO to look at after ``exc`` stopped the body.
+
+        [zh]
+        ``exc`` 让这段代码停下之后，用一行文字指出应该去看哪个 TODO。
+        """
         if getattr(exc, "todo", None) in self._ids and callable(getattr(exc, "line", None)):
             return "❌ " + exc.line()  # type: ignore[attr-defined]  # given code checked the value and named its TODO (a ResultError)
         codes = {code: t for t in self.stage.todos if (code := _target_code(t, self._namespace)) is not None}

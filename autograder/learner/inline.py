@@ -149,8 +149,21 @@ def check(todo_id: str, hidden: bool = False) -> None:
     hidden checks (instructors only). Under nbgrader (validate or autograde) a failing check raises
     ``AssertionError`` so that the cell scores 0. Returns nothing, so that the cell shows only the
     report; use :func:`run_check` to get it as an object.
+
+    [zh]
+    对调用它的笔记本中定义的对象运行某个 TODO 的检查，并打印报告。
+
+    如果一个没通过的检查在其他 TODO 换成课程代码（评分时就是这样运行的）之后能通过，报告会指出应当先修改的那个
+    TODO，而不是给出这个检查自己的提示。``hidden=True`` 运行隐藏检查（仅限讲师）。在 nbgrader 中（验证或自动
+    评分时），检查不通过会抛出 ``AssertionError``，让这个单元得 0 分。不返回任何值，这样单元只显示报告；要把报告
+    作为对象拿到，请用 :func:`run_check`。
     """
     report = run_check(todo_id, hidden, namespace=_caller_globals())
+    if not hidden:  # the next hint() starts from the check this report led with (autograder.learner.learn)
+        from autograder.learner.learn import note_failure
+
+        failed = lead_first([v for v in report.verdicts if not v.passed and not v.not_implemented and not v.blamed])
+        note_failure(todo_id, failed[0].check if failed else None)
     if not hidden and report.verdicts:  # the learner's progress record (autograder.learner.standing); never fails
         from autograder.learner.standing import remember
 
@@ -262,8 +275,11 @@ def _print_report(stage: Stage, own: Todo, report: CheckReport, quiet: bool, lan
     kind = text(messages.HIDDEN if report.hidden else messages.VISIBLE, lang)
     print(text(messages.REPORT_HEAD, lang).format(label=own.label, title=text(own.title, lang), n=n,
                                                   total=len(report.verdicts) + report.not_run, kind=kind))
-    # the failure to fix first leads: the most specific failing check, then the other failures, then the passes
-    shown = lead_first([v for v in report.verdicts if not v.passed]) + [v for v in report.verdicts if v.passed]
+    # the failure to fix first leads: the most specific failing check, with its hint (about the mistake
+    # made); then the other failures, each with its expected and got but not its hint (written for
+    # another slip); then the passes
+    failed = lead_first([v for v in report.verdicts if not v.passed])
+    shown = failed[:1] + [v.without_hint() for v in failed[1:]] + [v for v in report.verdicts if v.passed]
     for v in shown:
         print(f"  {'✅' if v.passed else ('↪️' if v.blamed else '❌')} {v.summary}")
         for line in v.detail:

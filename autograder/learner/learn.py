@@ -2,7 +2,9 @@
 
 ``hint("s02.hash_block")`` shows the next tier each time it is called (1 the idea, 2 the approach,
 3 a code skeleton whose key expressions are left as ``___``); ``hint("s02.hash_block", 3)`` jumps to
-a tier. It prints the text and returns nothing, so a notebook shows it once. Using hints costs nothing.
+a tier. Right after a ``check()`` of the TODO failed, the first ``hint()`` is the hint of the check
+that led its report (the one about the mistake made), and the tiers follow. It prints the text and
+returns nothing, so a notebook shows it once. Using hints costs nothing.
 
 ``reveal(prediction, actual, why, within=...)`` shows a demo's result next to what the learner
 predicted before running it, and one sentence on the gap. A whole-number answer is right only when
@@ -15,16 +17,41 @@ from numbers import Integral, Real
 from typing import Any
 
 from autograder.core.i18n import L, text
-from autograder.core.spec import load_stage, stage_of
+from autograder.core.spec import Check, load_stage, stage_of
+from autograder.grading.verdict import check_title
 
 TIER_NAMES = (L("the idea", "思路"), L("the approach", "做法"), L("a skeleton to fill in", "待补全的代码骨架"))
 _shown: dict[str, int] = {}
+_failed: dict[str, Check] = {}  # per TODO: the check its last check() in this kernel led with, not yet hinted
+
+
+def note_failure(todo_id: str, check: Check | None) -> None:
+    """What ``check(todo_id)`` found: the failing check it led with (the most specific one), or None
+    when nothing failed for a reason of this TODO's own. The next :func:`hint` starts from it."""
+    if check is None:
+        _failed.pop(todo_id, None)
+    else:
+        _failed[todo_id] = check
 
 
 def hint(todo_id: str, tier: int | None = None) -> None:
-    """Print the next hint tier of ``todo_id`` (or tier ``tier``, 1-3); returns nothing."""
+    """Print the next hint tier of ``todo_id`` (or tier ``tier``, 1-3); returns nothing.
+
+    [zh]
+    打印 ``todo_id`` 的下一层提示（或第 ``tier`` 层，1 到 3）；不返回任何值。
+    """
     stage = load_stage(stage_of(todo_id), hidden=False)
     todo = stage.todo(todo_id)
+    failed = _failed.pop(todo_id, None) if tier is None else None
+    if failed is not None and text(failed.hint):
+        # the hint about the mistake made comes first: the one of the check that just failed; the
+        # TODO's tiers, written for every way of getting it wrong, come after it
+        head = text(L("💡 {label} · the check that failed: {title}", "💡 {label} · 未通过的检查：{title}")).format(
+            label=todo.label, title=check_title(failed))
+        more = text(L('(call hint("{id}") again for the TODO\'s hints, idea first)',
+                      '（再调用一次 hint("{id}") 看这个 TODO 的分层提示，从思路开始）')).format(id=todo_id)
+        print(f"{head}\n{text(failed.hint)}\n{more}")
+        return
     if not todo.hints:
         print(text(L("{label} has no hints.", "{label} 没有提示。")).format(label=todo.label))
         return
@@ -99,6 +126,12 @@ def reveal(prediction: Any, actual: Any, why: L | str = "", *, within: float | N
 
     ``within`` / ``relative``: the tolerance of a fractional answer, applied to ``actual`` exactly as
     given; ``bounds``: the range the question asks for (see :func:`judged`).
+
+    [zh]
+    把你的预测和答案并排打印出来，再用一句话说明两者的差距；不返回任何值。
+
+    ``within`` / ``relative``：小数答案的容差，严格作用在给定的 ``actual`` 上；``bounds``：题目要求的取值范围
+    （见 :func:`judged`）。
     """
     matched = judged(prediction, actual, within, relative, bounds)
     if matched is None:

@@ -103,6 +103,11 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     """Called by a notebook's first cell: language, Python version, runtime match, where, GPU.
 
     Returns what it found (for tests); prints a few lines for the learner.
+
+    [zh]
+    由笔记本的第一个单元调用：设置语言，检查 Python 版本、运行时是否与笔记本匹配、运行环境和 GPU。
+
+    返回它查到的信息（供测试使用）；为学习者打印几行说明。
     """
     set_language(lang)
     from autograder.learner.released import show_released_sources
@@ -111,6 +116,9 @@ def start(stage: str, build: str, lang: str, update: str | list[str]) -> dict:
     found: dict[str, Any] = {"where": where(), "python": sys.version.split()[0], "stale": False, "gpu": None}
     if os.environ.get("PCW_GRADING"):
         return found  # a grading child only needs the language
+    from autograder.learner.docstrings import localize_docstrings
+
+    localize_docstrings(lang)  # help() on the course's given code reads in this edition's language
     if sys.version_info < MIN_PYTHON:
         print(text(L("⚠️ This course needs Python {v}+; this kernel runs {have}.",
                      "⚠️ 本课程需要 Python {v} 及以上；当前内核是 {have}。")).format(

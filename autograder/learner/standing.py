@@ -237,7 +237,11 @@ def render(folder: Path, lang: str | None = None, record: Record | None = None) 
 
 
 def progress(folder: str | os.PathLike | None = None) -> None:
-    """In a notebook: print every stage's TODOs with their last ``check()`` result, and a bar."""
+    """In a notebook: print every stage's TODOs with their last ``check()`` result, and a bar.
+
+    [zh]
+    在笔记本中：打印每个阶段的 TODO 及其最近一次 ``check()`` 的结果，外加一个进度条。
+    """
     print(render(Path(folder) if folder is not None else Path.cwd()))
 
 

@@ -529,12 +529,13 @@ _WORDS = {
            "throughput": "throughput", "kv": "peak KV memory", "decision": "decision",
            "none": "no measured setting meets the SLO", "cache": "cache", "yes": "on", "no": "off", "pool": "pool",
            "blocks": "blocks", "layers": "layers", "hidden": "hidden", "heads": "heads", "vocab": "vocab",
-           "params": "parameters"},
+           "params": "parameters", "per_s": "req/s"},
     "zh": {"title": "决策记录", "hardware": "硬件", "model": "模型", "dtype": "数据类型", "evidence": "证据等级",
            "metric": "指标", "on": "开缓存", "off": "关缓存", "hit": "命中率", "throughput": "吞吐量",
            "kv": "KV 显存峰值", "decision": "决策",
            "none": "没有任何测过的设置满足 SLO", "cache": "缓存", "yes": "开", "no": "关", "pool": "块池",
-           "blocks": "块", "layers": "层", "hidden": "隐藏维", "heads": "头", "vocab": "词表", "params": "参数"},
+           "blocks": "块", "layers": "层", "hidden": "隐藏维", "heads": "头", "vocab": "词表", "params": "参数",
+           "per_s": "请求/秒"},
 }
 
 
@@ -555,7 +556,7 @@ def decision_markdown(record: Mapping[str, Any], lang: str = "en") -> str:
             ("TTFT p50", ms(on["ttft_p50"]), ms(off["ttft_p50"])),
             ("TTFT p90", ms(on["ttft_p90"]), ms(off["ttft_p90"])),
             ("TPOT p50", ms(on["tpot_p50"]), ms(off["tpot_p50"])),
-            (w["throughput"], f"{on['requests_per_s']:.1f} req/s", f"{off['requests_per_s']:.1f} req/s"),
+            (w["throughput"], f"{on['requests_per_s']:.1f} {w['per_s']}", f"{off['requests_per_s']:.1f} {w['per_s']}"),
             (w["kv"], f"{on['peak_kv_bytes'] / 2**20:.2f} MiB", f"{off['peak_kv_bytes'] / 2**20:.2f} MiB")]
     slo = ", ".join(f"{k} <= {v * 1e3:.0f} ms" if k.startswith(("ttft", "tpot", "e2e")) else f"{k} <= {v}"
                     for k, v in record["slo"].items())

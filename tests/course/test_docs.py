@@ -56,3 +56,25 @@ def test_the_chinese_readme_links_the_chinese_pages():
     text = layout.README_ZH.read_text(encoding="utf-8")
     for name in ("learners", "instructors", "security", "setup", "performance"):
         assert f"docs/{name}.zh.md" in text and f"docs/{name}.md)" not in text
+
+
+ZH_PAGES = [p for p in PAGES if p.name.endswith(".zh.md")]
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=lambda p: layout.rel(p))
+def test_a_chinese_page_sends_readers_to_the_chinese_edition_of_a_page(page):
+    """Every relative link of a Chinese page to a page that has a Chinese edition names that edition
+    (its section anchors included), except the one link at its top that switches to English."""
+    text = page.read_text(encoding="utf-8")
+    english = []
+    for m in LINK.finditer(text):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target) or target.startswith("#") or not target.split("#")[0].endswith(".md"):
+            continue
+        path = (page.parent / target.split("#")[0]).resolve()
+        if path.name.endswith(".zh.md") or not path.with_name(path.name[:-3] + ".zh.md").exists():
+            continue
+        if path.with_name(path.name[:-3] + ".zh.md") == page.resolve():  # the switch to the English edition
+            continue
+        english.append(target)
+    assert not english, f"{layout.rel(page)} sends readers to English pages that have a Chinese edition: {english}"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from autograder.authoring.glossary import Term, parse, stage_terms, terms, terms_markdown
+from autograder.authoring.glossary import Term, parse, stage_terms, terms, terms_markdown, uses
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
@@ -124,3 +124,59 @@ def test_the_terminology_check_sees_drift():
     assert term_drift("把 prompt 交给块池") == {"prompt": 1}
     assert term_drift("提示词（prompt）交给 block pool") == {"block pool": 1}
     assert term_drift("`prompt` 和 system prompt、hint(\"s01.x\")") == {}
+
+
+# -- every term used, every term a notebook uses defined -------------------------------------------------
+def _prose(lang: str) -> dict[str, str]:
+    return {sid: learner_prose(layout.stage_files(sid).learner(lang)) for sid in layout.built_stages()
+            if lang in layout.stage_files(sid).languages}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_term_the_glossary_defines_is_used(lang):
+    """Use counts over the learner notebooks of an edition: a term no notebook writes does not belong in
+    the glossary (or the notebooks lost it)."""
+    prose = "\n".join(_prose(lang).values())
+    counts = {t.anchor: uses(t, prose, lang) for t in terms()}
+    unused = sorted(a for a, n in counts.items() if n == 0)
+    assert not unused, f"{lang}: glossary terms no notebook uses: {unused}"
+    assert sum(counts.values()) > 10 * len(counts), "the counter finds the terms"
+
+
+def test_the_use_counter_counts_words_not_pieces():
+    term = next(t for t in terms() if t.anchor == "sentinel")
+    assert uses(term, "a tail sentinel; two Sentinels; sentinel-free", "en") == 2  # plural and case; not a compound
+    assert uses(term, "用带哨兵的双向链表，哨兵块", "zh") == 2
+    kept = next(t for t in terms() if t.anchor == "chunked-prefill")
+    assert uses(kept, "chunked prefill（分块 prefill）；chunked prefills", "zh") == 2
+
+
+# The English in brackets after a Chinese word marks a term at its first use (the glossary's own
+# convention); these brackets gloss ordinary words or names instead, which the glossary leaves out.
+NOT_TERMS = frozenset({"widget", "identity", "ledger", "device", "CPU", "Moonshot AI"})
+GLOSS = re.compile(r"[\u4e00-\u9fff]（(?P<en>[A-Za-z][A-Za-z /'-]*)）")  # words only: not "TODO 4", "ICML 2025"
+
+
+@pytest.mark.parametrize("stage_id", stage_params())
+def test_every_term_a_chinese_notebook_glosses_is_in_the_glossary(stage_id):
+    """A Chinese notebook that writes 中文（English） introduces a term: the glossary defines it."""
+    files = layout.stage_files(stage_id)
+    if "zh" not in files.languages:
+        pytest.skip(f"{stage_id} has no Chinese edition")
+    known = {f.lower() for t in terms() for f in t.english_forms()} | \
+        {m.group(1).lower() for t in terms() for m in re.finditer(r"（([^）]+)）", t.zh)}  # 经验分布函数（CDF）
+    glossed = {m["en"].strip() for m in GLOSS.finditer(learner_prose(files.learner("zh")))}
+    missing = sorted(g for g in glossed if g.lower() not in known and g not in NOT_TERMS)
+    assert not missing, f"{stage_id}: terms glossed in the Chinese notebook but not defined: {missing}"
+
+
+# The terms a Chinese-only learner met often without a definition (issue 42): each stays defined.
+MET_UNDEFINED = ("前缀封闭", "哨兵", "伪请求", "驻留持有", "悬崖", "证据等级", "批大小", "尾部延迟", "chunked prefill")
+
+
+@pytest.mark.parametrize("word", MET_UNDEFINED)
+def test_the_terms_learners_met_undefined_are_defined_and_used(word):
+    term = next((t for t in terms() if t.zh_head == word), None)
+    assert term is not None, f"define {word} in docs/glossary.md"
+    prose = "\n".join(_prose("zh").values())
+    assert uses(term, prose, "zh") >= 2, f"{word}: used {uses(term, prose, 'zh')} times"

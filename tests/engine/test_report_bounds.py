@@ -461,6 +461,7 @@ def test_the_security_page_states_the_bounds_the_code_enforces():
         assert f"{-(-s05 // budget)}" in page and f"{-(-s05_hidden // budget)}" in page
         assert f"{round(s05 / 1000, 1)} KB" in page and f"{round(s05_hidden / 1000)} KB" in page
         assert f"{shortest[0]}" in page and shortest[1].split(".")[1] in page
+        assert f"{disclosure.LEAD_RESERVE_BYTES} bytes" in page or f"{disclosure.LEAD_RESERVE_BYTES} 字节" in page
 
 
 def readiness(n: int) -> str:

@@ -45,6 +45,17 @@ def test_kernels_device_cpu_uses_torch_reference():
     name, fn = paged_attention_for("cpu")
     assert name == "torch" and fn is paged_attention_torch
     assert describe_device("cpu").startswith("cpu:")
+    from autograder.core.i18n import language, set_language
+
+    was = language()
+    try:  # the line a Chinese notebook prints says the thread count in Chinese (and never "1 torch threads")
+        set_language("zh")
+        assert "个 torch 线程" in describe_device("cpu") and "threads" not in describe_device("cpu")
+        set_language("en")
+        n = torch.get_num_threads()
+        assert f"{n} torch thread{'' if n == 1 else 's'}," in describe_device("cpu")
+    finally:
+        set_language(was)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: Triton is selected only on CUDA")

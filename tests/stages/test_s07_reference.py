@@ -172,6 +172,8 @@ def test_s07_decision_record_from_real_runs_is_json_and_markdown():
     text = decision_markdown(record)
     assert "| hit rate |" in text and "shapes and trends only" in text and "pool of **40 blocks**" in text
     assert "no measured setting" in decision_markdown({**record, "choice": None})
+    zh = decision_markdown(record, "zh")  # every unit in the edition's words: "请求/秒", never "req/s"
+    assert "请求/秒" in zh and "req/s" not in zh and "req/s" in text
     assert evidence_level({"device_type": "cuda", "model": ModelConfig.qwen2_5_0_5b().__dict__}).startswith("GPU, 0.5B")
 
 
