@@ -159,10 +159,10 @@ def overlap_counts(impl):
     return choose(impl, [(20, 0), (0, 0)], [50.0, 10.0], request(24))
 
 
-@STAGE.check("s09.choose_replica", call="30 blocks at 1 GB/s: replica 0 holds 2 on GPU + 28 in host memory; "
+@STAGE.check("s09.choose_replica", call="32 blocks at 1 GB/s: replica 0 holds 2 on GPU + 28 in host memory; "
                                         "replica 1 holds 12 on GPU", specificity=3)
 def transfer_counts(impl):
-    return choose(impl, [(2, 28), (12, 0)], [0.0, 0.0], request(30), gbps=1.0)
+    return choose(impl, [(2, 28), (12, 0)], [0.0, 0.0], request(32), gbps=1.0)
 
 
 @STAGE.check("s09.choose_replica", call="4 equal replicas; 4 equal scores with queues 5, 5, 1, 1 ms; 3 replicas "
