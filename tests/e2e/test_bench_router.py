@@ -1,0 +1,104 @@
+"""The real-router benchmark (benchmarks/bench_router.py): the trace as text keeps equal prefixes equal,
+the mock workers answer like an engine and record who got what, and (slow) SGLang's router routes the
+quick replay to live workers, every request once, with every policy in the printed comparison."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+from benchmarks.router.mock_worker import Job, MockWorker, Service
+from benchmarks.router.replay import Outgoing, replay
+from benchmarks.router.text import TraceText
+
+
+def test_equal_block_prefixes_give_equal_text_prefixes_and_different_blocks_differ():
+    t = TraceText(seed=3, chars_per_block=64)
+    a = t.request((1, 2, 3, 4), 4 * 512)
+    b = t.request((1, 2, 3, 9), 3 * 512 + 100)
+    c = t.request((5, 2, 3, 4), 4 * 512)
+    assert len(a) == 4 * 64 and len(b) == 3 * 64 + 13  # 100 tokens of 512 keep ceil(100 * 64 / 512) chars
+    assert a[:3 * 64] == b[:3 * 64] and a[3 * 64:3 * 64 + 13] != b[3 * 64:]
+    assert a[:64] != c[:64] and a[64:] == c[64:]  # the text of an id does not depend on what precedes it
+    blocks = {t.block(i) for i in range(2000)}
+    assert len(blocks) == 2000 and all(len(s) == 64 for s in blocks)
+    assert len({s[:2] for s in blocks}) > 1000  # spread over the alphabet: a match between blocks ends at once
+    assert TraceText(seed=3, chars_per_block=64).block(7) == t.block(7) != TraceText(seed=4, chars_per_block=64).block(7)
+
+
+def test_a_text_is_never_longer_than_its_blocks():
+    t = TraceText(chars_per_block=8)
+    assert t.request((1,), 1) == t.block(1)[:1] and t.length(512) == 8
+    try:
+        t.request((1,), 513)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("513 tokens in one block of 512 must be refused")
+
+
+async def _talk(worker: MockWorker, *raw: bytes) -> list[bytes]:
+    """Send raw HTTP/1.1 requests on one keep-alive connection; the answers' bodies."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", worker.port)
+    out = []
+    try:
+        for r in raw:
+            writer.write(r)
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")))
+            out.append(head.split(b"\r\n")[0] + b" " + await asyncio.wait_for(reader.readexactly(length), 5))
+    finally:
+        writer.close()
+    return out
+
+
+def _post(path: str, payload: dict) -> bytes:
+    data = json.dumps(payload).encode()
+    return f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data
+
+
+def test_a_mock_worker_answers_the_probes_and_records_each_request_with_its_cached_prefix():
+    text = TraceText(chars_per_block=16)
+    jobs = {"a": Job("a", (1, 2, 3), 3 * 512, text.length(3 * 512)), "b": Job("b", (1, 2, 7), 2 * 512 + 1, text.length(2 * 512 + 1))}
+    service = Service(lambda computed, cached: 0.0, time_scale=1.0)
+
+    async def scenario() -> tuple[MockWorker, list[bytes]]:
+        w = MockWorker(index=5, jobs=jobs, service=service, cache_blocks=100)
+        await w.start()
+        try:
+            answers = await _talk(w, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", b"GET /model_info HTTP/1.1\r\nHost: x\r\n\r\n",
+                                  _post("/generate", {"rid": "a", "text": text.request((1, 2, 3), 3 * 512)}),
+                                  _post("/generate", {"rid": "b", "text": text.request((1, 2, 7), 2 * 512 + 1)}),
+                                  _post("/generate", {"rid": "b", "text": "cut short"}),
+                                  _post("/generate", {"rid": "nobody", "text": ""}),
+                                  b"GET /flush_cache HTTP/1.1\r\nHost: x\r\n\r\n")
+        finally:
+            await w.stop()
+        return w, answers
+
+    w, answers = asyncio.run(scenario())
+    assert [a.split(b" ")[1] for a in answers] == [b"200", b"200", b"200", b"200", b"200", b"404", b"404"]
+    assert [(a.worker, a.rid, a.cached_blocks, a.text_ok) for a in w.arrivals] == [
+        (5, "a", 0, True), (5, "b", 2, True), (5, "b", 3, False)]  # b shares a's first two blocks, then its own
+    assert w.unknown == ["GET /flush_cache"] and all(a.arrived_s <= a.started_s <= a.finished_s for a in w.arrivals)
+
+
+def test_a_mock_worker_serves_one_prefill_at_a_time_first_come_first_served():
+    """Two requests sent together: the second waits for the first's prefill, then takes its own."""
+    jobs = {r: Job(r, (i,), 512, 512) for i, r in enumerate("xy")}
+    service = Service(lambda computed, cached: 200.0, time_scale=0.25)  # 200 simulated ms -> 0.05 s
+
+    async def scenario() -> MockWorker:
+        w = MockWorker(index=0, jobs=jobs, service=service, cache_blocks=10)
+        await w.start()
+        try:
+            sent = await replay(w.port, [Outgoing(r, 0.0, lambda: "a" * 512) for r in "xy"], timeout_s=10)
+        finally:
+            await w.stop()
+        assert [s.status for s in sent] == [200, 200]
+        return w
+
+    w = asyncio.run(scenario())
+    first, second = sorted(w.arrivals, key=lambda a: a.started_s)
+    assert second.started_s >= first.finished_s - 1e-3  # the event loop's clock: the FIFO order, not a deadline
+    assert second.finished_s - second.started_s >= 0.05 - 1e-3
