@@ -40,11 +40,16 @@ from workbook.fleet import FLEET_COST, FleetRun, LeastLoaded, Request, RoundRobi
 
 REAL = "sglang cache_aware"
 REFERENCE = PrefixRouter.name
+#: The stage's routers, in the order of the table: the reference (precise index fed by KV events), pure
+#: affinity, the approximate index (the router's own record of what it sent, like SGLang's tree), and
+#: the two that ignore caches.
+STAGE_POLICIES = (PrefixRouter.name, Affinity.name, ApproximateRouter.name, LeastLoaded.name, RoundRobin.name)
 
 
 def stage_runs(requests: Sequence[Request], replicas: int, gpu_blocks: int) -> list[FleetRun]:
     """The stage's reference router and the baselines on the same trace and fleet."""
     policies = [PrefixRouter(), Affinity(), ApproximateRouter(capacity=gpu_blocks), LeastLoaded(), RoundRobin()]
+    assert tuple(p.name for p in policies) == STAGE_POLICIES
     return [simulate(requests, p, replicas, gpu_blocks=gpu_blocks) for p in policies]
 
 

@@ -67,8 +67,11 @@ class Service:
     time_scale: float
     block_tokens: int = 512
 
+    def cached_tokens(self, input_tokens: int, cached_blocks: int) -> int:
+        return min(cached_blocks * self.block_tokens, input_tokens - 1)  # an engine computes one token at least
+
     def seconds(self, input_tokens: int, cached_blocks: int) -> float:
-        cached = min(cached_blocks * self.block_tokens, input_tokens - 1)  # an engine computes one token at least
+        cached = self.cached_tokens(input_tokens, cached_blocks)
         return self.service_ms(input_tokens - cached, cached) / 1000.0 * self.time_scale
 
 
@@ -147,7 +150,7 @@ class MockWorker:
         self.arrivals.append(Arrival(self.index, rid, arrived, start, finished, cached,
                                      isinstance(text, str) and len(text) == job.text_chars))
         return 200, {"text": "", "meta_info": {"id": rid, "prompt_tokens": job.input_tokens,
-                                               "cached_tokens": cached * self.service.block_tokens,
+                                               "cached_tokens": self.service.cached_tokens(job.input_tokens, cached),
                                                "completion_tokens": 0, "finish_reason": {"type": "length"}}}
 
     def _answer(self, method: str, path: str) -> tuple[int, object]:

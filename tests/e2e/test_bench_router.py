@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import subprocess
+import sys
+
+import pytest
 
 from benchmarks import report
+from benchmarks.router import sglang
 from benchmarks.router.mock_worker import Job, MockWorker, Service
 from benchmarks.router.replay import Outgoing, replay
 from benchmarks.router.text import TraceText
+from tests.support.machine import scaled
+
+ROOT = report.ROOT
 
 
 def test_equal_block_prefixes_give_equal_text_prefixes_and_different_blocks_differ():
@@ -116,3 +125,24 @@ def test_without_the_router_the_page_says_why_in_both_languages():
     for lang in ("en", "zh"):
         text = report.page(lang, [outcome], facts, "2026-01-01 00:00", "python -m benchmarks.report", True, None)
         assert f"*{report.WORDS[lang]['skipped']}: {report.WORDS[lang]['no_router']}.*" in text
+
+
+@pytest.mark.slow  # starts SGLang's router and mock workers, replays 600 requests end to end
+def test_the_quick_benchmark_routes_every_request_through_the_real_router_to_a_live_worker():
+    ok, why = sglang.available()
+    if not ok:
+        pytest.skip(f"SGLang's router cannot run here: {why}")
+    from benchmarks import bench_router  # stage 9's routers: imported by this test only
+    p = subprocess.run([sys.executable, "benchmarks/bench_router.py", "--quick"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=scaled(300))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    out = p.stdout
+    assert "real router at 4 replicas" in out and "every request served once by a live worker" in out, out
+    rows = {m.group(2).strip(): m for m in re.finditer(r"^\s+(\d+)  (.{22}) +([\d.]+)% .*  ([\d ]+)$", out, re.M)}
+    assert set(rows) == {bench_router.REAL, *bench_router.STAGE_POLICIES}, out
+    for name, m in rows.items():
+        counts = [int(c) for c in m.group(4).split()]
+        assert m.group(1) == "4" and len(counts) == 4 and sum(counts) == 600, (name, m.group(0))
+    real = [int(c) for c in rows[bench_router.REAL].group(4).split()]
+    assert sum(1 for c in real if c > 0) >= 2, f"the router sent everything to one worker: {real}"
+    assert "What it shows:" in out and "At 4 replicas SGLang's router" in out
