@@ -146,3 +146,15 @@ def test_the_quick_benchmark_routes_every_request_through_the_real_router_to_a_l
     real = [int(c) for c in rows[bench_router.REAL].group(4).split()]
     assert sum(1 for c in real if c > 0) >= 2, f"the router sent everything to one worker: {real}"
     assert "What it shows:" in out and "At 4 replicas SGLang's router" in out
+
+
+def test_the_index_benchmark_fills_to_size_without_changing_a_route():
+    """The filler blocks of bench_kv_index.py are blocks no routed request names: the choices are the
+    same at every size, so the benchmark times the same work on a larger index."""
+    from benchmarks import bench_kv_index
+    from workbook.fleet import load_requests
+
+    requests = load_requests("conversation", limit=20)
+    small, large = bench_kv_index.build_index(requests, 1_000), bench_kv_index.build_index(requests, 5_000)
+    assert (len(small), len(large)) == (1_000, 5_000)
+    assert bench_kv_index.route_all(small, requests, 1) == bench_kv_index.route_all(large, requests, 1)
