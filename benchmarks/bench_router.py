@@ -72,8 +72,15 @@ def _than(a: float, b: float, smaller: str, larger: str, same: str, rel: float =
     return smaller if a < b else larger
 
 
-def verdict(real: FleetRun, runs: Sequence[FleetRun]) -> str:
-    """What the comparison at one fleet size shows, from the runs themselves (whichever way it falls)."""
+def median_run(reals: Sequence[FleetRun]) -> FleetRun:
+    """The real router's run with the median TTFT p90 (the lower middle one of an even count)."""
+    return sorted(reals, key=lambda r: r.ttft(90))[(len(reals) - 1) // 2]
+
+
+def verdict(reals: Sequence[FleetRun], runs: Sequence[FleetRun]) -> str:
+    """What the comparison at one fleet size shows, from the runs themselves (whichever way it falls):
+    the real router's median run against the reference, and the spread over its repeats."""
+    real = median_run(reals)
     ref = next(r for r in runs if r.policy == REFERENCE)
     ranked = sorted([real, *runs], key=lambda r: (r.ttft(90), r.policy))
     place = ranked.index(real) + 1
@@ -81,18 +88,32 @@ def verdict(real: FleetRun, runs: Sequence[FleetRun]) -> str:
     p90 = _than(real.ttft(90), ref.ttft(90), "lower", "higher", "about the same")
     bal = _than(real.balance, ref.balance, "more even", "less even", "about as even")
     ratio = real.ttft(90) / ref.ttft(90) if ref.ttft(90) else float("nan")
-    return (f"At {real.replicas} replicas SGLang's router reuses {hit} prompt KV than the reference router "
+    spread = ""
+    if len(reals) > 1:
+        p90s = sorted(r.ttft(90) for r in reals)
+        worse = sum(1 for r in reals if r.ttft(90) > ref.ttft(90))
+        spread = (f" Over its {len(reals)} runs (its choices vary from run to run) its TTFT p90 spans "
+                  f"{p90s[0]:.0f}-{p90s[-1]:.0f} ms, hit rate {min(r.hit_rate for r in reals):.1%}-"
+                  f"{max(r.hit_rate for r in reals):.1%}; {worse} of {len(reals)} runs have a higher p90 than the reference.")
+    why = ""
+    if hit != "less" and p90 == "higher":
+        why = (" It reuses as much or more yet waits longer: it sends a request where its text matched most (or to the "
+               "worker with the smallest tree) and weighs load only once workers are 64 requests and 1.5 times apart, "
+               "while the reference router weighs each replica's queue against the prefill it would save.")
+    elif p90 == "lower":
+        why = " Here the production router does better than the stage's reference on the tail."
+    return (f"At {real.replicas} replicas SGLang's router (median run) reuses {hit} prompt KV than the reference router "
             f"({real.hit_rate:.1%} vs {ref.hit_rate:.1%}), with a {p90} TTFT p90 ({real.ttft(90):.0f} vs {ref.ttft(90):.0f} ms, "
             f"x{ratio:.2f}) and {bal} load (balance {real.balance:.2f} vs {ref.balance:.2f}); by TTFT p90 it ranks "
-            f"{place} of {len(ranked)} (best: {ranked[0].policy}).")
+            f"{place} of {len(ranked)} (best: {ranked[0].policy}).{spread}{why}")
 
 
-def real_run_line(run: RealRun) -> str:
+def real_run_line(run: RealRun, k: int) -> str:
     state = ("every request served once by a live worker" if run.complete else
              f"INCOMPLETE: {sum(1 for a in run.assignment if a < 0)} unserved, {len(run.failed)} failed, "
              f"{run.duplicates} served twice, {run.wrong_text} with altered text")
     extra = f"; the router asked for paths no worker knows: {', '.join(run.unknown)}" if run.unknown else ""
-    return (f"  real router at {run.replicas} replicas: replay {run.wall_s:.1f} s (time scale {run.time_scale:.4f}), {state}, "
+    return (f"  {REAL} #{k} at {run.replicas} replicas: replay {run.wall_s:.1f} s (time scale {run.time_scale:.4f}), {state}, "
             f"largest send delay {run.late_s:.2f} s{extra}")
 
 
@@ -105,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wall-s", type=float, help="seconds the replay of the trace should take (default 30; --quick: 8)")
     ap.add_argument("--chars-per-block", type=int, default=512, help="characters of text per 512-token block")
     ap.add_argument("--seed", type=int, default=0, help="seed of the block texts")
+    ap.add_argument("--repeats", type=int, help="runs of the real router per fleet size (default 3; --quick: 2)")
     args = ap.parse_args(argv)
+    repeats = args.repeats or (2 if args.quick else 3)
     replicas = args.replicas or ([4] if args.quick else [2, 4, 8])
     limit = args.limit or (600 if args.quick else None)
     wall_s = args.wall_s or (8.0 if args.quick else 30.0)
@@ -126,16 +149,19 @@ def main(argv: list[str] | None = None) -> int:
     notes, verdicts = [], []
     complete = True
     for n in replicas:
-        real = route_trace(requests, n, service=Service(FLEET_COST.prefill_ms, scale), cache_blocks=args.gpu_blocks,
-                           text=TraceText(seed=args.seed, chars_per_block=args.chars_per_block), router_version=version)
-        notes.append(real_run_line(real))
-        complete &= real.complete
-        if not real.complete:
+        reals = []
+        for k in range(1, repeats + 1):
+            real = route_trace(requests, n, service=Service(FLEET_COST.prefill_ms, scale), cache_blocks=args.gpu_blocks,
+                               text=TraceText(seed=args.seed, chars_per_block=args.chars_per_block), router_version=version)
+            notes.append(real_run_line(real, k))
+            complete &= real.complete
+            if real.complete:
+                reals.append(replay_assignment(requests, real.assignment, n, name=f"{REAL} #{k}", gpu_blocks=args.gpu_blocks))
+        if not reals:
             continue
-        scored = replay_assignment(requests, real.assignment, n, name=REAL, gpu_blocks=args.gpu_blocks)
         runs = stage_runs(requests, n, args.gpu_blocks)
-        all_runs += [scored, *runs]
-        verdicts.append(verdict(scored, runs))
+        all_runs += [*reals, *runs]
+        verdicts.append(verdict(reals, runs))
     print()
     print("\n".join(table(all_runs)))
     print("\n".join(notes))
