@@ -101,7 +101,7 @@ def route_trace(requests: Sequence[TracedRequest], replicas: int, *, service: Se
             workers = threads.run(start_fleet(replicas, jobs, service, cache_blocks), 30)
             router = RouterProcess([w.url for w in workers], settings or RouterSettings(), log)
             start = time.perf_counter()
-            sent = threads.run(replay(router.port, outgoing, timeout_s=timeout_s), timeout_s + outgoing[-1].at_s + 60)
+            sent = threads.run(replay(router.port, outgoing, timeout_s=timeout_s), timeout_s + max(o.at_s for o in outgoing) + 60)
             wall = time.perf_counter() - start
         finally:
             if router is not None:

@@ -31,7 +31,9 @@ KNOWN_VERSION = "0.3.2"
 
 def available() -> tuple[bool, str]:
     """(whether the router can be launched here, its version or why not), without importing it."""
-    if importlib.util.find_spec(MODULE) is None or importlib.util.find_spec(f"{MODULE}.launch_router") is None:
+    spec = importlib.util.find_spec(MODULE)  # finds, never imports (a submodule's spec would import the package)
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not any((Path(p) / "launch_router.py").is_file() for p in places):
         return False, f"the {PACKAGE} package is not installed (pip install -e '.[bench]')"
     try:
         return True, importlib.metadata.version(PACKAGE)
