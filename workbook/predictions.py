@@ -138,6 +138,16 @@ WHY: dict[str, L] = {
       "most tokens hit and a repeat visit computes only its question. {verdict}",
       "在悬崖之前，缓存虽然开着却什么也命中不了，所以重复访问和不开缓存时一样要计算整个提示词。一旦块池在正在"
       "运行的请求之外还能留住这 12 个前缀，大部分 token 都会命中，重复访问只需计算它的问题。{verdict}"),
+    "s09.my_guess": L(
+      "Affinity (C): with the largest overlap and no look at queues, it keeps sending a prefix's followers to "
+      "the replica that holds it, and that replica does {balance:.2f}x the mean work.",
+      "亲和路由（C）：只看最大重叠、不看队列，它会把同一前缀的后续请求一直发给持有它的副本，这个副本的工作量是"
+      "平均值的 {balance:.2f} 倍。"),
+    "s09.my_guess_2": L(
+      "About 5 GB/s: 10 blocks are 640 MiB, 0.13 s at 5 GB/s, about what their 5,120 tokens cost to recompute "
+      "after 2,048 cached ones. Any PCIe link is far above it, so a host tier pays for this prompt.",
+      "大约 5 GB/s：10 个块是 640 MiB，5 GB/s 下要 0.13 秒，差不多等于在 2,048 个缓存 token 之后重算这 5,120 个 token "
+      "的时间。任何 PCIe 链路都远高于这个值，所以对这个提示词来说，主机内存层是划算的。"),
     "s08.my_guess": L(
       "Any two blocks may collide: about sqrt(pi/2 * 65,536) = 321 tries, not 65,536.",
       "任意两个块都可能碰撞：大约 sqrt(pi/2 * 65,536) = 321 次，而不是 65,536 "

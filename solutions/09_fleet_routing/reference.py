@@ -5,7 +5,7 @@
 2. :func:`overlap_scores` -- per replica, the leading blocks of a request it holds on its GPU and how
    many more its host tier adds right after them (the chain means the first miss ends the match).
 3. :func:`choose_replica` -- the replica with the lowest predicted TTFT: queue wait + prefill of what it
-   does not hold + transfer of what its host tier holds; ties: less queue, then the lower id.
+   does not hold + transfer of what its host tier holds; ties: the lower id.
 4. :func:`fetch_or_recompute` -- fetch the host-tier blocks only when the transfer beats recomputing them.
 
 Given code after the TODOs turns them into routers for :func:`workbook.fleet.simulate`:
@@ -54,8 +54,8 @@ class KVIndex:
         return len(self._holders)
 
     def apply(self, event: KVEvent) -> bool:
-        """Fold ``event`` into the index; ``True`` when it changed what the index records (its ``seq``
-        was newer than every event applied so far for its block and replica), ``False`` when stale.
+        """Fold ``event`` into the index; ``True`` when it was applied (its ``seq`` was newer than every
+        event applied so far for its block and replica), ``False`` when it was stale.
 
         [zh]
         把 ``event`` 合入索引；若它比该（块, 副本）已应用的所有事件都新，返回 ``True``，过时的事件返回 ``False``。
@@ -90,7 +90,9 @@ def overlap_scores(index: KVIndex, blocks: Sequence[int], replicas: int) -> list
     # TODO 2 (s09.overlap_scores)
     ### BEGIN SOLUTION
     scores = [[0, 0] for _ in range(replicas)]
-    live = {r: GPU for r in range(replicas)}  # replicas still matching, and the tier they match in
+    # replicas still matching, and the tier they match in
+    # zh: 仍在匹配的副本，以及它们正在匹配的层
+    live = {r: GPU for r in range(replicas)}
     for block in blocks:
         if not live:
             break
@@ -113,20 +115,20 @@ def choose_replica(scores: Sequence[tuple[int, int]], queue_ms: Sequence[float],
     """The replica with the lowest predicted TTFT for ``request``: its queue wait ``queue_ms[r]``, plus
     ``cost.prefill_ms`` of the tokens it must compute after the tokens its ``gpu + host`` leading
     blocks give (``cost.cached_tokens``), plus ``cost.transfer_ms`` of its ``host`` blocks. Ties go to
-    the shorter queue, then to the lower replica id.
+    the lower replica id.
 
     [zh]
     为 ``request`` 选预测 TTFT 最低的副本：排队等待 ``queue_ms[r]``，加上在 ``gpu + host`` 个开头块提供的
     token（``cost.cached_tokens``）之后还要计算的 token 的 ``cost.prefill_ms``，再加上 ``host`` 个块的
-    ``cost.transfer_ms``。并列时选排队更短的，再并列选编号小的。
+    ``cost.transfer_ms``。并列时选编号小的。
     """
     # TODO 3 (s09.choose_replica)
     ### BEGIN SOLUTION
-    def predicted(r: int) -> tuple[float, float, int]:
+    def predicted(r: int) -> tuple[float, int]:
         gpu, host = scores[r]
         cached = cost.cached_tokens(request, gpu + host)
         ttft = queue_ms[r] + cost.prefill_ms(request.input_tokens - cached, cached) + cost.transfer_ms(host)
-        return ttft, queue_ms[r], r
+        return ttft, r
 
     return min(range(len(scores)), key=predicted)
     ### END SOLUTION
@@ -155,9 +157,14 @@ def fetch_or_recompute(request: Request, gpu_hit: int, host_hit: int, cost: Cost
 
 # ------------------------------------------------------------------------------------------------
 # Given code: routers built on the TODOs (used by the demos and by the router benchmark)
+# zh: 给定代码：用这些 TODO 搭出的路由器（演示和路由基准测试都会用到）
 # ------------------------------------------------------------------------------------------------
 def _checked_scores(scores: object, request: Request, replicas: int) -> list[tuple[int, int]]:
-    """The TODO 2 result, validated before a router trusts it."""
+    """The TODO 2 result, validated before a router trusts it.
+
+    [zh]
+    TODO 2 的结果，在路由器使用之前先做校验。
+    """
     ok = isinstance(scores, list) and len(scores) == replicas and all(
         isinstance(s, tuple) and len(s) == 2 and all(type(x) is int and x >= 0 for x in s)
         and s[0] + s[1] <= len(request.blocks) for s in scores)
@@ -169,6 +176,11 @@ def _checked_scores(scores: object, request: Request, replicas: int) -> list[tup
 
 
 def _checked_choice(choice: object, replicas: int) -> int:
+    """The TODO 3 result, validated before the fleet serves on it.
+
+    [zh]
+    TODO 3 的结果，在集群按它服务之前先做校验。
+    """
     if type(choice) is not int or not 0 <= choice < replicas:
         raise ResultError("s09.choose_replica", f"{choice!r}, not a replica id in 0..{replicas - 1}",
                           f"{choice!r}，不是 0..{replicas - 1} 中的副本编号")
@@ -214,7 +226,8 @@ class Affinity(PrefixRouter):
 class ApproximateRouter:
     """The approximate router: no events; per replica a bounded LRU record (``capacity`` blocks) of the
     blocks it routed there, read as if the replica held them on its GPU, then :func:`choose_replica`.
-    Invariant: each record holds at most ``capacity`` blocks, the most recently routed ones.
+    Invariants: each record holds at most ``capacity`` blocks, the most recently routed ones;
+    ``beliefs[i]`` is the overlap it believed the replica it chose for the ``i``-th request held.
 
     [zh]
     近似路由器：不看事件；为每个副本记一份有上限（``capacity`` 个块）的 LRU 记录，记下发往它的块，
@@ -228,9 +241,14 @@ class ApproximateRouter:
             raise ValueError(tr("capacity must be >= 1", "capacity 必须 >= 1"))
         self.capacity = capacity
         self.records: list[OrderedDict[int, None]] = []
+        self.beliefs: list[int] = []
 
     def believed(self, blocks: Sequence[int], r: int) -> int:
-        """Leading blocks the router believes replica ``r`` holds."""
+        """Leading blocks the router believes replica ``r`` holds.
+
+        [zh]
+        路由器认为副本 ``r`` 持有的开头连续块数。
+        """
         n = 0
         while n < len(blocks) and blocks[n] in self.records[r]:
             n += 1
@@ -241,8 +259,11 @@ class ApproximateRouter:
             self.records.append(OrderedDict())
         scores = [(self.believed(request.blocks, r), 0) for r in range(view.replicas)]
         r = _checked_choice(choose_replica(scores, view.queue_ms, request, view.cost), view.replicas)
+        self.beliefs.append(scores[r][0])
         record = self.records[r]
-        for b in reversed(request.blocks):  # tail first, as the replicas do
+        # tail first, as the replicas do
+        # zh: 和副本一样，从尾部开始
+        for b in reversed(request.blocks):
             record[b] = None
             record.move_to_end(b)
         while len(record) > self.capacity:
@@ -283,5 +304,5 @@ def quiz() -> dict:
     """
     # TODO 5 (s09.quiz)
     ### BEGIN SOLUTION
-    return {"q1": "B", "q2": "C", "q3": "A", "q4": "B", "q5": 4}
+    return {"q1": "B", "q2": "C", "q3": "A", "q4": "B", "q5": 3}
     ### END SOLUTION

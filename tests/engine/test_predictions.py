@@ -46,6 +46,8 @@ PREDICTIONS: dict[tuple[str, str], tuple[object, tuple, str]] = {
     ("s08", "my_guess"): (294.4, (65_536, 32_768), "one must try about every key"),
     ("s08", "my_guess_2"): (64, (0, 16, 69), "only the colliding block hits / the tail hits too"),
     ("s08", "my_guess_3"): (0.125, (0.0, 1.0), "salts leave the attacker nothing / the attack still works"),
+    ("s09", "my_guess"): ("C", ("E", "B"), "the TTFT router or least-loaded piles work on one replica"),
+    ("s09", "my_guess_2"): (5.337, (50.0, 25.0, 1.0), "only a PCIe-class link pays / any link pays"),
 }
 
 
@@ -145,7 +147,7 @@ def test_every_explanation_belongs_to_a_prediction_and_renders_in_both_languages
     fields = {"s04.my_guess_2": {"belady": 0.81}, "s04.my_guess_3": {"lru": 0.04, "pin": 0.04},
               "s04.my_guess_4": {"lru": 0.04, "belady": 0.2}, "s05.my_guess_4": {"growth": 20.0, "small": 120, "large": 4_000},
               "s07.my_guess": {"saved": 0.8}, "s07.my_guess_2": {"change": -0.3},
-              "s07.my_guess_3": {"verdict": "The rule takes 224 blocks."}}
+              "s07.my_guess_3": {"verdict": "The rule takes 224 blocks."}, "s09.my_guess": {"balance": 1.3}}
     try:
         for lang in ("en", "zh"):
             set_language(lang)
