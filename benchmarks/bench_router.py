@@ -32,11 +32,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.router import sglang  # noqa: E402
-from benchmarks.router.mock_worker import Service  # noqa: E402
-from benchmarks.router.real import RealRun, route_trace  # noqa: E402
+from benchmarks.router.fleet_engine import ReplicaEngine  # noqa: E402
+from benchmarks.router.real import RealRun, rid, route_trace  # noqa: E402
 from benchmarks.router.text import TraceText  # noqa: E402
 from solutions.s09_fleet_routing import Affinity, ApproximateRouter, PrefixRouter  # noqa: E402
-from workbook.fleet import FLEET_COST, FleetRun, LeastLoaded, Request, RoundRobin, load_requests, replay_assignment, simulate  # noqa: E402
+from workbook.fleet import FleetRun, LeastLoaded, Replica, Request, RoundRobin, load_requests, replay_assignment, simulate  # noqa: E402
 
 REAL = "sglang cache_aware"
 REFERENCE = PrefixRouter.name
@@ -46,11 +46,11 @@ REFERENCE = PrefixRouter.name
 STAGE_POLICIES = (PrefixRouter.name, Affinity.name, ApproximateRouter.name, LeastLoaded.name, RoundRobin.name)
 
 
-def stage_runs(requests: Sequence[Request], replicas: int, gpu_blocks: int) -> list[FleetRun]:
+def stage_runs(requests: Sequence[Request], replicas: int, fleet: dict[str, int]) -> list[FleetRun]:
     """The stage's reference router and the baselines on the same trace and fleet."""
-    policies = [PrefixRouter(), Affinity(), ApproximateRouter(capacity=gpu_blocks), LeastLoaded(), RoundRobin()]
+    policies = [PrefixRouter(), Affinity(), ApproximateRouter(capacity=fleet["gpu_blocks"]), LeastLoaded(), RoundRobin()]
     assert tuple(p.name for p in policies) == STAGE_POLICIES
-    return [simulate(requests, p, replicas, gpu_blocks=gpu_blocks) for p in policies]
+    return [simulate(requests, p, replicas, **fleet) for p in policies]
 
 
 def table(runs: Sequence[FleetRun]) -> list[str]:
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the trace's first 600 requests at 4 replicas")
     ap.add_argument("--replicas", type=int, nargs="+", help="fleet sizes (default 2 4 8; --quick: 4)")
     ap.add_argument("--limit", type=int, help="the trace's first N requests (default: all; --quick: 600)")
-    ap.add_argument("--gpu-blocks", type=int, default=1000, help="KV blocks of 512 tokens each replica's GPU holds")
+    ap.add_argument("--gpu-blocks", type=int, default=1000, help="KV blocks of 512 tokens each replica's GPU holds (the stage's fleet)")
+    ap.add_argument("--host-blocks", type=int, default=8000, help="blocks of each replica's host tier (the stage's fleet; 0: none)")
     ap.add_argument("--wall-s", type=float, help="seconds the replay of the trace should take (default 30; --quick: 8)")
     ap.add_argument("--chars-per-block", type=int, default=512, help="characters of text per 512-token block")
     ap.add_argument("--seed", type=int, default=0, help="seed of the block texts")
@@ -140,26 +141,29 @@ def main(argv: list[str] | None = None) -> int:
     span_ms = requests[-1].arrival_ms - requests[0].arrival_ms
     scale = wall_s * 1000.0 / span_ms if span_ms > 0 else 1.0
     print(f"SGLang's router {version} (policy cache_aware, published defaults) and stage 9's routers on the Mooncake "
-          f"conversation trace: {len(requests)} requests over {span_ms / 1000:.0f} s, {args.gpu_blocks} GPU blocks of 512 "
-          f"tokens per replica, no host tier.")
+          f"conversation trace: {len(requests)} requests over {span_ms / 1000:.0f} s; each replica holds {args.gpu_blocks} "
+          f"blocks of 512 tokens on its GPU and {args.host_blocks or 'no'} in a host tier behind it.")
     print(f"The router sees the trace as text ({args.chars_per_block} characters per block) replayed {1 / scale:.0f}x faster "
           "than recorded; where it sent each request is then scored by the stage's simulator, like every other row.")
     t_start = time.perf_counter()
+    fleet = {"gpu_blocks": args.gpu_blocks, "host_blocks": args.host_blocks}
+    by_rid = {rid(r): r for r in requests}
     all_runs: list[FleetRun] = []
     notes, verdicts = [], []
     complete = True
     for n in replicas:
         reals = []
         for k in range(1, repeats + 1):
-            real = route_trace(requests, n, service=Service(FLEET_COST.prefill_ms, scale), cache_blocks=args.gpu_blocks,
-                               text=TraceText(seed=args.seed, chars_per_block=args.chars_per_block), router_version=version)
+            engines = [ReplicaEngine(Replica(r, **fleet), by_rid) for r in range(n)]
+            real = route_trace(requests, engines, time_scale=scale, router_version=version,
+                               text=TraceText(seed=args.seed, chars_per_block=args.chars_per_block))
             notes.append(real_run_line(real, k))
             complete &= real.complete
             if real.complete:
-                reals.append(replay_assignment(requests, real.assignment, n, name=f"{REAL} #{k}", gpu_blocks=args.gpu_blocks))
+                reals.append(replay_assignment(requests, real.assignment, n, name=f"{REAL} #{k}", **fleet))
         if not reals:
             continue
-        runs = stage_runs(requests, n, args.gpu_blocks)
+        runs = stage_runs(requests, n, fleet)
         all_runs += [*reals, *runs]
         verdicts.append(verdict(reals, runs))
     print()

@@ -11,11 +11,11 @@ a gRPC worker?), which a mock closes, as an HTTP/1.1 server would. Any other pat
 newer router asking for something new shows in :attr:`MockWorker.unknown` instead of being guessed at.
 
 An engine, as far as a router can tell: each worker serves one prefill at a time, first come first
-served, and a prefill takes the time :class:`Service` gives for the tokens this worker must compute
-(the request's leading blocks that this worker's own LRU cache of ``cache_blocks`` blocks holds are
-reused), scaled by ``time_scale`` so that a trace of an hour replays in seconds. The router sees a
-worker holding its requests for as long as their prefills and their queue take, which is what its
-in-flight counts measure.
+served, and a prefill takes the simulated time its :class:`Engine` gives (the benchmark's engine is a
+replica of stage 9's fleet simulator, with its caches and cost model; :class:`LRUEngine` is a plain
+one), scaled by ``time_scale`` so that a trace of an hour replays in seconds. The router sees a worker
+holding its requests for as long as their prefills and their queue take, which is what its in-flight
+counts measure.
 
 All workers of a fleet run on one asyncio event loop (the replay's); every read waits at most
 ``idle_timeout_s`` and every body is at most ``max_body`` bytes, so no connection holds a worker open.
@@ -27,9 +27,12 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 #: Simulated milliseconds of a prefill computing ``computed`` tokens after ``cached`` reused ones.
 ServiceMs = Callable[[int, int], float]
+#: Tokens per block of the traces.
+BLOCK_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Job:
 @dataclass(frozen=True)
 class Arrival:
     """One generate request a worker served. Invariants: ``arrived_s <= started_s <= finished_s``
-    (the event loop's clock); ``cached_blocks <= len(job.blocks)``; ``text_ok`` says the text had the
+    (the event loop's clock); ``cached_tokens < job.input_tokens``; ``text_ok`` says the text had the
     length the job's trace request gives (a router that altered prompts would show here)."""
 
     worker: int
@@ -54,25 +57,38 @@ class Arrival:
     arrived_s: float
     started_s: float
     finished_s: float
-    cached_blocks: int
+    cached_tokens: int
     text_ok: bool
 
 
+class Engine(Protocol):
+    """What serves a worker's prefills: ``serve(job)`` returns the simulated milliseconds of the job's
+    prefill and the prompt tokens it reused, and leaves the job's blocks cached as an engine would."""
+
+    def serve(self, job: Job) -> tuple[float, int]: ...
+
+
 @dataclass
-class Service:
-    """How long a prefill takes on a mock worker. Invariants: ``time_scale > 0`` (real seconds per
-    simulated second); ``block_tokens`` is the trace's tokens per block."""
+class LRUEngine:
+    """A plain engine: one LRU cache of ``cache_blocks`` blocks; a prefill reuses the job's leading
+    cached blocks (never its last token) and takes ``service_ms`` of the rest. Invariant: the cache
+    holds at most ``cache_blocks`` blocks, the most recently served ones."""
 
+    cache_blocks: int
     service_ms: ServiceMs
-    time_scale: float
-    block_tokens: int = 512
+    _cache: OrderedDict[int, None] = field(default_factory=OrderedDict)
 
-    def cached_tokens(self, input_tokens: int, cached_blocks: int) -> int:
-        return min(cached_blocks * self.block_tokens, input_tokens - 1)  # an engine computes one token at least
-
-    def seconds(self, input_tokens: int, cached_blocks: int) -> float:
-        cached = self.cached_tokens(input_tokens, cached_blocks)
-        return self.service_ms(input_tokens - cached, cached) / 1000.0 * self.time_scale
+    def serve(self, job: Job) -> tuple[float, int]:
+        n = 0
+        while n < len(job.blocks) and job.blocks[n] in self._cache:
+            n += 1
+        for b in job.blocks:
+            self._cache[b] = None
+            self._cache.move_to_end(b)
+        while len(self._cache) > self.cache_blocks:
+            self._cache.popitem(last=False)
+        cached = min(n * BLOCK_TOKENS, job.input_tokens - 1)
+        return self.service_ms(job.input_tokens - cached, cached), cached
 
 
 @dataclass
@@ -83,14 +99,13 @@ class MockWorker:
 
     index: int
     jobs: Mapping[str, Job]
-    service: Service
-    cache_blocks: int
+    engine: Engine
+    time_scale: float
     idle_timeout_s: float = 300.0
     max_body: int = 64 << 20
     arrivals: list[Arrival] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     port: int = 0
-    _cache: OrderedDict[int, None] = field(default_factory=OrderedDict)
     _free_at: float = 0.0
     _in_flight: int = 0
     _server: asyncio.AbstractServer | None = None
@@ -112,21 +127,6 @@ class MockWorker:
                 self._server.close_clients()
             await self._server.wait_closed()
 
-    # -- the engine --------------------------------------------------------------------------------
-    def _cached_prefix(self, blocks: Sequence[int]) -> int:
-        """Leading blocks this worker holds; then every block of the request becomes most recent."""
-        n = 0
-        for b in blocks:
-            if b not in self._cache:
-                break
-            n += 1
-        for b in blocks:
-            self._cache[b] = None
-            self._cache.move_to_end(b)
-        while len(self._cache) > self.cache_blocks:
-            self._cache.popitem(last=False)
-        return n
-
     async def _generate(self, body: bytes) -> tuple[int, dict]:
         loop = asyncio.get_running_loop()
         arrived = loop.time()
@@ -138,9 +138,9 @@ class MockWorker:
         job = self.jobs.get(rid)
         if job is None:
             return 404, {"error": f"unknown rid {rid!r}"}
-        cached = self._cached_prefix(job.blocks)
+        ms, cached = self.engine.serve(job)
         start = max(arrived, self._free_at)
-        self._free_at = start + self.service.seconds(job.input_tokens, cached)
+        self._free_at = start + ms / 1000.0 * self.time_scale
         self._in_flight += 1
         try:
             await asyncio.sleep(self._free_at - arrived)
@@ -150,7 +150,7 @@ class MockWorker:
         self.arrivals.append(Arrival(self.index, rid, arrived, start, finished, cached,
                                      isinstance(text, str) and len(text) == job.text_chars))
         return 200, {"text": "", "meta_info": {"id": rid, "prompt_tokens": job.input_tokens,
-                                               "cached_tokens": self.service.cached_tokens(job.input_tokens, cached),
+                                               "cached_tokens": cached,
                                                "completion_tokens": 0, "finish_reason": {"type": "length"}}}
 
     def _answer(self, method: str, path: str) -> tuple[int, object]:
@@ -220,9 +220,9 @@ class MockWorker:
             return None
 
 
-async def start_fleet(n: int, jobs: Mapping[str, Job], service: Service, cache_blocks: int) -> list[MockWorker]:
-    """``n`` mock workers on free loopback ports, listening."""
-    workers = [MockWorker(i, jobs, service, cache_blocks) for i in range(n)]
+async def start_fleet(engines: Sequence[Engine], jobs: Mapping[str, Job], time_scale: float) -> list[MockWorker]:
+    """A mock worker per engine, on free loopback ports, listening."""
+    workers = [MockWorker(i, jobs, e, time_scale) for i, e in enumerate(engines)]
     for w in workers:
         await w.start()
     return workers

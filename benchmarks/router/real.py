@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from benchmarks.router.mock_worker import Job, MockWorker, Service, start_fleet
+from benchmarks.router.mock_worker import Engine, Job, MockWorker, start_fleet
 from benchmarks.router.replay import Outgoing, Sent, replay
 from benchmarks.router.sglang import RouterProcess, RouterSettings
 from benchmarks.router.text import TraceText
@@ -84,13 +84,14 @@ def rid(request: TracedRequest) -> str:
     return f"req-{request.index}"
 
 
-def route_trace(requests: Sequence[TracedRequest], replicas: int, *, service: Service, cache_blocks: int,
-                text: TraceText, settings: RouterSettings | None = None, router_version: str = "",
-                timeout_s: float = 600.0, log_dir: Path | None = None) -> RealRun:
-    """Replay ``requests`` through a fresh router in front of ``replicas`` fresh mock workers."""
+def route_trace(requests: Sequence[TracedRequest], engines: Sequence[Engine], *, time_scale: float, text: TraceText,
+                settings: RouterSettings | None = None, router_version: str = "", timeout_s: float = 600.0,
+                log_dir: Path | None = None) -> RealRun:
+    """Replay ``requests`` through a fresh router in front of a fresh mock worker per engine."""
+    replicas = len(engines)
     jobs = {rid(r): Job(rid(r), tuple(r.blocks), r.input_tokens, text.length(r.input_tokens)) for r in requests}
     t0 = min(r.arrival_ms for r in requests)
-    outgoing = [Outgoing(rid(r), (r.arrival_ms - t0) / 1000.0 * service.time_scale,
+    outgoing = [Outgoing(rid(r), (r.arrival_ms - t0) / 1000.0 * time_scale,
                          lambda r=r: text.request(r.blocks, r.input_tokens)) for r in requests]
     threads = LoopThread()
     workers: list[MockWorker] = []
@@ -98,7 +99,7 @@ def route_trace(requests: Sequence[TracedRequest], replicas: int, *, service: Se
     with tempfile.TemporaryDirectory(prefix="router-bench-") as tmp:
         log = (log_dir or Path(tmp)) / f"router-{replicas}.log"
         try:
-            workers = threads.run(start_fleet(replicas, jobs, service, cache_blocks), 30)
+            workers = threads.run(start_fleet(engines, jobs, time_scale), 30)
             router = RouterProcess([w.url for w in workers], settings or RouterSettings(), log)
             start = time.perf_counter()
             sent = threads.run(replay(router.port, outgoing, timeout_s=timeout_s), timeout_s + max(o.at_s for o in outgoing) + 60)
@@ -123,5 +124,5 @@ def route_trace(requests: Sequence[TracedRequest], replicas: int, *, service: Se
     counts = Counter(a for a in assignment if a >= 0)
     return RealRun(replicas, assignment, tuple(counts[i] for i in range(replicas)),
                    tuple(s for s in sent if s.status != 200), wrong, duplicates,
-                   max((s.late_s for s in sent), default=0.0), wall, service.time_scale,
+                   max((s.late_s for s in sent), default=0.0), wall, time_scale,
                    tuple(sorted({u for w in workers for u in w.unknown})), router_version)

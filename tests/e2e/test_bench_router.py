@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import report
 from benchmarks.router import sglang
-from benchmarks.router.mock_worker import Job, MockWorker, Service
+from benchmarks.router.mock_worker import Job, LRUEngine, MockWorker
 from benchmarks.router.replay import Outgoing, replay
 from benchmarks.router.text import TraceText
 from tests.support.machine import scaled
@@ -70,10 +70,9 @@ def _post(path: str, payload: dict) -> bytes:
 def test_a_mock_worker_answers_the_probes_and_records_each_request_with_its_cached_prefix():
     text = TraceText(chars_per_block=16)
     jobs = {"a": Job("a", (1, 2, 3), 3 * 512, text.length(3 * 512)), "b": Job("b", (1, 2, 7), 2 * 512 + 1, text.length(2 * 512 + 1))}
-    service = Service(lambda computed, cached: 0.0, time_scale=1.0)
 
     async def scenario() -> tuple[MockWorker, list[bytes]]:
-        w = MockWorker(index=5, jobs=jobs, service=service, cache_blocks=100)
+        w = MockWorker(index=5, jobs=jobs, engine=LRUEngine(100, lambda computed, cached: 0.0), time_scale=1.0)
         await w.start()
         try:
             answers = await _talk(w, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", b"GET /model_info HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -88,18 +87,17 @@ def test_a_mock_worker_answers_the_probes_and_records_each_request_with_its_cach
 
     w, answers = asyncio.run(scenario())
     assert [a.split(b" ")[1] for a in answers] == [b"200", b"200", b"200", b"200", b"200", b"404", b"404"]
-    assert [(a.worker, a.rid, a.cached_blocks, a.text_ok) for a in w.arrivals] == [
-        (5, "a", 0, True), (5, "b", 2, True), (5, "b", 3, False)]  # b shares a's first two blocks, then its own
+    assert [(a.worker, a.rid, a.cached_tokens, a.text_ok) for a in w.arrivals] == [
+        (5, "a", 0, True), (5, "b", 2 * 512, True), (5, "b", 2 * 512, False)]  # b shares a's first two blocks; never its last token
     assert w.unknown == ["GET /flush_cache"] and all(a.arrived_s <= a.started_s <= a.finished_s for a in w.arrivals)
 
 
 def test_a_mock_worker_serves_one_prefill_at_a_time_first_come_first_served():
     """Two requests sent together: the second waits for the first's prefill, then takes its own."""
     jobs = {r: Job(r, (i,), 512, 512) for i, r in enumerate("xy")}
-    service = Service(lambda computed, cached: 200.0, time_scale=0.25)  # 200 simulated ms -> 0.05 s
 
     async def scenario() -> MockWorker:
-        w = MockWorker(index=0, jobs=jobs, service=service, cache_blocks=10)
+        w = MockWorker(index=0, jobs=jobs, engine=LRUEngine(10, lambda computed, cached: 200.0), time_scale=0.25)  # 0.05 s each
         await w.start()
         try:
             sent = await replay(w.port, [Outgoing(r, 0.0, lambda: "a" * 512) for r in "xy"], timeout_s=10)
