@@ -59,8 +59,9 @@ class RouterSettings:
 
 
 class RouterProcess:
-    """A running router. Invariants: ``url`` answers on loopback only; :meth:`stop` ends the child (and
-    its process group) and is safe to call twice; ``log`` holds what the child printed."""
+    """A running router. Invariants: it listens on loopback only (its API at ``url``, its metrics on
+    another free port); :meth:`stop` ends the child (and its process group) and is safe to call twice;
+    ``log`` holds what the child printed."""
 
     def __init__(self, worker_urls: Sequence[str], settings: RouterSettings, log: Path, *, startup_s: float = 60.0) -> None:
         self.port = free_port()
@@ -68,6 +69,9 @@ class RouterProcess:
         self.log = log
         self.argv = [sys.executable, "-m", f"{MODULE}.launch_router", "--host", "127.0.0.1", "--port", str(self.port),
                      "--worker-urls", *worker_urls, "--policy", settings.policy, "--log-level", "warn",
+                     # its metrics server listens on every interface at a fixed port (29000) unless told
+                     # otherwise: loopback and a free port keep runs side by side and off the network
+                     "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port()),
                      # the workers are up before the router: no reason to wait the default 30 s between checks
                      "--worker-startup-check-interval", "1", "--worker-startup-timeout-secs", str(int(startup_s)),
                      *settings.extra]
