@@ -160,3 +160,26 @@ def test_the_index_benchmark_fills_to_size_without_changing_a_route():
     small, large = bench_kv_index.build_index(requests, 1_000), bench_kv_index.build_index(requests, 5_000)
     assert (len(small), len(large)) == (1_000, 5_000)
     assert bench_kv_index.route_all(small, requests, 1) == bench_kv_index.route_all(large, requests, 1)
+
+
+def _run(policy: str, ttfts: list[float], cached: int, work: tuple[float, ...]):
+    from workbook.fleet import FleetRun, Served
+
+    served = tuple(Served(i, i % len(work), 0, 0, False, cached, 1000, 0.0, t) for i, t in enumerate(ttfts))
+    return FleetRun(policy, len(work), served, work, 0)
+
+
+def test_the_verdict_is_computed_from_the_runs_whichever_way_they_fall():
+    from benchmarks import bench_router
+
+    others = [_run(name, [100.0] * 10, 200, (1.0, 1.0)) for name in bench_router.STAGE_POLICIES]
+    slower = _run(f"{bench_router.REAL} #1", [300.0] * 10, 400, (3.0, 1.0))
+    faster = _run(f"{bench_router.REAL} #2", [50.0] * 10, 100, (1.0, 1.0))
+    lose = bench_router.verdict([slower], others)
+    assert "reuses more prompt KV" in lose and "higher TTFT p90 (300 vs 100 ms, x3.00)" in lose and "less even load" in lose
+    assert "ranks 6 of 6" in lose and "weighs load only once" in lose
+    win = bench_router.verdict([faster], others)
+    assert "reuses less prompt KV" in win and "lower TTFT p90 (50 vs 100 ms" in win and "ranks 1 of 6" in win
+    assert "does better than the stage's reference" in win
+    both = bench_router.verdict([slower, faster], others)  # the median of two is the lower one; the spread shows both
+    assert "lower TTFT p90" in both and "spans 50-300 ms" in both and "1 of 2 runs have a higher p90" in both
