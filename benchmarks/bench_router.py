@@ -3,21 +3,24 @@ Mooncake conversation trace in front of mock engine workers on loopback, and the
 each request is scored in the stage's fleet simulator next to the stage's reference router and the
 baselines, in one run.
 
-    python benchmarks/bench_router.py            # the whole trace at 2, 4 and 8 replicas
-    python benchmarks/bench_router.py --quick    # its first 600 requests at 4 replicas (smoke test)
+    python benchmarks/bench_router.py            # the whole trace at 2, 4 and 8 replicas, the real router 3 times each
+    python benchmarks/bench_router.py --quick    # its first 600 requests at 4 replicas, twice (smoke test)
 
 How. Each block hash id of the trace becomes a fixed pseudo-random string, so prompts that share
 leading blocks share leading text (``benchmarks/router/text.py``): over HTTP the router matches raw
 text against a tree per worker of what it sent there. Requests are sent at their arrival times, scaled
-so that the trace replays in ``--wall-s`` seconds; each mock worker serves one prefill at a time, for as
-long as the stage's cost model gives for the tokens it does not hold, scaled the same way, so the
-router's in-flight counts (its load signal) move as an engine's would. The workers record which request
+so that the trace replays in ``--wall-s`` seconds; each mock worker is one of the stage's replicas
+(``benchmarks/router/fleet_engine.py``: its GPU cache, its host tier, the stage's cost model) serving
+one prefill at a time for the simulated time it takes, scaled the same way, so the router's in-flight
+counts (its load signal) move as an engine's would. The fleet is the stage notebook's (1000 GPU and
+8000 host blocks per replica). The workers record which request
 reached them; that assignment is then evaluated by ``workbook.fleet.replay_assignment``, the same
 simulator (simulated time, the stage's fixed calibration) that scores the stage's own routers, so every
 row of the table is measured with the same ruler and the machine's load changes none of them.
 
 Only the assignment comes from wall-clock time: on a busy machine the router may see other arrival
-gaps and loads than the trace has (the largest send delay is printed). The router runs with its
+gaps and loads than the trace has (the largest send delay is printed), and its choices vary from run
+to run, so it runs several times and the verdict takes its median run. The router runs with its
 published defaults (``--cache-threshold 0.3``, balancing past 64 requests and 1.5 times apart).
 """
 from __future__ import annotations
