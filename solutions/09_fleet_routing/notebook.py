@@ -119,8 +119,8 @@ from workbook.fleet import FLEET_COST, LeastLoaded, Replica, RoundRobin, load_re
 # The first 3,000 requests of Mooncake's conversation trace (about 15 minutes of traffic).
 # zh: Mooncake conversation trace 的前 3,000 个请求（大约 15 分钟的流量）。
 requests = load_requests("conversation", limit=3000)
-# Per replica: 1,000 GPU blocks (64 GB of KV) and 8,000 host blocks (512 GB of DRAM).
-# zh: 每个副本：1,000 个 GPU 块（64 GB 的 KV）和 8,000 个主机内存块（512 GB 的 DRAM）。
+# Per replica: 1,000 GPU blocks (62.5 GiB of KV) and 8,000 host blocks (500 GiB of DRAM).
+# zh: 每个副本：1,000 个 GPU 块（62.5 GiB 的 KV）和 8,000 个主机内存块（500 GiB 的 DRAM）。
 FLEET = {"gpu_blocks": 1000, "host_blocks": 8000}
 print(tr(f"{len(requests)} requests over {requests[-1].arrival_ms / 60e3:.1f} min, "
          f"{sum(r.input_tokens for r in requests) / len(requests):,.0f} prompt tokens on average",
