@@ -6,9 +6,10 @@ What the router asks (sglang-router 0.3.2, seen by recording every request of a 
 before it registers a worker and every health-check interval after, ``GET /server_info`` and
 ``GET /model_info`` once (an answer without ``model_path`` keeps it from looking for a tokenizer
 anywhere), ``GET /get_load`` now and then, and ``POST /generate`` with the client's JSON body
-(``text``, ``rid``, ``sampling_params``, ...); it also opens a connection with HTTP/2's preface (is this
-a gRPC worker?), which a mock closes, as an HTTP/1.1 server would. Any other path is answered 404 and recorded, so that a
-newer router asking for something new shows in :attr:`MockWorker.unknown` instead of being guessed at.
+(``text``, ``rid``, ``sampling_params``, ...); it also opens a connection with HTTP/2's preface (is
+this a gRPC worker?), which a mock closes, as an HTTP/1.1 server would. Any other path is answered 404
+and recorded, so that a newer router asking for something new shows in :attr:`MockWorker.unknown`
+instead of being guessed at.
 
 An engine, as far as a router can tell: each worker serves one prefill at a time, first come first
 served, and a prefill takes the simulated time its :class:`Engine` gives (the benchmark's engine is a
@@ -29,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from benchmarks.router.text import TRACE_BLOCK_TOKENS
+
 #: Simulated milliseconds of a prefill computing ``computed`` tokens after ``cached`` reused ones.
 ServiceMs = Callable[[int, int], float]
-#: Tokens per block of the traces.
-BLOCK_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class LRUEngine:
             self._cache.move_to_end(b)
         while len(self._cache) > self.cache_blocks:
             self._cache.popitem(last=False)
-        cached = min(n * BLOCK_TOKENS, job.input_tokens - 1)
+        cached = min(n * TRACE_BLOCK_TOKENS, job.input_tokens - 1)
         return self.service_ms(job.input_tokens - cached, cached), cached
 
 

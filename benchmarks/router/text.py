@@ -15,9 +15,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Tokens per block of the Mooncake traces (``workbook.traces.MOONCAKE_BLOCK_SIZE``, restated so this
-#: module imports nothing from the course: it is imported by tests that need no trace).
-TRACE_BLOCK_TOKENS = 512
+from workbook.traces import MOONCAKE_BLOCK_SIZE as TRACE_BLOCK_TOKENS  # tokens per block of the traces
+
 _ALPHABET = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
 # 256 byte values onto 64 letters, each letter from exactly 4 of them: uniform
 _TABLE = bytes(_ALPHABET[b % len(_ALPHABET)] for b in range(256))
