@@ -91,6 +91,13 @@ def verdict(reals: Sequence[FleetRun], runs: Sequence[FleetRun]) -> str:
     p90 = _than(real.ttft(90), ref.ttft(90), "lower", "higher", "about the same")
     bal = _than(real.balance, ref.balance, "more even", "less even", "about as even")
     ratio = real.ttft(90) / ref.ttft(90) if ref.ttft(90) else float("nan")
+    # its tree of routed text is an approximate index too: which of the stage's indexes does it reuse like?
+    aff = next(r for r in runs if r.policy == Affinity.name)
+    approx = next(r for r in runs if r.policy == ApproximateRouter.name)
+    like = (f" Its hit rate is {_than(real.hit_rate, aff.hit_rate, 'below', 'above', 'close to')} pure affinity's "
+            f"({aff.hit_rate:.1%}, the precise index, blind to queues) and "
+            f"{_than(real.hit_rate, approx.hit_rate, 'below', 'above', 'close to')} the stage's approximate index's "
+            f"({approx.hit_rate:.1%}, the router's own record of what it sent, a GPU's worth of blocks per replica).")
     spread = ""
     if len(reals) > 1:
         p90s = sorted(r.ttft(90) for r in reals)
@@ -108,7 +115,7 @@ def verdict(reals: Sequence[FleetRun], runs: Sequence[FleetRun]) -> str:
     return (f"At {real.replicas} replicas SGLang's router (median run) reuses {hit} prompt KV than the reference router "
             f"({real.hit_rate:.1%} vs {ref.hit_rate:.1%}), with a {p90} TTFT p90 ({real.ttft(90):.0f} vs {ref.ttft(90):.0f} ms, "
             f"x{ratio:.2f}) and {bal} load (balance {real.balance:.2f} vs {ref.balance:.2f}); by TTFT p90 it ranks "
-            f"{place} of {len(ranked)} (best: {ranked[0].policy}).{spread}{why}")
+            f"{place} of {len(ranked)} (best: {ranked[0].policy}).{like}{spread}{why}")
 
 
 def real_run_line(run: RealRun, k: int) -> str:

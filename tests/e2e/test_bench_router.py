@@ -177,7 +177,7 @@ def test_the_verdict_is_computed_from_the_runs_whichever_way_they_fall():
     faster = _run(f"{bench_router.REAL} #2", [50.0] * 10, 100, (1.0, 1.0))
     lose = bench_router.verdict([slower], others)
     assert "reuses more prompt KV" in lose and "higher TTFT p90 (300 vs 100 ms, x3.00)" in lose and "less even load" in lose
-    assert "ranks 6 of 6" in lose and "weighs load only once" in lose
+    assert "ranks 6 of 6" in lose and "weighs load only once" in lose and "above pure affinity's (20.0%" in lose
     win = bench_router.verdict([faster], others)
     assert "reuses less prompt KV" in win and "lower TTFT p90 (50 vs 100 ms" in win and "ranks 1 of 6" in win
     assert "does better than the stage's reference" in win
