@@ -15,7 +15,8 @@ the same run wherever they can, so the figures mean something only next to the m
 A quick run measures small workloads: its figures show the shape of each comparison, not the sizes the
 full run uses, and the page says which kind of run wrote it. A script that fails or times out is
 reported as such on the page, with the end of its error output; the report's own exit status is 1 then.
-A benchmark that needs a CUDA GPU is listed as skipped on a machine without one.
+A benchmark that needs a CUDA GPU is listed as skipped on a machine without one, and one that needs
+SGLang's router (the ``[bench]`` extra) where it is not installed.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmarks.router import sglang
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
@@ -39,7 +42,8 @@ DOCS = ROOT / "docs"
 class Bench:
     """One benchmark script and how the report runs it. Invariants: ``script`` is a file of
     ``benchmarks/``; ``full`` and ``quick`` are its arguments for a full and a quick run; ``what``
-    holds the same sentence in English and Chinese; ``needs`` is ``""`` or ``"cuda"``."""
+    holds the same sentence in English and Chinese; ``needs`` is ``""``, ``"cuda"`` or ``"router"``
+    (SGLang's router, the optional ``[bench]`` extra)."""
 
     name: str
     script: str
@@ -89,6 +93,18 @@ BENCHES: tuple[Bench, ...] = (
                  "prefix, secret recovery, with and without per-tenant salts; isolation's hit-rate cost.",
            "zh": "第 8 阶段：碰撞代价与 key 位宽、碰撞时读到错误的 KV、命中与未命中的 TTFT（AUC、KS）与共享前缀"
                  "长度、秘密恢复，有无按租户加盐；隔离对命中率的代价。"}),
+    Bench("router", "bench_router.py", (), ("--quick",),
+          {"en": "Stage 9 beside a production router: SGLang's router (cache-aware policy) routes the conversation "
+                 "trace as text in front of mock engine workers; its choices are scored in the stage's simulator next "
+                 "to the reference router and the baselines (hit rate, TTFT p50/p90, balance).",
+           "zh": "第 9 阶段与生产级路由器的对比：SGLang 的路由器（cache-aware 策略）把对话轨迹当作文本，路由给模拟的"
+                 "推理引擎 worker；它的选择放进本阶段的模拟器打分，与参考路由器和各基线并列（命中率、TTFT p50/p90、"
+                 "负载均衡度）。"}, needs="router"),
+    Bench("kv_index", "bench_kv_index.py", (), ("--quick",),
+          {"en": "Stage 9: routing cost per request with the reference `KVIndex` holding 10k, 100k and 1M blocks, "
+                 "against the 10k index's.",
+           "zh": "第 9 阶段：参考实现的 `KVIndex` 分别持有 1 万、10 万和 100 万个块时，每个请求的路由开销，以及与 1 万个块"
+                 "时的比值。"}),
     Bench("grading", "bench_grading.py", (), ("--quick",),
           {"en": "A generated class per stage graded by the CLI, by nbgrader with this course (`nbgrader "
                  "autograde` and `python -m autograder autograde`) and by plain `nbgrader autograde`: seconds and "
@@ -131,6 +147,7 @@ WORDS = {
            "load": "load average when the run began", "commit": "commit",
            "how": "Run by", "took": "took", "skipped": "skipped", "failed": "failed, exit status",
            "no_cuda": "no CUDA GPU on this machine", "timeout": "stopped after the time limit of",
+           "no_router": "SGLang's router is not installed here (the `[bench]` extra: `pip install -e '.[bench]'`)",
            "field": "field", "value": "value", "cores": "cores (usable/present)"},
     "zh": {"title": "# 性能", "other": "[English](performance.md)",
            "intro": "本项目所有实测数字都只写在这一页。它由基准测试脚本生成（`benchmarks/report.py`），请不要手工修改："
@@ -142,6 +159,7 @@ WORDS = {
            "load": "开始运行时的平均负载", "commit": "提交",
            "how": "运行命令", "took": "耗时", "skipped": "跳过", "failed": "失败，退出码",
            "no_cuda": "这台机器没有 CUDA GPU", "timeout": "超过时间限制后被停止：",
+           "no_router": "这台机器没有安装 SGLang 的路由器（附加依赖 `[bench]`：`pip install -e '.[bench]'`）",
            "field": "项目", "value": "值", "cores": "核数（可用/总数）"},
 }
 
@@ -216,10 +234,12 @@ class Outcome:
     timed_out: bool = False
 
 
-def run(bench: Bench, quick: bool, timeout: float | None, cuda: bool) -> Outcome:
+def run(bench: Bench, quick: bool, timeout: float | None, cuda: bool, router: bool = True) -> Outcome:
     argv = (f"benchmarks/{bench.script}", *(bench.quick if quick else bench.full))
     if bench.needs == "cuda" and not cuda:
         return Outcome(bench, argv, skipped="no_cuda")
+    if bench.needs == "router" and not router:
+        return Outcome(bench, argv, skipped="no_router")
     print(f"running {' '.join(argv)}", file=sys.stderr, flush=True)
     start = time.perf_counter()
     try:
@@ -268,8 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     facts = machine()
     cuda = _has_cuda()
+    router, _ = sglang.available()
     chosen = [b for b in BENCHES if not args.only or b.name in args.only]
-    outcomes = [run(b, args.quick, args.timeout, cuda) for b in chosen]
+    outcomes = [run(b, args.quick, args.timeout, cuda, router) for b in chosen]
     args.out.mkdir(parents=True, exist_ok=True)
     for lang, name in (("en", "performance.md"), ("zh", "performance.zh.md")):
         (args.out / name).write_text(page(lang, outcomes, facts, when, command, args.quick, args.timeout),
