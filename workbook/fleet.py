@@ -393,7 +393,11 @@ class Policy(Protocol):
 
 
 class RoundRobin:
-    """Replica ``i mod N`` for the ``i``-th request: blind to caches and queues."""
+    """Replica ``i mod N`` for the ``i``-th request: blind to caches and queues.
+
+    [zh]
+    第 ``i`` 个请求发给第 ``i mod N`` 个副本：既不看缓存，也不看排队。
+    """
 
     name = "round-robin"
 
@@ -407,7 +411,11 @@ class RoundRobin:
 
 
 class LeastLoaded:
-    """The replica with the shortest predicted queue (ties: lowest id): blind to caches."""
+    """The replica with the shortest predicted queue (ties: lowest id): blind to caches.
+
+    [zh]
+    选预测排队最短的副本（并列时选编号最小的）：不看缓存。
+    """
 
     name = "least-loaded"
 
@@ -480,7 +488,11 @@ class FleetRun:
 
     @property
     def balance(self) -> float:
-        """Max over mean of per-replica work (1.0 = perfectly even). [zh] 各副本工作量的最大值 / 平均值（1.0 为完全均衡）。"""
+        """Max over mean of per-replica work (1.0 = perfectly even).
+
+        [zh]
+        各副本工作量的最大值 / 平均值（1.0 为完全均衡）。
+        """
         mean = sum(self.work_ms) / len(self.work_ms)
         return max(self.work_ms) / mean if mean else 1.0
 

@@ -330,6 +330,30 @@ RULES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
         ("compute them afresh for every call", "每次调用都重新算", ("salts_change_within_one_sequence",)),
         ("Build a new list on every call", "每次调用都根据请求的 key（列表或元组）新建一个列表", ("results_are_independent",)),
     ],
+    # -- stage 9 --
+    "s09.apply": [
+        ("Keep the last sequence number per (block, replica)", "按（块, 副本）记录最后的序号",
+         ("shuffled_and_duplicated_stream",)),
+        ("changes nothing and returns False", "不改变任何东西，并返回 False", ("shuffled_and_duplicated_stream",)),
+        ("Remember the sequence number of removals too", "removed 事件的序号也要记住", ("removal_before_any_store",)),
+    ],
+    "s09.overlap_scores": [
+        ("Stop counting at the first block the replica does not hold", "在副本第一个没有的块处停止计数",
+         ("random_fleets",)),
+        ("Count GPU blocks from the start, then the host blocks right after them", "先从头数 GPU 上的块，再单独数紧接其后在主机内存层的块",
+         ("random_fleets",)),
+        ("never scan the index", "绝不要扫描整个索引", ("reads_stop_with_the_matches",)),
+    ],
+    "s09.choose_replica": [
+        ("Add the replica's queue wait to its prediction", "把副本的排队等待加进预测", ("random_choices",)),
+        ("Add the transfer time of the host blocks", "加上 host 块的传输时间", ("random_choices",)),
+        ("Ties go to the lowest replica id", "并列时选编号最小的副本", ("ties_among_many",)),
+    ],
+    "s09.fetch_or_recompute": [
+        ("Compare the transfer plus the prefill left against recomputing", "用“传输 + 剩余 prefill”和“重算”比较",
+         ("bandwidth_sweep",)),
+        ("the last token is always computed", "最后一个 token 也总要计算", ("short_last_block",)),
+    ],
 }
 CASES = [(todo, en, zh, hidden) for todo, rules in RULES.items() for en, zh, hidden in rules]
 # Every code TODO of every built stage, from the stage files (a quiz has no hidden checks).
