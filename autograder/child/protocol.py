@@ -22,8 +22,9 @@ Each check of the TODO starts at most once, and its outcome follows its start be
 event. Anything else is tampering: a line that is not an event (:class:`Violation` from
 :func:`decode`), an event out of this order, anything after ``Done``, or a check key that is not
 one of this TODO's. A tampered channel fails the TODO whatever it says (:mod:`autograder.grading.grade`).
-A violation's text is composed here from the grader's own words and check names, never from
-what the child sent.
+A violation's text is the grader's own words, in both languages (each broken rule is one entry
+``PROTOCOL_*`` of :mod:`autograder.core.messages`), filled at most with the name of one of the TODO's
+checks: never with what the child sent.
 
 What one child can make the grader do is bounded whatever it sends. The channel reads nothing past
 the first broken rule (the grader stops reading and ends the child). Before a line is decoded, its
@@ -49,7 +50,8 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, Union
 
-from autograder.core import data
+from autograder.core import data, messages
+from autograder.core.i18n import L
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024  # all events of one child together
 # A unit is a JSON container, member or element (an opening bracket, a colon or a comma: see measure).
@@ -159,12 +161,12 @@ EVENT_TYPES: tuple[type, ...] = Event.__args__  # type: ignore[attr-defined]
 class Violation:
     """A line or event the protocol does not allow."""
 
-    why: str
-    """The rule broken, in the grader's words (never text the child sent)."""
+    why: L
+    """The rule broken, in the grader's words in both languages (never text the child sent)."""
 
 
-NOT_AN_EVENT = Violation("a line that is not a grading event")
-TOO_MUCH = Violation("a line holding more than the grading harness ever sends")
+NOT_AN_EVENT = Violation(messages.PROTOCOL_NOT_AN_EVENT)
+TOO_MUCH = Violation(messages.PROTOCOL_TOO_MUCH)
 # the events that are a phase and nothing else
 _BARE_PHASES: dict[str, type[Ready | CellsDone | Done]] = {"ready": Ready, "cells_done": CellsDone, "done": Done}
 
@@ -301,7 +303,7 @@ class Channel:
         """``check_keys``: the checks of the TODO under test; ``cells``: how many cells the child was
         sent (None: not bounded)."""
         self.events: list[Event] = []
-        self.tampering: list[str] = []
+        self.tampering: list[L] = []
         self.done = False
         self.too_large = False
         self._order = Order(frozenset(check_keys), cells)
@@ -347,7 +349,7 @@ class Channel:
     def close(self) -> None:
         """The pipe reached its end: a last line without a newline is not an event."""
         if self._buf.strip() and not self.stopped:
-            self._flag("a partial line at the end of the channel")
+            self._flag(messages.PROTOCOL_PARTIAL_LINE)
         self._buf = bytearray()
 
     @property
@@ -359,13 +361,13 @@ class Channel:
         """What the accepted events say (see :func:`summarize`)."""
         return summarize(self.events)
 
-    def _flag(self, why: str) -> None:
+    def _flag(self, why: L) -> None:
         if not self.tampering:  # the first broken rule only: nothing after it is read
             self.tampering.append(why)
 
     def _accept(self, line: bytes | bytearray) -> Event | None:
         if self.done:
-            self._flag("lines after 'done'")
+            self._flag(messages.PROTOCOL_AFTER_DONE)
             return None
         event, units = _decode(line)
         if isinstance(event, Violation):
@@ -407,62 +409,62 @@ class Order:
     running: str | None = None
     """Key of the check that started and has not reported yet."""
 
-    def why_not(self, event: Event) -> str | None:
-        """Why ``event`` may not come now (None: it may). Texts never repeat what the child sent
-        beyond the name of one of :attr:`allowed`."""
+    def why_not(self, event: Event) -> L | None:
+        """Why ``event`` may not come now (None: it may), in both languages. Texts never repeat what
+        the child sent beyond the name of one of :attr:`allowed`."""
         why = self._rule(event)
         if why is None and self.running is not None and not isinstance(event, CheckOutcome):
-            why = f"check '{_name(self.running)}' reported nothing before the next event"
+            why = messages.PROTOCOL_NOTHING_REPORTED.format(name=_name(self.running))
         return why
 
-    def _rule(self, event: Event) -> str | None:
+    def _rule(self, event: Event) -> L | None:
         seen = self.seen
         if Done in seen:
-            return "lines after 'done'"
+            return messages.PROTOCOL_AFTER_DONE
         if Missing in seen and not isinstance(event, Done):
-            return "events after 'missing'"
+            return messages.PROTOCOL_AFTER_MISSING
         if isinstance(event, Ready):
-            return "'ready' twice" if seen else None
+            return messages.PROTOCOL_READY_TWICE if seen else None
         if not seen:
-            return "an event before 'ready'"
+            return messages.PROTOCOL_BEFORE_READY
         if isinstance(event, CellStarted):
             if CellsDone in seen or CellErrors in seen:
-                return "a cell started after the cells finished"
+                return messages.PROTOCOL_CELL_AFTER_CELLS
             if event.index != self.started or (self.cells is not None and event.index >= self.cells):
-                return "a cell out of turn"
+                return messages.PROTOCOL_CELL_OUT_OF_TURN
             return None
         if isinstance(event, (CellErrors, CellsDone)) and self.cells is not None and self.started != self.cells \
                 and CellsDone not in seen:
-            return "the cells reported finished before every cell started"
+            return messages.PROTOCOL_CELLS_NOT_ALL_STARTED
         if isinstance(event, CellErrors):
             if CellsDone in seen or CellErrors in seen:
-                return "cell errors out of turn"
+                return messages.PROTOCOL_CELL_ERRORS_OUT_OF_TURN
             numbers = [e.cell for e in event.errors]
             if numbers != sorted(set(numbers)) or numbers[-1] > self.started:
-                return "cell errors for cells that did not run"
+                return messages.PROTOCOL_CELL_ERRORS_NOT_RUN
             return None
         if isinstance(event, CellsDone):
-            return "'cells_done' twice" if CellsDone in seen else None
+            return messages.PROTOCOL_CELLS_DONE_TWICE if CellsDone in seen else None
         if isinstance(event, Missing):
-            return "'missing' out of turn" if CellsDone not in seen or seen & {CheckStarted, CourseVersions} else None
+            return messages.PROTOCOL_MISSING_OUT_OF_TURN if CellsDone not in seen or seen & {CheckStarted, CourseVersions} else None
         if isinstance(event, CourseVersions):
-            return "'course_versions' out of turn" if CellsDone not in seen or seen & {CheckStarted, CourseVersions} \
+            return messages.PROTOCOL_COURSE_VERSIONS_OUT_OF_TURN if CellsDone not in seen or seen & {CheckStarted, CourseVersions} \
                 else None
         if isinstance(event, CheckStarted):
             if event.key not in self.allowed:
-                return "a check that does not exist"
+                return messages.PROTOCOL_NO_SUCH_CHECK
             if event.key in self.announced:
-                return f"check '{_name(event.key)}' started twice"
-            return None if CellsDone in seen else "a check before the cells finished"
+                return messages.PROTOCOL_STARTED_TWICE.format(name=_name(event.key))
+            return None if CellsDone in seen else messages.PROTOCOL_CHECK_BEFORE_CELLS
         if isinstance(event, CheckOutcome):
             if event.key in self.reported:
-                return f"check '{_name(event.key)}' reported twice"
+                return messages.PROTOCOL_REPORTED_TWICE.format(name=_name(event.key))
             if event.key not in self.allowed:
-                return "an outcome for a check that does not exist"
+                return messages.PROTOCOL_OUTCOME_NO_SUCH_CHECK
             if event.key != self.running:
-                return f"an outcome for check '{_name(event.key)}', which was not running"
+                return messages.PROTOCOL_OUTCOME_NOT_RUNNING.format(name=_name(event.key))
             return None
-        return None if CellsDone in seen else "'done' before the cells finished"  # Done
+        return None if CellsDone in seen else messages.PROTOCOL_DONE_BEFORE_CELLS  # Done
 
     def take(self, event: Event) -> None:
         """Record an event :meth:`why_not` allowed."""

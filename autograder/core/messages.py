@@ -107,6 +107,35 @@ SAME_FOR_EVERY = L("{message} (the same for every TODO of this notebook)", "{mes
 NOT_RUN = L("not run", "未运行")
 TAMPERING = L("tampering: the grading process's result channel received {what} (the TODO earns nothing)",
               "篡改：评分进程的结果通道收到了 {what}（这个 TODO 不得分）")
+# -- the grading protocol's broken rules, each the {what} of TAMPERING (autograder.child.protocol): each names
+# the broken rule in the grader's words; the only field, {name}, is the name of one of the TODO's own checks --
+PROTOCOL_NOT_AN_EVENT = L("a line that is not a grading event", "一行不是评分事件的数据")
+PROTOCOL_TOO_MUCH = L("a line holding more than the grading harness ever sends",
+                      "一行超出评分框架发送上限的数据")
+PROTOCOL_PARTIAL_LINE = L("a partial line at the end of the channel", "通道末尾一行不完整的数据")
+PROTOCOL_AFTER_DONE = L("lines after 'done'", "`done` 之后的数据")
+PROTOCOL_AFTER_MISSING = L("events after 'missing'", "`missing` 之后的事件")
+PROTOCOL_READY_TWICE = L("'ready' twice", "两次 `ready`")
+PROTOCOL_BEFORE_READY = L("an event before 'ready'", "`ready` 之前的事件")
+PROTOCOL_CELL_AFTER_CELLS = L("a cell started after the cells finished", "所有单元结束后才开始的单元")
+PROTOCOL_CELL_OUT_OF_TURN = L("a cell out of turn", "没按顺序开始的单元")
+PROTOCOL_CELLS_NOT_ALL_STARTED = L("the cells reported finished before every cell started",
+                                   "还有单元没开始就发来的「单元全部结束」")
+PROTOCOL_CELL_ERRORS_OUT_OF_TURN = L("cell errors out of turn", "时机不对的单元错误报告")
+PROTOCOL_CELL_ERRORS_NOT_RUN = L("cell errors for cells that did not run", "针对没运行过的单元的错误报告")
+PROTOCOL_CELLS_DONE_TWICE = L("'cells_done' twice", "两次 `cells_done`")
+PROTOCOL_MISSING_OUT_OF_TURN = L("'missing' out of turn", "时机不对的 `missing`")
+PROTOCOL_COURSE_VERSIONS_OUT_OF_TURN = L("'course_versions' out of turn", "时机不对的 `course_versions`")
+PROTOCOL_NO_SUCH_CHECK = L("a check that does not exist", "一个不存在的检查")
+PROTOCOL_STARTED_TWICE = L("check '{name}' started twice", "开始了两次的检查 '{name}'")
+PROTOCOL_CHECK_BEFORE_CELLS = L("a check before the cells finished", "单元还没全部结束就开始的检查")
+PROTOCOL_REPORTED_TWICE = L("check '{name}' reported twice", "报告了两次结果的检查 '{name}'")
+PROTOCOL_OUTCOME_NO_SUCH_CHECK = L("an outcome for a check that does not exist", "一个不存在的检查的结果")
+PROTOCOL_OUTCOME_NOT_RUNNING = L("an outcome for check '{name}', which was not running",
+                                 "检查 '{name}' 的结果，而它当时并没有在运行")
+PROTOCOL_DONE_BEFORE_CELLS = L("'done' before the cells finished", "单元还没全部结束就发来的 `done`")
+PROTOCOL_NOTHING_REPORTED = L("check '{name}' reported nothing before the next event",
+                              "下一个事件，而检查 '{name}' 还没报告结果")
 NO_RESULTS = L("no check results arrived (did your code write to the grader's result channel?)",
                "没有收到任何检查结果（你的代码是不是往评分器的结果通道里写了东西？）")
 GRADER_ERROR = L("grader error: {error}", "评分器错误：{error}")

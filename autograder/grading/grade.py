@@ -226,7 +226,7 @@ def compose(sub: Submission, todo: Todo, report: ChildReport, guard: LeakGuard, 
     if report.grader_error is not None:
         status, message = TodoStatus.GRADER_ERROR, text(messages.GRADER_ERROR, lang).format(error=report.grader_error)
     elif report.tampering:  # which rule it broke is the child's choice: named only while the budget pays for it
-        what = "; ".join(report.tampering)
+        what = "; ".join(text(t, lang) for t in report.tampering)  # the rule in the report's language
         status, message = TodoStatus.TAMPERED, text(messages.TAMPERING, lang).format(what=what) if out.charge(what) \
             else text(messages.TAMPERING_UNSAID, lang)
     elif checks and all(v.passed for v in verdicts) and report.stopped is None:

@@ -78,8 +78,9 @@ class ChildReport:
     """The protocol events the channel accepted, in order."""
     stopped: L | str | None
     """Why it stopped early, in both languages (``"not started"``: it never ran); None: it did not."""
-    tampering: list[str] = field(default_factory=list)
-    """The first rule of the protocol the child broke (the grader's words; nothing after it was read)."""
+    tampering: list[L] = field(default_factory=list)
+    """The first rule of the protocol the child broke (the grader's words in both languages; nothing after
+    it was read)."""
     grader_error: str | None = None
     """Why the grader could not run the child (its own fault); None when it could."""
     output: bytes = b""
@@ -384,7 +385,7 @@ def describe(report: ChildReport, what: str) -> str:
         ended = "never started" if report.stopped == "not started" else "no exit status"
     how = [ended, "timed out" if report.timed_out else "",
            f"reached {report.reached or 'nothing'}", f"stopped: {text(report.stopped, 'en')}" if report.stopped else "",
-           f"tampering: {'; '.join(report.tampering)}" if report.tampering else "",
+           f"tampering: {'; '.join(text(t, 'en') for t in report.tampering)}" if report.tampering else "",
            f"the course's {', '.join(report.summary.course_versions)} used" if report.summary.course_versions else "",
            f"grader error: {report.grader_error}" if report.grader_error else ""]
     lines = [f"[child] {what}", f"  isolation: {report.isolation or 'unknown'}",

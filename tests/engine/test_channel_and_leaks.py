@@ -42,8 +42,8 @@ def test_channel_accepts_the_harness_protocol():
 ])
 def test_channel_flags_tampering(forged, why):
     ch = _feed(*forged)
-    assert ch.tampered and any(why in t for t in ch.tampering), ch.tampering
-    assert "forged" not in " ".join(ch.tampering)  # learner text never ends up in the reason
+    assert ch.tampered and any(why in t.en for t in ch.tampering), ch.tampering
+    assert "forged" not in " ".join(t.en + t.zh for t in ch.tampering)  # learner text never ends up in the reason
 
 
 def test_channel_garbage_and_partial_lines_are_tampering():

@@ -209,7 +209,7 @@ def test_where_a_child_stopped_and_which_rule_it_broke_are_charged():
     todo, guard = stage.todos[0], leak_guard(stage)
     cells = [Ready(), *(CellStarted(i) for i in range(len(setup_cells(stage)) + 1))]
     stopped = ChildReport(cells, messages.STOP_EXIT)
-    tampered = ChildReport([*cells, CellsDone()], None, tampering=["lines after 'done'"])
+    tampered = ChildReport([*cells, CellsDone()], None, tampering=[messages.PROTOCOL_AFTER_DONE])
     for report, told, unsaid in ((stopped, "during your TODO cell 1", messages.STOPPED_UNSAID),
                                  (tampered, "lines after 'done'", messages.TAMPERING_UNSAID)):
         budget = Disclosure(guard)
@@ -217,6 +217,48 @@ def test_where_a_child_stopped_and_which_rule_it_broke_are_charged():
         assert told in message and budget.used >= len(told), (message, budget.used)
         spent = Disclosure(guard, limit=len(told) - 1)
         assert compose(sub, todo, report, guard, disclosure=spent).result.message == text(unsaid, sub.lang)
+
+
+def test_a_tampering_child_is_told_in_the_reports_language():
+    """The broken rule is the grader's words in both languages: the Chinese edition's report says it in
+    Chinese, the English one in English, each naming only the check, never anything the child sent."""
+    stage = load_stage("s01", hidden=True)
+    todo, guard = stage.todos[0], leak_guard(stage)
+    name = stage.checks_for(todo.id)[0].name
+    cells = [Ready(), *(CellStarted(i) for i in range(len(setup_cells(stage)) + 1)), CellsDone()]
+    why = messages.PROTOCOL_NOTHING_REPORTED.format(name=name)
+    report = ChildReport(cells, None, tampering=[why])
+    said = {}
+    for lang in ("zh", "en"):
+        sub = read_submission(layout.stage_files("s01").learner(lang))
+        assert sub.lang == lang
+        said[lang] = compose(sub, todo, report, guard).result.message
+        assert said[lang] == text(messages.TAMPERING, lang).format(what=text(why, lang)), said[lang]
+    assert f"检查 '{name}' 还没报告结果" in said["zh"] and "reported nothing" not in said["zh"], said["zh"]
+    assert f"check '{name}' reported nothing before the next event" in said["en"], said["en"]
+
+
+@pytest.mark.slow  # grades a notebook on the real grader
+def test_a_real_tampering_child_is_reported_in_chinese_in_the_chinese_edition(tmp_path):
+    """A TODO cell of the Chinese edition forges a ``done`` line on every descriptor while its check runs:
+    the grader stops at the broken rule, and the report says which, in Chinese."""
+    forge = ("        import json, os\n        for fd in range(3, 64):\n            try:\n"
+             "                os.write(fd, (json.dumps({'phase': 'done'}) + '\\n').encode())\n"
+             "            except OSError:\n                pass\n")
+    first = "        prompt = self._normalize(prompt_tokens)\n"
+    body = "    def split_prompt(self, prompt_tokens: Sequence[int]) -> tuple[list[int], list[int], int]:\n"
+    src = layout.stage_files("s01").reference.read_text(encoding="utf-8")
+    start = src.index(body)
+    edit = src[start:src.index(first, start) + len(first)]
+    nb = variant_notebook("s01", [(edit, edit.replace(first, forge + first))], "zh")
+    path = tmp_path / "zh.ipynb"
+    nbformat.write(nb, path)
+    stage = load_stage("s01", hidden=True)
+    [r] = grade_paths([str(path)])
+    [t] = [t for t in r.todos if t.id == "s01.split_prompt"]
+    reasons = {text(messages.TAMPERING, "zh").format(what=text(messages.PROTOCOL_NOTHING_REPORTED.format(name=c.name),
+                                                                   "zh")) for c in stage.checks_for(t.id)}
+    assert not t.passed and t.message in reasons, t.message
 
 
 def _code_objects(code):

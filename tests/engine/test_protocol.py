@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import re
 import time
 import tracemalloc
 
@@ -32,7 +33,7 @@ from autograder.child.protocol import (
     encode,
     summarize,
 )
-from autograder.core import data, layout
+from autograder.core import data, layout, messages
 
 KEYS = ("s03.admit:reuses_cached", "s03.admit:hidden:rolls_back")
 N_CELLS = 2
@@ -128,7 +129,7 @@ def test_the_channel_flags_exactly_the_sequences_the_child_cannot_send():
                 assert ch.events == list(m)
             else:
                 assert list(m[:len(ch.events)]) == ch.events  # what came before the first broken rule
-                assert ch.tampering and all("forged" not in t and "p50" not in t for t in ch.tampering)
+                assert ch.tampering and all("forged" not in w and "p50" not in w for w in _words(ch))
             tried += 1
             flagged += not legal
     assert tried > 7000 and flagged > tried // 2
@@ -150,7 +151,7 @@ def test_the_channel_flags_exactly_the_sequences_the_child_cannot_send():
 ])
 def test_out_of_order_events_name_the_rule(tail, why):
     ch = _channel([Ready(), CellStarted(0), CellStarted(1), CellsDone(), *tail])
-    assert ch.tampered and any(why in t for t in ch.tampering), ch.tampering
+    assert ch.tampered and any(why in t.en for t in ch.tampering), ch.tampering
 
 
 @pytest.mark.parametrize("head,why", [
@@ -165,7 +166,7 @@ def test_out_of_order_events_name_the_rule(tail, why):
 ])
 def test_events_before_the_cells_finished(head, why):
     ch = _channel(head)
-    assert ch.tampered and any(why in t for t in ch.tampering), ch.tampering
+    assert ch.tampered and any(why in t.en for t in ch.tampering), ch.tampering
 
 
 @pytest.mark.parametrize("line", [
@@ -188,7 +189,7 @@ def test_malformed_lines_are_violations(line):
     assert decode(line) == protocol.NOT_AN_EVENT
     ch = Channel(KEYS)
     ch.feed(encode(Ready()) + line + b"\n")
-    assert ch.tampering == ["a line that is not a grading event"] and ch.events == [Ready()]
+    assert ch.tampering == [messages.PROTOCOL_NOT_AN_EVENT] and ch.events == [Ready()]
 
 
 def test_a_partial_last_line_and_lines_after_a_violation():
@@ -196,11 +197,11 @@ def test_a_partial_last_line_and_lines_after_a_violation():
     ch.feed(encode(Ready()) + encode(CellsDone()) + encode(CellsDone()) + encode(Done()) + b'{"phase": "do')
     ch.close()
     assert ch.events == [Ready(), CellsDone()] and not ch.done  # nothing believed after the first broken rule
-    assert ch.tampering == ["'cells_done' twice"] and ch.stopped  # ...nor read: the first broken rule is the last
+    assert ch.tampering == [messages.PROTOCOL_CELLS_DONE_TWICE] and ch.stopped  # ...nor read: the first broken rule is the last
     partial = Channel(KEYS)
     partial.feed(encode(Ready()) + b'{"phase": "do')
     partial.close()
-    assert partial.tampering == ["a partial line at the end of the channel"]
+    assert partial.tampering == [messages.PROTOCOL_PARTIAL_LINE]
 
 
 # -- what a child can make the grader do (issue 44) -------------------------------------------------
@@ -218,12 +219,12 @@ def test_a_newline_flood_after_a_broken_rule_is_not_read():
     ch = Channel(KEYS, cells=N_CELLS)
     ch.feed(encode(Ready()) + b"not an event\n")
     cpu = _cpu_of(lambda: [ch.feed(flood) for _ in range(protocol.MAX_EVENT_BYTES // len(flood))])
-    assert ch.tampering == ["a line that is not a grading event"] and ch.stopped and ch.events == [Ready()]
+    assert ch.tampering == [messages.PROTOCOL_NOT_AN_EVENT] and ch.stopped and ch.events == [Ready()]
     assert cpu < 0.25, f"{cpu:.2f} CPU-s for 8 MiB the channel should not read"
     # ...and a flood that IS the broken rule (an empty line) stops at its first line, in one chunk
     ch = Channel(KEYS, cells=N_CELLS)
     cpu = _cpu_of(lambda: ch.feed(encode(Ready()) + b"\n" * (4 << 20)))
-    assert ch.tampering == ["a line that is not a grading event"] and cpu < 0.25, cpu
+    assert ch.tampering == [messages.PROTOCOL_NOT_AN_EVENT] and cpu < 0.25, cpu
 
 
 def _outcome_line(value: bytes, key: str = KEYS[0]) -> bytes:
@@ -364,3 +365,44 @@ def test_the_child_emits_every_protocol_event_and_only_through_encode():
     assert "dumps" not in source  # no line is written but through protocol.encode
     writes = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "write"]
     assert len(writes) == 1  # the one in emit()
+
+
+# -- the reasons, in both languages (issue 42) -------------------------------------------------------
+def _words(ch: Channel) -> list[str]:
+    """Every language of every reason ``ch`` gives."""
+    return [w for t in ch.tampering for w in (t.en, t.zh)]
+
+
+def _reasons() -> list:
+    """Every reason the protocol gives, found by driving it: each mutated longest legal sequence, each kind of
+    malformed line, a line after ``done``, cell errors when the cells are not counted, a partial last line and a line larger than the harness sends."""
+    longest = max(len(s) for s in LEGAL)  # every kind of event, both checks: their mutations break every rule
+    channels = [_channel(m) for seq in LEGAL if len(seq) == longest for m in _mutations(seq)]
+    for raw in (b"not json\n", b"[" * (protocol.MAX_EVENT_UNITS + 1) + b"\n", b'{"phase": "do'):
+        ch = Channel(KEYS, cells=N_CELLS)
+        ch.feed(encode(Ready()) + raw)
+        ch.close()
+        channels.append(ch)
+    after_done = Channel(KEYS, cells=N_CELLS)
+    after_done.feed(_wire(LEGAL[0]) + b"not json\n")
+    channels.append(after_done)
+    channels.append(_channel([Ready(), CellStarted(0), CellErrors((_error(2),))], cells=None))  # cells unbounded
+    return [t for ch in channels for t in ch.tampering]
+
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+FIELDS = re.compile(r"\{(\w*)\}")
+
+
+def test_every_reason_the_protocol_gives_is_a_catalog_entry_in_both_languages():
+    """Each broken rule is reported with an entry ``PROTOCOL_*`` of the message catalog, in English and in
+    Chinese, filled only with the name of one of the TODO's checks; and every such entry is one the
+    protocol can give (the list is the code's, not a copy)."""
+    catalog = {k: v for k, v in vars(messages).items() if k.startswith("PROTOCOL_")}
+    for key, entry in catalog.items():
+        assert HAN.search(entry.zh) and not HAN.search(entry.en), (key, entry)
+        assert set(FIELDS.findall(entry.en)) == set(FIELDS.findall(entry.zh)) <= {"name"}, (key, entry)
+    names = [k.rsplit(":", 1)[-1] for k in KEYS]
+    filled = {entry.format(name=n): key for key, entry in catalog.items() for n in names}
+    given = {filled.get(t, f"not in the catalog: {t!r}") for t in _reasons()}
+    assert given == set(catalog), sorted(given ^ set(catalog))
