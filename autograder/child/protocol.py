@@ -445,11 +445,12 @@ class Order:
             return None
         if isinstance(event, CellsDone):
             return messages.PROTOCOL_CELLS_DONE_TWICE if CellsDone in seen else None
+        # 'missing' and 'course_versions' come once, after the cells and before any check
+        out_of_turn = CellsDone not in seen or bool(seen & {CheckStarted, CourseVersions})
         if isinstance(event, Missing):
-            return messages.PROTOCOL_MISSING_OUT_OF_TURN if CellsDone not in seen or seen & {CheckStarted, CourseVersions} else None
+            return messages.PROTOCOL_MISSING_OUT_OF_TURN if out_of_turn else None
         if isinstance(event, CourseVersions):
-            return messages.PROTOCOL_COURSE_VERSIONS_OUT_OF_TURN if CellsDone not in seen or seen & {CheckStarted, CourseVersions} \
-                else None
+            return messages.PROTOCOL_COURSE_VERSIONS_OUT_OF_TURN if out_of_turn else None
         if isinstance(event, CheckStarted):
             if event.key not in self.allowed:
                 return messages.PROTOCOL_NO_SUCH_CHECK
