@@ -2,10 +2,11 @@
 
 :class:`Calibration` holds what :mod:`kernels.cost_model` measured on one device (GEMM, attention
 and head FLOP rates by size, element-wise and fixed seconds, the block manager's bookkeeping, and
-optionally the seconds of a serving loop's decode step by batch size and context) and interpolates
-between the measured sizes. It lives apart from the measuring, which needs torch, so
-that using a calibration (stage 7's ``predict_ttft``, a grading child of stage 7) does not import
-torch; :mod:`kernels.cost_model` re-exports everything here.
+optionally the seconds of a serving loop's decode step by batch size and context, and of whole
+prefills by computed and cached tokens) and interpolates between the measured sizes. It lives
+apart from the measuring, which needs torch, so that using a calibration (stage 7's
+``predict_ttft``, a grading child of stage 7) does not import torch; :mod:`kernels.cost_model`
+re-exports everything here.
 """
 from __future__ import annotations
 
@@ -69,9 +70,11 @@ class Calibration:
     Invariants: every rate is positive (FLOP/s) and every time non-negative (s); the tables are
     keyed by the sizes that were measured (rows; ``(queries, context)``), and lookups between them
     interpolate (GEMM rate: log-log; element-wise time: linear; attention: the nearest measured
-    shape in log distance; decode step: linear in batch size, then in context per request), so a
-    table measured at exactly the sizes used is read exactly. ``decode_step_s`` may be empty (a
-    calibration of prefills only); :meth:`decode_s` then refuses.
+    shape in log distance; decode step: linear in batch size, then in context per request; whole
+    prefill: linear in computed tokens, then in cached tokens), so a table measured at exactly the
+    sizes used is read exactly. ``decode_step_s`` and ``prefill_s`` may be empty (a calibration of
+    rates only); :meth:`decode_s` and :meth:`prefill_table_s` then refuse. ``prefill_s`` is measured
+    on a full grid (every computed size at every cached size), so its lookups never miss a corner.
 
     [zh]
     在一台设备上、针对一种模型形状测得的速率。
@@ -79,8 +82,10 @@ class Calibration:
     不变量：每个速率都是正数（FLOP/s），每个时间都不为负（秒）；各张表以实际测过的大小为键（行数；
     ``(queries, context)``），查表时在测过的点之间插值（GEMM 速率：log-log；逐元素运算时间：线性；
     attention：按对数距离取最近的测过的形状；decode 步骤：先按批大小线性插值，再按每个请求的上下文长度
-    线性插值），所以正好在测过的大小上查表，读到的就是测量值本身。``decode_step_s`` 可以为空（只测了
-    prefill 的校准），这时 :meth:`decode_s` 会拒绝查询。
+    线性插值；完整的 prefill：先按 computed token 数线性插值，再按缓存的 token 数线性插值），所以正好在测过的
+    大小上查表，读到的就是测量值本身。``decode_step_s`` 和 ``prefill_s`` 可以为空（只测了速率的校准），这时
+    :meth:`decode_s` 和 :meth:`prefill_table_s` 会拒绝查询。``prefill_s`` 在完整的网格上测量（每个 computed
+    大小配每个缓存大小），所以查表时不会缺角。
     """
 
     gemm_flops_per_s: dict[int, float]
@@ -93,6 +98,8 @@ class Calibration:
     notes: dict[str, Any] = field(default_factory=dict)
     #: seconds of one decode step of ``batch`` requests, each attending to ``context`` tokens: ``(batch, context)``
     decode_step_s: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: seconds of one whole prefill computing ``computed`` tokens after ``cached`` reused ones: ``(computed, cached)``
+    prefill_s: dict[tuple[int, int], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         rates = [*self.gemm_flops_per_s.values(), *self.attention_flops_per_s.values(), self.head_flops_per_s]
@@ -101,9 +108,13 @@ class Calibration:
                                 "校准需要 GEMM、attention 和逐元素运算三类测量"))
         if any(not r > 0 for r in rates):
             raise ValueError(tr("rates must be positive", "速率必须是正数"))
-        if any(not t >= 0 for t in (*self.elementwise_s.values(), *self.decode_step_s.values(), self.overhead_s,
-                                    self.bookkeeping_s_per_token)):
+        if any(not t >= 0 for t in (*self.elementwise_s.values(), *self.decode_step_s.values(),
+                                    *self.prefill_s.values(), self.overhead_s, self.bookkeeping_s_per_token)):
             raise ValueError(tr("times must be non-negative", "时间不能为负"))
+        computed, cached = {c for c, _ in self.prefill_s}, {k for _, k in self.prefill_s}
+        if len(self.prefill_s) != len(computed) * len(cached):
+            raise ValueError(tr("the whole-prefill table needs every computed size at every cached size",
+                                "完整 prefill 的表需要每个 computed 大小配每个缓存大小"))
 
     # -- lookups used by the cost model ---------------------------------------------------------
     def gemm_rate(self, rows: int) -> float:
@@ -155,6 +166,24 @@ class Calibration:
               for c in contexts}
         return _interp_linear(at, context)
 
+    def prefill_table_s(self, computed: float, cached: float) -> float:
+        """Seconds of one whole prefill computing ``computed`` tokens after ``cached`` reused ones, read
+        from the table of measured prefills: linear between the measured computed sizes at each
+        measured cached size, then linear between those cached sizes (both extended along the nearest
+        segment). No formula of the work: the prefills themselves were timed.
+
+        [zh]
+        在 ``cached`` 个复用的 token 之后计算 ``computed`` 个 token 的一次完整 prefill 的秒数，从实测 prefill 的表里
+        读出：先在每个测过的缓存大小上，于测过的 computed 大小之间线性插值，再在这些缓存大小之间线性插值（两者都沿
+        最近的一段外推）。这里没有任何计算量公式：计时的就是 prefill 本身。
+        """
+        if not self.prefill_s:
+            raise ValueError(tr("this calibration measured no whole prefill", "这份校准没有测量完整的 prefill"))
+        cacheds = sorted({k for _, k in self.prefill_s})
+        at = {k: _interp_linear({c: s for (c, kk), s in self.prefill_s.items() if kk == k}, computed)
+              for k in cacheds}
+        return _interp_linear(at, cached)
+
     def without_block_manager(self) -> Calibration:
         """The same rates for a prefill that never hashes or admits (a plain full prefill).
 
@@ -168,19 +197,22 @@ class Calibration:
     def from_seconds(cls, cfg: ModelConfig, *, gemm_s: dict[int, float], head_s: float,
                      attention_s: dict[tuple[int, int], float], elementwise_s: dict[int, float],
                      forward1_s: float | None = None, bookkeeping_s: dict[int, float] | None = None,
-                     decode_step_s: dict[tuple[int, int], float] | None = None, device: str = "") -> Calibration:
+                     decode_step_s: dict[tuple[int, int], float] | None = None,
+                     prefill_s: dict[tuple[int, int], float] | None = None, device: str = "") -> Calibration:
         """Rates from measured seconds: ``gemm_s[rows]`` (all linear layers), ``head_s`` (one row),
         ``attention_s[(queries, context)]`` (one layer), ``elementwise_s[rows]`` (one forward),
         ``forward1_s`` (a whole one-token forward: its unexplained rest is the fixed overhead) and
         ``bookkeeping_s[prompt tokens]`` (admit + commit + release of a prompt of that length);
-        ``decode_step_s[(batch, context)]`` is kept as measured (seconds of a whole decode step).
+        ``decode_step_s[(batch, context)]`` and ``prefill_s[(computed, cached)]`` are kept as measured
+        (seconds of a whole decode step, of a whole prefill).
 
         [zh]
         由测得的秒数算出速率：``gemm_s[rows]``（全部线性层）、``head_s``（一行）、
         ``attention_s[(queries, context)]``（一层）、``elementwise_s[rows]``（一次前向）、
         ``forward1_s``（只有一个 token 的完整前向：其中没被各项解释的部分就是固定开销）和
         ``bookkeeping_s[提示词 token 数]``（对这样长的提示词做一次 admit + commit + release）；
-        ``decode_step_s[(batch, context)]`` 按测得的原样保存（一整个 decode 步骤的秒数）。
+        ``decode_step_s[(batch, context)]`` 和 ``prefill_s[(computed, cached)]`` 按测得的原样保存（一整个 decode 步骤、
+        一整次 prefill 的秒数）。
         """
         tiny = 1e-12
         layers = cfg.num_hidden_layers
@@ -191,6 +223,7 @@ class Calibration:
             elementwise_s=dict(elementwise_s),
             device=device,
             decode_step_s=dict(decode_step_s or {}),
+            prefill_s=dict(prefill_s or {}),
         )
         overhead = 0.0
         if forward1_s is not None:
@@ -208,6 +241,7 @@ class Calibration:
         raw["attention_flops_per_s"] = {f"{q},{c}": v for (q, c), v in self.attention_flops_per_s.items()}
         raw["elementwise_s"] = {str(k): v for k, v in self.elementwise_s.items()}
         raw["decode_step_s"] = {f"{b},{c}": v for (b, c), v in self.decode_step_s.items()}
+        raw["prefill_s"] = {f"{c},{k}": v for (c, k), v in self.prefill_s.items()}
         return raw
 
     @classmethod
@@ -219,6 +253,7 @@ class Calibration:
         raw["elementwise_s"] = {int(k): float(v) for k, v in raw["elementwise_s"].items()}
         raw["decode_step_s"] = {tuple(int(x) for x in k.split(",")): float(v)
                                 for k, v in raw.get("decode_step_s", {}).items()}
+        raw["prefill_s"] = {tuple(int(x) for x in k.split(",")): float(v) for k, v in raw.get("prefill_s", {}).items()}
         return cls(**raw)
 
 

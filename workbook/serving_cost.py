@@ -10,13 +10,20 @@ This module builds that cost model from a :class:`~kernels.calibration.Calibrati
 
 - :func:`calibrate_serving` measures one on this machine, with the probes of
   :mod:`kernels.cost_model` at the sizes the serving runs use, plus whole decode steps of the
-  serving loop by batch size and context;
+  serving loop by batch size and context and (``prefills=True``) whole prefills through the
+  engine's prefiller by computed and cached tokens, on a grid that covers every prefill stage 7's
+  four workloads make (:data:`PREFILL_COMPUTED` x :data:`PREFILL_CACHED`);
 - :func:`shipped_calibration` reads the one measured once for :data:`~workbook.serving.SERVING_MODEL`
   on the 2-core CPU the course is built on (``serving_calibration.json`` next to this module,
   written by ``python -m workbook.serving_cost``). A decision taken from it is the same on every
   machine and in every run: it is arithmetic over fixed numbers;
-- :func:`virtual_cost` turns a calibration and a prefill prediction (stage 7's ``predict_ttft``)
-  into the ``cost(kind, a, b)`` callable the engine takes.
+- :func:`virtual_cost` turns a calibration into the ``cost(kind, a, b)`` callable the engine takes:
+  a prefill costs what the table of measured prefills says (interpolated between its sizes), or,
+  given a prefill model (stage 7's ``predict_ttft``), what that model predicts.
+
+Why a table of whole prefills, and not the cost model of stage 7's TODO 3: the notebook needs its
+clock before the learner has written the model, and a clock read from timed prefills is the
+measurement the model is then checked against.
 """
 from __future__ import annotations
 
@@ -40,8 +47,9 @@ from kernels.timing import synchronize
 from workbook.paged_prefill import PagedPrefiller, pool_attention, write_kv
 from workbook.serving import SERVING_MODEL, Request, ServingEngine, ServingPool
 
-__all__ = ["SHIPPED", "GRID", "SHAPES", "DECODE_SHAPES", "Cost", "PrefillModel", "calibrate_serving",
-           "shipped_calibration", "virtual_cost", "decode_probe"]
+__all__ = ["SHIPPED", "GRID", "SHAPES", "DECODE_SHAPES", "PREFILL_COMPUTED", "PREFILL_CACHED", "Cost",
+           "PrefillModel", "calibrate_serving", "shipped_calibration", "measured_on", "virtual_cost", "decode_probe",
+           "prefill_probe"]
 
 #: The calibration measured once for SERVING_MODEL; written by ``python -m workbook.serving_cost``.
 SHIPPED = Path(__file__).with_name("serving_calibration.json")
@@ -50,6 +58,10 @@ GRID = (1, 16, 32, 64, 128, 256, 512, 1024)
 SHAPES = tuple((q, c) for q in GRID for c in GRID if q <= c)
 #: (batch size, context per request) of the decode steps measured: the loop runs at most 8 at once.
 DECODE_SHAPES = tuple((b, c) for b in (1, 2, 4, 8) for c in (256, 768))
+#: Whole prefills measured, every computed size at every cached size: stage 7's prompts are at most
+#: 768 tokens, and hits are multiples of 16 tokens up to 768.
+PREFILL_COMPUTED = (1, 16, 32, 64, 128, 256, 512, 768)
+PREFILL_CACHED = (0, 128, 256, 512, 768)
 
 #: ``cost(kind, a, b)``: seconds of a prefill (``"prefill"``, computed, cached) or a decode step
 #: (``"decode"``, batch size, tokens the batch attends to).
@@ -58,17 +70,19 @@ Cost = Callable[[str, int, int], float]
 PrefillModel = Callable[[ModelConfig, int, int, Calibration], float]
 
 
-def virtual_cost(cfg: ModelConfig, cal: Calibration, prefill: PrefillModel) -> Cost:
-    """The engine's ``cost=``: a prefill costs ``prefill(cfg, computed, cached, cal)``, a decode step of
-    ``batch`` requests over ``context`` tokens in all costs ``cal.decode_s(batch, context / batch)``.
+def virtual_cost(cfg: ModelConfig, cal: Calibration, prefill: PrefillModel | None = None) -> Cost:
+    """The engine's ``cost=``: a prefill costs ``cal.prefill_table_s(computed, cached)`` (the measured
+    prefills), or ``prefill(cfg, computed, cached, cal)`` when a prefill model is given; a decode step
+    of ``batch`` requests over ``context`` tokens in all costs ``cal.decode_s(batch, context / batch)``.
 
     [zh]
-    引擎的 ``cost=``：一次 prefill 的代价是 ``prefill(cfg, computed, cached, cal)``，``batch`` 个请求、总共对
-    ``context`` 个 token 的一个 decode 步骤的代价是 ``cal.decode_s(batch, context / batch)``。
+    引擎的 ``cost=``：一次 prefill 的代价是 ``cal.prefill_table_s(computed, cached)``（实测的 prefill），给了
+    prefill 模型时则是 ``prefill(cfg, computed, cached, cal)``；``batch`` 个请求、总共对 ``context`` 个 token 的
+    一个 decode 步骤的代价是 ``cal.decode_s(batch, context / batch)``。
     """
     def cost(kind: str, a: int, b: int) -> float:
         if kind == "prefill":
-            return prefill(cfg, a, b, cal)
+            return cal.prefill_table_s(a, b) if prefill is None else prefill(cfg, a, b, cal)
         if kind == "decode":
             return cal.decode_s(a, b / max(a, 1))
         raise ValueError(tr(f"unknown kind of work {kind!r}", f"未知的工作类型 {kind!r}"))
@@ -83,6 +97,22 @@ def shipped_calibration() -> Calibration:
     随课程一起发布的校准（SERVING_MODEL、一个 torch 线程、CPU 时间）。
     """
     return Calibration.from_dict(json.loads(SHIPPED.read_text(encoding="utf-8")))
+
+
+def measured_on(cal: Calibration) -> str:
+    """The machine a calibration was measured on, in the edition's words: ``cal.device`` is written in
+    English once (``"cpu: x86_64, 1 torch thread"``); the thread count comes from ``cal.notes``.
+
+    [zh]
+    一份校准是在哪台机器上测的，用当前版本的语言说出来：``cal.device`` 只用英文写过一次
+    （``"cpu: x86_64, 1 torch thread"``）；线程数取自 ``cal.notes``。
+    """
+    kind, _, rest = cal.device.partition(": ")
+    where = f"{kind}: {rest.split(', ')[0]}" if rest else kind
+    n = cal.notes.get("threads")
+    if n is None:
+        return where
+    return where + tr(f", {n} torch thread{'' if n == 1 else 's'}, CPU time", f"，{n} 个 torch 线程，CPU 时间")
 
 
 def decode_probe(model: DecoderLM, batch: int, context: int, block_size: int = 16, seed: int = 0) -> Callable[[], None]:
@@ -100,12 +130,45 @@ def decode_probe(model: DecoderLM, batch: int, context: int, block_size: int = 1
     return run
 
 
+def prefill_probe(model: DecoderLM, computed: int, cached: int, block_size: int = 16, seed: int = 0,
+                  questions: int = 16) -> Callable[[], None]:
+    """One prefill of the serving loop: ``computed`` fresh tokens after ``cached`` ones that hit (a
+    multiple of ``block_size``), through a prefiller on the engine's pool, then the first token read
+    back, as :class:`~workbook.serving.ServingEngine` does. With nothing cached the pool's cache is off
+    (the cache-off path). Each call takes the next of ``questions`` fresh suffixes, so nothing but the
+    prefix ever hits."""
+    if cached % block_size:
+        raise ValueError(tr(f"cached tokens must be a multiple of {block_size}", f"缓存的 token 数必须是 {block_size} 的倍数"))
+    rng = random.Random(seed * 7919 + computed * 31 + cached)
+    vocab = model.config.vocab_size
+    prefix = [rng.randrange(vocab) for _ in range(cached)]
+    suffixes = [[rng.randrange(vocab) for _ in range(computed)] for _ in range(questions)]
+    blocks = cached // block_size + 2 * (-(-computed // block_size) + 1) + 2
+    attention = pool_attention(paged_attention_for(next(model.parameters()).device)[1])
+    prefiller = PagedPrefiller(model, blocks, block_size, blocks=ServingPool(blocks, block_size, cache=cached > 0),
+                               attention=attention)
+    if cached:
+        prefiller.prefill(prefix + [0])  # registers the prefix's full blocks
+    turn = iter(range(10**9))
+
+    def run() -> None:
+        logits, ledger = prefiller.prefill(prefix + suffixes[next(turn) % questions])
+        int(torch.argmax(logits))  # waits for the device, as the engine does
+        if ledger["hit_tokens"] != cached:
+            raise AssertionError(tr(f"the probe hit {ledger['hit_tokens']} tokens, not {cached}",
+                                    f"探针命中了 {ledger['hit_tokens']} 个 token，而不是 {cached} 个"))
+
+    return run
+
+
 def calibrate_serving(model: DecoderLM, clock: Callable[[], float] = time.process_time, *, reps: int = 5,
-                      decode: bool = True) -> Calibration:
+                      decode: bool = True, prefills: bool = False) -> Calibration:
     """Measure a :class:`Calibration` for the serving loop on ``clock``: the model's GEMMs at every row
     count of :data:`GRID`, paged attention (with its K/V write) at every shape of :data:`SHAPES`, the
     head, element-wise work, a one-token prefill through the engine's prefiller (its fixed overhead),
-    the block manager's bookkeeping and, with ``decode``, whole decode steps at :data:`DECODE_SHAPES`.
+    the block manager's bookkeeping, with ``decode`` whole decode steps at :data:`DECODE_SHAPES` and
+    with ``prefills`` whole prefills at every (computed, cached) of :data:`PREFILL_COMPUTED` x
+    :data:`PREFILL_CACHED`.
     Each is the median of ``reps`` calls after one that warms up.
 
     [zh]
@@ -140,6 +203,8 @@ def calibrate_serving(model: DecoderLM, clock: Callable[[], float] = time.proces
         bookkeeping_s={n: seconds(cost_model.bookkeeping_probe(lambda n=n: ServingPool(n // 16 + 2, 16), n,
                                                                cfg.vocab_size)) for n in (128, 512)},
         decode_step_s={s: seconds(decode_probe(model, *s)) for s in DECODE_SHAPES} if decode else None,
+        prefill_s={(c, k): seconds(prefill_probe(model, c, k)) for k in PREFILL_CACHED for c in PREFILL_COMPUTED}
+        if prefills else None,
         device=describe_device(device))
 
 
@@ -153,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     model = DecoderLM.random(SERVING_MODEL, seed=0)
-    cals = [calibrate_serving(model, time.process_time, reps=args.reps).to_dict() for _ in range(args.rounds)]
+    cals = [calibrate_serving(model, time.process_time, reps=args.reps, prefills=True).to_dict()
+            for _ in range(args.rounds)]
 
     def median_of(values: list[object]) -> object:
         if isinstance(values[0], dict):

@@ -13,7 +13,8 @@ engineering decision, with four pure functions over measurements:
    and a service-level objective, the cheapest setting that meets it, or none.
 
 Given code after the TODOs (:func:`summarize_run`, :func:`sweep_rows`, :func:`sweep_verdict`,
-:func:`evidence_level`, :func:`decision_record`, :func:`decision_markdown`) builds the tables and the decision record from them.
+:func:`same_work_verdict`, :func:`fell_behind`, :func:`evidence_level`, :func:`decision_record`,
+:func:`decision_markdown`) builds the tables, the verdicts and the decision record from them.
 """
 
 from __future__ import annotations
@@ -363,7 +364,7 @@ def _against(value: float, bound: float, zh: bool) -> str:
     digits = next((d for d in range(1, 7) if value == bound or f"{value * 1e3:.{d}f}" != f"{bound * 1e3:.{d}f}"), 6)
     b = f"{bound * 1e3:.{digits}f}"
     if not math.isfinite(value):
-        return f"NaN（没有可测的重复访问；上限 {b} 毫秒）" if zh else f"NaN (nothing to measure; the bound is {b} ms)"
+        return f"NaN（没有重复访问；上限 {b} 毫秒）" if zh else f"NaN (no repeat visit; the bound is {b} ms)"
     v = f"{value * 1e3:.{digits}f}"
     if value <= bound:
         return f"{v} 毫秒，不超过上限 {b} 毫秒" if zh else f"{v} ms, within the bound of {b} ms"
@@ -371,7 +372,7 @@ def _against(value: float, bound: float, zh: bool) -> str:
 
 
 def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], chosen: Mapping[str, Any] | None,
-                  *, lang: str = "en") -> str:
+                  *, lang: str = "en", simulated: bool = False) -> str:
     """One sentence (``lang`` "en" or "zh") that says what the rule chose from a pool sweep and how it
     relates to the thrashing cliff, rendered from the sweep's own numbers.
 
@@ -379,7 +380,8 @@ def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], c
     the cache on chosen below, at or past the cliff; a value within, above or missing against the
     bound. Every comparison the sentence states ("within", "above", "below the cliff", "more than")
     is computed from the numbers it prints, so the sentence cannot contradict them. ``slo`` names
-    one metric (``ValueError`` otherwise).
+    one metric (``ValueError`` otherwise). ``simulated``: the rows come from a simulated clock, and
+    the sentence says "simulated" where it would say "measured".
 
     [zh]
     用一句话（``lang`` 为 "en" 或 "zh"）说明规则从块池扫描中选了什么、它和抖动悬崖是什么关系；
@@ -387,29 +389,32 @@ def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], c
 
     对所有可能的输入都有定义：有没有块池越过悬崖；什么都没选、选了关缓存、选了悬崖之前/悬崖处/悬崖之后的开缓存；
     数值不超过上限、超过上限或没有测到。句中说出的每个比较（“不超过”“超过”“悬崖之前”“更大”）都由句中给出的数字
-    算出来，所以句子不会和它的数字矛盾。``slo`` 只能指定一个指标（否则抛出 ``ValueError``）。
+    算出来，所以句子不会和它的数字矛盾。``slo`` 只能指定一个指标（否则抛出 ``ValueError``）。``simulated``：
+    这些行来自模拟的时钟，句子里本该说“测过的”地方改说“模拟过的”。
     """
     if len(slo) != 1:
         raise ValueError(tr("the sweep's SLO names exactly one metric", "扫描的 SLO 必须恰好指定一个指标"))
     (metric, bound), = slo.items()
     edge = cliff(rows)
     zh = lang == "zh"
+    seen = ("模拟过的" if simulated else "测过的") if zh else ("simulated" if simulated else "measured")
+    more = ("模拟" if simulated else "测") if zh else ("simulate" if simulated else "measure")
     on = {int(r["num_blocks"]): r for r in rows if r["cache"]}
     if chosen is None:
         if edge is None:
-            return ("没有任何测过的块池越过悬崖（开缓存时命中率都不到 5%），也没有任何设置满足 SLO：要测更大的块池。" if zh else
-                    "No measured pool got past the cliff (the cache on hit under 5 % of tokens at every size), and "
-                    "no setting meets the SLO: measure larger pools.")
+            return (f"没有任何{seen}块池越过悬崖（开缓存时命中率都不到 5%），也没有任何设置满足 SLO：要{more}更大的块池。" if zh else
+                    f"No {seen} pool got past the cliff (the cache on hit under 5 % of tokens at every size), and "
+                    f"no setting meets the SLO: {more} larger pools.")
         past = [float(r[metric]) for b, r in on.items() if b >= edge and math.isfinite(float(r[metric]))]
         if not past:
-            return (f"没有任何测过的设置满足 SLO：越过悬崖之后（从 {edge} 块开始），没有测到重复访问的 p90"
+            return (f"没有任何{seen}设置满足 SLO：越过悬崖之后（从 {edge} 块开始），没有可以求 p90 的重复访问"
                     f"（上限 {bound * 1e3:.1f} 毫秒）。" if zh else
-                    f"No measured setting meets the SLO: past the cliff (from {edge} blocks on), no repeat visit's "
-                    f"p90 was measured (the bound is {bound * 1e3:.1f} ms).")
+                    f"No {seen} setting meets the SLO: past the cliff (from {edge} blocks on), there was no repeat "
+                    f"visit to take a p90 of (the bound is {bound * 1e3:.1f} ms).")
         best = min(past)
-        return (f"没有任何测过的设置满足 SLO：越过悬崖之后（从 {edge} 块开始），重复访问的 p90 最好是 "
+        return (f"没有任何{seen}设置满足 SLO：越过悬崖之后（从 {edge} 块开始），重复访问的 p90 最好是 "
                 f"{_against(best, bound, zh)}。" if zh else
-                f"No measured setting meets the SLO: past the cliff (from {edge} blocks on), the repeat visits' p90 "
+                f"No {seen} setting meets the SLO: past the cliff (from {edge} blocks on), the repeat visits' p90 "
                 f"is at best {_against(best, bound, zh)}.")
     size = int(chosen["num_blocks"])
     value = float(chosen[metric])
@@ -422,8 +427,8 @@ def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], c
                 f"The rule takes the cache off at {size} blocks: the repeat visits' p90 is {_against(value, bound, zh)}"
                 f"{rest}")
     if edge is None or size < edge:
-        where = (("没有任何测过的块池越过悬崖" if edge is None else f"越过悬崖后的第一个大小是 {edge} 块") if zh else
-                 ("no measured pool got past the cliff" if edge is None else f"the first size past it is {edge} blocks"))
+        where = ((f"没有任何{seen}块池越过悬崖" if edge is None else f"越过悬崖后的第一个大小是 {edge} 块") if zh else
+                 (f"no {seen} pool got past the cliff" if edge is None else f"the first size past it is {edge} blocks"))
         hit = float(chosen.get("hit_rate", math.nan))
         return (f"规则选的是 {size} 块，在悬崖之前（{where}）：这里缓存只命中了 {hit:.1%} 的 token，几乎没省下计算，"
                 f"重复访问的 p90 是 {_against(value, bound, zh)}"
@@ -434,9 +439,9 @@ def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], c
                 + ("; a pool that saves no work meeting the bound means a loose bound or noisy timing, not the "
                    "cache's doing." if meets else "."))
     if size == edge:
-        return (f"规则选的是 {size} 块，也就是越过悬崖后第一个测过的大小：重复访问的 p90 为 {_against(value, bound, zh)}"
+        return (f"规则选的是 {size} 块，也就是越过悬崖后第一个{seen}大小：重复访问的 p90 为 {_against(value, bound, zh)}"
                 + ("；更大的块池只是为一个已经满足的上限多花显存。" if meets else "。") if zh else
-                f"The rule takes {size} blocks, the first measured size past the cliff: the repeat visits' p90 is "
+                f"The rule takes {size} blocks, the first {seen} size past the cliff: the repeat visits' p90 is "
                 f"{_against(value, bound, zh)}" + ("; a larger pool would cost more memory for a bound already met."
                                                    if meets else "."))
     at_edge = on[edge]
@@ -445,6 +450,80 @@ def sweep_verdict(rows: Sequence[Mapping[str, Any]], slo: Mapping[str, float], c
             f"The rule takes {size} blocks, more than the first size past the cliff ({edge} blocks): at {edge} "
             f"blocks the repeat visits' p90 was {_against(float(at_edge[metric]), bound, zh)}; at {size} blocks it "
             f"is {_against(value, bound, zh)}.")
+
+
+def same_work_verdict(on: Any, off: Any, *, lang: str = "en") -> str:
+    """What the cache did to a workload that should share nothing, in one sentence (``lang`` "en" or
+    "zh"), from counts and the simulated clock only: ``on`` and ``off`` are the
+    :class:`workbook.serving.RunRecord` of the same requests with the cache on and off.
+
+    Total over its inputs: some tokens hit; no hit but the computed tokens differ (not the same
+    requests); the same work but another simulated TTFT or TPOT for some request (the schedule
+    moved); the same work and the same simulated time for every request. Nothing measured enters:
+    on a simulated clock the same work costs the same, so the sentence is the same in every run.
+
+    [zh]
+    用一句话（``lang`` 为 "en" 或 "zh"）说明缓存对一个本该什么都不共享的负载做了什么，只依据计数和模拟的时钟：
+    ``on`` 和 ``off`` 是同一批请求开、关缓存时的 :class:`workbook.serving.RunRecord`。
+
+    对所有可能的输入都有定义：有 token 命中；没有命中但 computed token 不同（不是同一批请求）；计算相同，但某个请求
+    的模拟 TTFT 或 TPOT 不同（调度变了）；计算相同，每个请求的模拟时间也相同。这里不用任何实测值：在模拟的时钟上，
+    同样的计算花同样的时间，所以每次运行这句话都一样。
+    """
+    zh = lang == "zh"
+    hit = sum(r.hit_tokens for r in on.requests)
+    prompt = sum(r.prompt_tokens for r in on.requests)
+    if hit:
+        return (f"开缓存时命中了 {hit} 个 token（共 {prompt} 个）：这个负载有可复用的部分。" if zh else
+                f"The cache on hit {hit} of {prompt} prompt tokens: this workload has something to reuse.")
+    work = {r.request_id: r.computed_tokens for r in on.requests}
+    if work != {r.request_id: r.computed_tokens for r in off.requests}:
+        return ("没有命中，可开、关缓存两次运行计算的 token 不一样：它们服务的不是同一批请求。" if zh else
+                "Nothing hit, yet the two runs computed different tokens: they did not serve the same requests.")
+    computed = sum(work.values())
+    times = {r.request_id: (r.ttft_s, r.tpot_s) for r in off.requests}
+    moved = sorted(r.request_id for r in on.requests if (r.ttft_s, r.tpot_s) != times[r.request_id])
+    if moved:
+        return (f"没有命中，开、关缓存都计算了同样的 {computed} 个 token，可有 {len(moved)} 个请求的模拟 TTFT 或 TPOT "
+                f"不同：调度变了，要找出原因。" if zh else
+                f"Nothing hit and both runs computed the same {computed} tokens, yet {len(moved)} requests got another "
+                f"simulated TTFT or TPOT: the schedule moved; find out why.")
+    return (f"没有命中，开、关缓存计算的是同样的 {computed} 个 token，每个请求的模拟 TTFT 和 TPOT 也完全相同：没有退化。"
+            f"模拟的时钟按计算的 token 定价，所以缓存那几微秒的查找不在其中；下面的实测值是检验。" if zh else
+            f"Nothing hit, both runs computed the same {computed} tokens, and every request got the same simulated "
+            f"TTFT and TPOT: no regression. The simulated clock prices the tokens computed, so the cache's lookups "
+            f"(microseconds) are not in it; the measured line below is the check.")
+
+
+def fell_behind(shares: Mapping[str, float], *, lang: str = "en") -> str:
+    """Which runs fell behind, in one sentence (``lang`` "en" or "zh"): ``shares`` maps a run's label to
+    the median share of TTFT its requests spent waiting (simulated clock); a run fell behind when that
+    share is above one half.
+
+    Total over its inputs: some runs behind, none, and shares that are not numbers (named as such,
+    never counted as keeping up).
+
+    [zh]
+    用一句话（``lang`` 为 "en" 或 "zh"）说明哪些运行跟不上：``shares`` 把一次运行的标签映射到它的请求在 TTFT 中
+    用于等待的比例的中位数（模拟的时钟）；这个比例超过一半，就算跟不上。
+
+    对所有可能的输入都有定义：有运行跟不上、都跟得上，以及比例不是数的情况（会被点名，绝不算作跟得上）。
+    """
+    zh = lang == "zh"
+    sep = "；" if zh else "; "
+    behind = [k for k, v in shares.items() if math.isfinite(v) and v > 0.5]
+    unknown = [k for k, v in shares.items() if not math.isfinite(v)]
+    if behind:
+        text = ("服务端跟不上（TTFT 的大部分在等待）的运行：" + sep.join(behind) if zh else
+                "the server fell behind (most of TTFT was waiting) in: " + sep.join(behind))
+    elif unknown:
+        text = "没有哪次运行确定跟不上" if zh else "no run is known to have fallen behind"
+    else:
+        text = ("每次运行服务端都跟得上：等待在各处都不到 TTFT 的一半" if zh else
+                "the server kept up with every run: waiting was less than half of TTFT everywhere")
+    if unknown:
+        text += ("。没有等待比例可算的运行：" if zh else ". No waiting share to compute in: ") + sep.join(unknown)
+    return text
 
 
 def _model_size(model: Mapping[str, Any]) -> str:
@@ -495,12 +574,16 @@ def decision_record(workload: str, description: str, on: Mapping[str, Any], off:
     """The decision record as plain data (JSON-ready): workload, hardware and model, the measured
     numbers with and without the cache (rows from :func:`summarize_run`), the SLO, every measured
     setting, the one :func:`choose_setting` picks from ``sweep`` (or ``None``) and the evidence
-    level (in ``lang``).
+    level (in ``lang``). ``clock`` says whether the latencies are ``"simulated"`` (the runs' clock was
+    a cost model: ``settings["clock"]`` starts with "virtual") or ``"measured"``; the keys keep their
+    names either way ("measured", "settings_measured").
 
     [zh]
     纯数据形式（可以直接存成 JSON）的决策记录：负载、硬件和模型，开、关缓存时的测量数字（来自
     :func:`summarize_run` 的行），SLO，测过的每个设置，:func:`choose_setting` 从 ``sweep`` 中选出的设置
-    （或 ``None``），以及证据等级（用 ``lang`` 语言写）。
+    （或 ``None``），以及证据等级（用 ``lang`` 语言写）。``clock`` 说明延迟是 ``"simulated"``（运行的时钟是
+    成本模型：``settings["clock"]`` 以 "virtual" 开头）还是 ``"measured"``；两种情况下键名都不变
+    （"measured"、"settings_measured"）。
     """
     choice = choose_setting(sweep, slo)
     if choice is not None and not any(_same_row(choice, m) for m in sweep):
@@ -508,6 +591,7 @@ def decision_record(workload: str, description: str, on: Mapping[str, Any], off:
                           "of one of them, or None)", "一个不在测过的设置之中的结果（应返回其中某一个的副本，或者 None）")
     keep = ("cache", "num_blocks", *dict.fromkeys((*slo, "hit_rate")))
     return {
+        "clock": "simulated" if str(settings.get("clock", "")).startswith("virtual") else "measured",
         "workload": workload,
         "description": description,
         "hardware": settings.get("device", ""),
@@ -527,13 +611,13 @@ _WORDS = {
     "en": {"title": "Decision record", "hardware": "hardware", "model": "model", "dtype": "dtype",
            "evidence": "evidence", "metric": "metric", "on": "cache on", "off": "cache off", "hit": "hit rate",
            "throughput": "throughput", "kv": "peak KV memory", "decision": "decision",
-           "none": "no measured setting meets the SLO", "cache": "cache", "yes": "on", "no": "off", "pool": "pool",
+           "none": "no {seen} setting meets the SLO", "cache": "cache", "yes": "on", "no": "off", "pool": "pool",
            "blocks": "blocks", "layers": "layers", "hidden": "hidden", "heads": "heads", "vocab": "vocab",
            "params": "parameters", "per_s": "req/s"},
     "zh": {"title": "决策记录", "hardware": "硬件", "model": "模型", "dtype": "数据类型", "evidence": "证据等级",
            "metric": "指标", "on": "开缓存", "off": "关缓存", "hit": "命中率", "throughput": "吞吐量",
            "kv": "KV 显存峰值", "decision": "决策",
-           "none": "没有任何测过的设置满足 SLO", "cache": "缓存", "yes": "开", "no": "关", "pool": "块池",
+           "none": "没有任何{seen}设置满足 SLO", "cache": "缓存", "yes": "开", "no": "关", "pool": "块池",
            "blocks": "块", "layers": "层", "hidden": "隐藏维", "heads": "头", "vocab": "词表", "params": "参数",
            "per_s": "请求/秒"},
 }
@@ -561,20 +645,24 @@ def decision_markdown(record: Mapping[str, Any], lang: str = "en") -> str:
     slo = ", ".join(f"{k} <= {v * 1e3:.0f} ms" if k.startswith(("ttft", "tpot", "e2e")) else f"{k} <= {v}"
                     for k, v in record["slo"].items())
     choice = record["choice"]
+    zh = lang == "zh"
+    simulated = record.get("clock") == "simulated"
+    seen = ("模拟过的" if simulated else "测过的") if zh else ("simulated" if simulated else "measured")
     if choice is None:
-        decision = w["none"]
+        decision = w["none"].format(seen=seen)
     elif lang == "zh":
         decision = f"缓存**{w['yes'] if choice['cache'] else w['no']}**，块池 **{choice['num_blocks']} 块**"
     else:
         decision = f"cache **{w['yes'] if choice['cache'] else w['no']}**, pool of **{choice['num_blocks']} blocks**"
-    zh = lang == "zh"
     sep, comma, semi, left, right = ("：", "，", "；", "（", "）") if zh else (": ", ", ", "; ", " (", ")")
     m = record["model"]
     model = (comma.join((f"{m.get('num_hidden_layers')} {w['layers']}", f"{w['hidden']} {m.get('hidden_size')}",
                          f"{m.get('num_attention_heads')}/{m.get('num_key_value_heads')} {w['heads']}",
                          f"{w['vocab']} {m.get('vocab_size')}")) + f"{left}{_model_size(m)} {w['params']}{right}"
              ) if m else "?"
-    measured = f"测了 {record['settings_measured']} 个设置" if zh else f"{record['settings_measured']} settings measured"
+    n = record["settings_measured"]
+    measured = ((f"模拟了 {n} 个设置" if simulated else f"测了 {n} 个设置") if zh else
+                f"{n} settings {'simulated' if simulated else 'measured'}")
     lines = [f"### {w['title']}{sep}{record['workload']}", "", record["description"], "",
              f"- {w['hardware']}{sep}{record['hardware']}",
              f"- {w['model']}{sep}{model}{semi}{w['dtype']} {record['dtype']}",

@@ -1,19 +1,31 @@
-"""Stage 7's sweep verdict is total, and every comparison it states agrees with the numbers it prints.
+"""Stage 7's verdicts are total, and every comparison they state agrees with the numbers they print.
 
 Constructed rows, no measurement: every case the verdict's inputs allow (no pool past the cliff;
 nothing chosen; the cache off chosen; the cache on chosen below, at and past the cliff; a value
 within, above or missing against the bound), in both languages. The sentence's "within"/"above"
 (不超过/超过) must agree with the two numbers printed beside it, and "below"/"more than" the cliff
-with the pool sizes it names.
+with the pool sizes it names. On a simulated clock the sentence says "simulated", never "measured".
+
+The unique prompts' same-work verdict (some hit; other work; the same work but the schedule moved; the
+same work and time), the fell-behind sentence (some, none, shares that are not numbers) and the decision
+record's clock words are tested the same way, on constructed runs.
 """
 from __future__ import annotations
 
 import math
 import re
+import types
 
 import pytest
 
-from solutions.s07_serving import choose_setting, sweep_verdict
+from solutions.s07_serving import (
+    choose_setting,
+    decision_markdown,
+    decision_record,
+    fell_behind,
+    same_work_verdict,
+    sweep_verdict,
+)
 
 METRIC = "ttft_p90_repeat"
 
@@ -119,3 +131,78 @@ def test_an_slo_of_two_metrics_is_refused():
     rows = CASES["at the cliff"]
     with pytest.raises(ValueError):
         sweep_verdict(rows, {METRIC: 0.2, "ttft_p90": 0.3}, None)
+
+
+@pytest.mark.parametrize("case", ["below the cliff, chosen", "at the cliff", "nothing meets, no pool past the cliff",
+                                  "nothing meets, past the cliff unmeasured"])
+def test_sweep_verdict_on_a_simulated_clock_says_simulated_never_measured(case):
+    rows = CASES[case]
+    for lang, word, never in (("en", "simulated", "measured"), ("zh", "模拟过的", "测过的")):
+        text = sweep_verdict(rows, BOUND, choose_setting(rows, BOUND), lang=lang, simulated=True)
+        assert never not in text
+        if case != "below the cliff, chosen":
+            assert word in text
+
+
+# -- the unique prompts' verdict: counts and the simulated clock only --------------------------------------
+def _run(ledger: list[tuple[int, int]], times: list[tuple[float, float | None]]) -> types.SimpleNamespace:
+    """A run record of requests with (hit, computed) tokens and (TTFT, TPOT) seconds."""
+    return types.SimpleNamespace(requests=[
+        types.SimpleNamespace(request_id=f"r{i}", hit_tokens=h, computed_tokens=c, prompt_tokens=h + c, ttft_s=t,
+                              tpot_s=p) for i, ((h, c), (t, p)) in enumerate(zip(ledger, times, strict=True))])
+
+
+SAME = [(0, 300), (0, 500)]
+TIMES = [(0.1, 0.02), (0.3, None)]
+SAME_WORK = {
+    "the same work and time": (_run(SAME, TIMES), _run(SAME, TIMES), "Nothing hit, both runs computed the same 800",
+                               "没有命中，开、关缓存计算的是同样的 800 个 token"),
+    "some tokens hit": (_run([(16, 284), (0, 500)], TIMES), _run(SAME, TIMES), "The cache on hit 16 of 800",
+                        "开缓存时命中了 16 个 token（共 800 个）"),
+    "other work": (_run([(0, 300), (0, 400)], TIMES), _run(SAME, TIMES), "did not serve the same requests",
+                   "服务的不是同一批请求"),
+    "the schedule moved": (_run(SAME, [(0.1, 0.02), (0.31, None)]), _run(SAME, TIMES), "1 requests got another",
+                           "可有 1 个请求的模拟 TTFT 或 TPOT 不同"),
+    "only TPOT moved": (_run(SAME, [(0.1, 0.03), (0.3, None)]), _run(SAME, TIMES), "the schedule moved", "调度变了"),
+}
+
+
+@pytest.mark.parametrize("case", SAME_WORK)
+def test_same_work_verdict_covers_every_case_in_both_languages(case):
+    on, off, en_words, zh_words = SAME_WORK[case]
+    en, zh = (same_work_verdict(on, off, lang=lang) for lang in ("en", "zh"))
+    assert en_words in en and zh_words in zh
+    assert ("no regression" in en) == ("没有退化" in zh) == (case == "the same work and time")
+
+
+# -- which runs fell behind: the simulated waiting shares ---------------------------------------------------
+@pytest.mark.parametrize("shares, en_words, zh_words", [
+    ({"a": 0.9, "b": 0.2, "c": 0.51}, "fell behind (most of TTFT was waiting) in: a; c", "跟不上（TTFT 的大部分在等待）的运行：a；c"),
+    ({"a": 0.5, "b": 0.2}, "kept up with every run", "每次运行服务端都跟得上"),
+    ({"a": math.nan, "b": 0.2}, "no run is known to have fallen behind. No waiting share to compute in: a",
+     "没有哪次运行确定跟不上。没有等待比例可算的运行：a"),
+    ({"a": math.nan, "b": 0.7}, "fell behind (most of TTFT was waiting) in: b. No waiting share to compute in: a",
+     "的运行：b。没有等待比例可算的运行：a"),
+    ({}, "kept up with every run", "每次运行服务端都跟得上"),
+])
+def test_fell_behind_covers_every_case_in_both_languages(shares, en_words, zh_words):
+    assert en_words in fell_behind(shares, lang="en") and zh_words in fell_behind(shares, lang="zh")
+
+
+# -- the decision record says which clock made it ----------------------------------------------------------
+@pytest.mark.parametrize("clock, en_words, zh_words", [
+    ("virtual (cost model)", ("2 settings simulated", "no simulated setting"), ("模拟了 2 个设置", "没有任何模拟过的设置")),
+    ("process_time", ("2 settings measured", "no measured setting"), ("测了 2 个设置", "没有任何测过的设置")),
+])
+def test_decision_markdown_names_the_clock(clock, en_words, zh_words):
+    row = {"cache": True, "num_blocks": 64, "hit_rate": 0.5, "ttft_p50": 0.01, "ttft_p90": 0.02, "tpot_p50": 0.003,
+           "requests_per_s": 9.0, "output_tokens_per_s": 70.0, "peak_kv_bytes": 2**20}
+    off = {**row, "cache": False, "hit_rate": 0.0, "ttft_p90": 0.05}
+    settings = {"device": "cpu: test", "device_type": "cpu", "model": {}, "dtype": "float32", "clock": clock}
+    for slo, words in (({"ttft_p90": 0.03}, 0), ({"ttft_p90": 0.001}, 1)):
+        record = decision_record("w", "d", row, off, [row, off], slo, settings)
+        assert record["clock"] == ("simulated" if clock.startswith("virtual") else "measured")
+        en, zh = decision_markdown(record), decision_markdown(record, "zh")
+        assert en_words[0] in en and zh_words[0] in zh
+        if words:
+            assert en_words[1] in en and zh_words[1] in zh
