@@ -476,16 +476,16 @@ for name, engine in ((tr("CPU time ", "CPU 时间"), shared), (tr("wall clock", 
 # A practical attacker turns timings into yes/no answers with a threshold: "hit if TTFT < *t*". It
 # calibrates *t* on labelled samples it can make itself (send a prompt twice: the second time is a hit;
 # send fresh prompts: misses), and picks the *t* that misclassifies the fewest of them. Then it must
-# score the rule on **other** samples: accuracy on the samples that chose *t* is optimistic. `accuracy`
-# (given below) scores a threshold.
+# score the rule on **other** samples: accuracy on the samples that chose *t* is optimistic on average (in one
+# run the held-out score can still come out higher, by chance). `accuracy` (given below) scores a threshold.
 
 # %% [markdown] lang="zh"
 # ### TODO 2 · 用校准样本定阈值
 #
 # 实际的攻击者会用一个阈值把计时结果变成“是/否”：“TTFT < *t* 就算命中”。它先用自己就能造出来的带标签
 # 样本校准 *t*（同一个提示词发两次，第二次就是命中；发全新的提示词，就是未命中），选出判错最少的 *t*。
-# 然后必须在**另外的**样本上评估这条规则：在用来选 *t* 的样本上算出的准确率会偏高。下面给出的
-# `accuracy` 用来给一个阈值打分。
+# 然后必须在**另外的**样本上评估这条规则：在用来选 *t* 的样本上算出的准确率平均而言会偏高（某一次运行里，
+# 留出样本上的准确率仍可能碰巧更高）。下面给出的 `accuracy` 用来给一个阈值打分。
 
 # %% given="accuracy"
 
