@@ -90,7 +90,7 @@ WHY: dict[str, L] = {
       "只有满块才能共享：18 个 16 token 的块装下 288 个提示词 token；第 19 "
       "块混着提示词的最后 12 个 token 和这个请求自己的新 token，别的请求不会有同样的块。"),
     "s05.my_guess_4": L(
-      "Your evict got {growth:.0f} times slower per request: it looks at every leaf on every call, "
+      "Your evict got {growth:.0f}x slower per request: it looks at every leaf on every call, "
       "and the larger cache has {large:,} leaves against the small one's {small:,} ({ratio:.0f} times as "
       "many). The incremental one pays only for what it drops.",
       "你的 evict 每个请求慢了 {growth:.0f} 倍：它每次调用都要看一遍所有叶子，而大缓存有 {large:,} "

@@ -725,7 +725,7 @@ with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref
 #
 # What the stage measured: a repeated 300-token prompt reuses 288 tokens in a block pool with
 # 16-token blocks and all 300 in a radix tree with page size 1; and an `evict` that scans the tree
-# gets many times slower per request as the cache grows, while the incremental one stays flat.
+# gets many times slower per request as the cache grows, while the incremental one's cost changes far less.
 #
 # ## Further reading
 # - Zheng et al., *SGLang: Efficient Execution of Structured Language Model Programs* (NeurIPS 2024):
@@ -751,7 +751,7 @@ with demo("s05._split_node", "s05.match_prefix", "s05.insert", "s05.inc_lock_ref
 #
 # 本阶段测得的数字：一条重复出现的 300 token 提示词，在块大小 16 的块池里能复用 288 个 token，在页
 # 大小 1 的基数树里能复用全部 300 个；扫描整棵树的 `evict` 随缓存变大，每个请求的耗时成倍增长，而
-# 增量版本基本不变。
+# 增量版本的耗时变化小得多。
 #
 # ## 延伸阅读
 # - Zheng 等，*SGLang: Efficient Execution of Structured Language Model Programs*（NeurIPS 2024）：

@@ -476,16 +476,16 @@ for name, engine in ((tr("CPU time ", "CPU 时间"), shared), (tr("wall clock", 
 # A practical attacker turns timings into yes/no answers with a threshold: "hit if TTFT < *t*". It
 # calibrates *t* on labelled samples it can make itself (send a prompt twice: the second time is a hit;
 # send fresh prompts: misses), and picks the *t* that misclassifies the fewest of them. Then it must
-# score the rule on **other** samples: accuracy on the samples that chose *t* is optimistic. `accuracy`
-# (given below) scores a threshold.
+# score the rule on **other** samples: accuracy on the samples that chose *t* is optimistic on average (in one
+# run the held-out score can still come out higher, by chance). `accuracy` (given below) scores a threshold.
 
 # %% [markdown] lang="zh"
 # ### TODO 2 · 用校准样本定阈值
 #
 # 实际的攻击者会用一个阈值把计时结果变成“是/否”：“TTFT < *t* 就算命中”。它先用自己就能造出来的带标签
 # 样本校准 *t*（同一个提示词发两次，第二次就是命中；发全新的提示词，就是未命中），选出判错最少的 *t*。
-# 然后必须在**另外的**样本上评估这条规则：在用来选 *t* 的样本上算出的准确率会偏高。下面给出的
-# `accuracy` 用来给一个阈值打分。
+# 然后必须在**另外的**样本上评估这条规则：在用来选 *t* 的样本上算出的准确率平均而言会偏高（某一次运行里，
+# 留出样本上的准确率仍可能碰巧更高）。下面给出的 `accuracy` 用来给一个阈值打分。
 
 # %% given="accuracy"
 
@@ -854,7 +854,8 @@ for name, r in recovery.items():
 #   the tokens on a hit, each turn the collision into a miss.
 # - `fit_threshold` and `detect_sharing` turned TTFT into evidence: a threshold scored on samples it was
 #   not fitted on, and a one-sided KS test that answers "are hits faster?" with a p-value; a cached block is
-#   work a hit skips, and the longer the shared prefix, the fewer samples they need.
+#   work a hit skips, and the longer the shared prefix, the fewer samples they need on average (with 25 + 25
+#   samples on a busy machine, one run can still miss a long prefix and detect a shorter one).
 # - `tenant_extra_keys` put the tenant into every block key: the attacker's probes no longer hit the
 #   victim's blocks, so recovering a secret is left to chance; each tenant keeps its own hits, and the price
 #   is the sharing between tenants.
@@ -889,8 +890,8 @@ for name, r in recovery.items():
 #   引擎随后把一个提示词的 KV 交给了另一个提示词。用完整的 SHA-256 key，或者命中时核对 token，任何一种
 #   都能把碰撞变成一次未命中。
 # - `fit_threshold` 和 `detect_sharing` 把 TTFT 变成了证据：一个在没参与拟合的样本上评估的阈值，以及一个
-#   用 p 值回答“命中是不是更快”的单侧 KS 检验；缓存的每个块都是命中时省掉的计算，共享的前缀越长，需要的
-#   样本就越少。
+#   用 p 值回答“命中是不是更快”的单侧 KS 检验；缓存的每个块都是命中时省掉的计算，共享的前缀越长，平均需要的
+#   样本就越少（机器繁忙、每组只有 25 个样本时，某一次运行仍可能漏掉较长的前缀，却检测出较短的）。
 # - `tenant_extra_keys` 把租户写进了每个块 key：攻击者的探测再也命中不了受害者的块，还原秘密只能靠瞎猜；
 #   每个租户仍能命中自己的块，代价是租户之间不再共享。
 #

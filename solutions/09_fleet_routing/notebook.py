@@ -116,8 +116,8 @@ import random
 
 from workbook.fleet import FLEET_COST, LeastLoaded, Replica, RoundRobin, load_requests, replay_assignment, simulate
 
-# The first 3,000 requests of Mooncake's conversation trace (about 15 minutes of traffic).
-# zh: Mooncake conversation trace 的前 3,000 个请求（大约 15 分钟的流量）。
+# The first 3,000 requests of Mooncake's conversation trace (about 16 minutes of traffic).
+# zh: Mooncake conversation trace 的前 3,000 个请求（大约 16 分钟的流量）。
 requests = load_requests("conversation", limit=3000)
 # Per replica: 1,000 GPU blocks (62.5 GiB of KV) and 8,000 host blocks (500 GiB of DRAM).
 # zh: 每个副本：1,000 个 GPU 块（62.5 GiB 的 KV）和 8,000 个主机内存块（500 GiB 的 DRAM）。

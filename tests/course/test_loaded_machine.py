@@ -1,4 +1,4 @@
-"""Stages 4 and 7 tell a learner the same thing on a busy machine as on a quiet one.
+"""Stages 4 to 7 tell a learner the same thing on a busy machine as on a quiet one.
 
 Each instructor notebook (both editions) runs twice: once as it is, once with two CPU-bound
 processes beside it (both cores of the course's reference machine taken). With every *measured*
@@ -95,7 +95,7 @@ def test_masking_hides_measurements_and_keeps_counts_and_decisions():
 
 @pytest.mark.slow  # runs a stage's notebook twice (stage 7: minutes)
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("stage_id", ["s04", "s07"])
+@pytest.mark.parametrize("stage_id", ["s04", "s05", "s06", "s07"])
 def test_stage_says_the_same_on_a_loaded_machine(stage_id, lang):
     files = layout.stage_files(stage_id)
     if lang not in files.languages:
