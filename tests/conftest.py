@@ -68,12 +68,18 @@ def stage_params() -> list:
 
 
 @pytest.fixture(scope="session")
-def graded_reference_and_stub():
-    """Every built stage's instructor notebook (reference) and learner notebook (stub), graded once."""
+def graded_reference_and_stub(request):
+    """Every built stage's instructor notebook (reference) and learner notebook (stub), graded once; only
+    the stages the session's tests ask for when each test that uses it names its ``stage_id`` (a run of
+    one stage's cases, as tests/engine/test_layout.py's new-stage test makes, grades that stage alone)."""
     from autograder.grading.grade import grade_paths
 
+    users = [item for item in request.session.items if "graded_reference_and_stub" in getattr(item, "fixturenames", ())]
+    asked = {getattr(item, "callspec", None) and item.callspec.params.get("stage_id") for item in users}
     paths = {}
     for sid in built_stages():
+        if None not in asked and sid not in asked:
+            continue
         files = layout.stage_files(sid)
         paths[str(files.instructor())] = (sid, "reference")
         paths[str(files.learner())] = (sid, "stub")

@@ -23,6 +23,7 @@ import importlib.util
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -521,7 +522,14 @@ def _runtime_files() -> list[Path]:
 def shipped_as(path: Path) -> str:
     """The path, relative to the root, that a copy of the course gives ``path``: a stage folder's file
     moves to its shipped path (:data:`ROLES`), anything else keeps its own."""
-    return _shipped_paths().get(path) or rel(path)
+    return shipped_names([path])[0][1]
+
+
+def shipped_names(paths: Iterable[Path]) -> list[tuple[Path, str]]:
+    """``(path, shipped_as(path))`` of each of ``paths``, the stage folders read once for them all (they
+    are read for every file otherwise: a grading run's staging asked that of its hundred files)."""
+    shipped = _shipped_paths()
+    return [(p, shipped.get(p) or rel(p)) for p in paths]
 
 
 def _shipped_paths() -> dict[Path, str]:
@@ -570,7 +578,7 @@ def release_files(sid: str) -> list[tuple[Path, str]]:
     used = [p for p in sorted(DATA.iterdir()) if p.is_file() and any(p.name in t for t in texts)] if DATA.is_dir() else []
     if used and (DATA / "README.md").exists() and DATA / "README.md" not in used:
         used.append(DATA / "README.md")  # the attribution travels with the data
-    return [(p, shipped_as(p)) for p in files + used]
+    return shipped_names(files + used)
 
 
 def grader_files() -> list[Path]:

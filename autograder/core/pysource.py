@@ -135,6 +135,14 @@ def defined_names(source: str, *, imports: bool = True) -> set[str]:
         return set(found)
 
 
+@functools.lru_cache(maxsize=8)
+def _module_tree(text: str) -> ast.Module:
+    """:func:`parse` of a whole module's text, kept for the last few texts: the build and the tests cut
+    each TODO's definition out of one module's text in turn (a parse each, otherwise). Only read, never
+    changed, by the functions below that take it."""
+    return parse(text)
+
+
 def _text(module: Path | str) -> str:
     return module.read_text(encoding="utf-8") if isinstance(module, Path) else module
 
@@ -170,7 +178,7 @@ def definition_span(module: Path | str, target: str, *, with_comments_above: boo
     """
     text = _text(module)
     lines = text.splitlines()
-    node = _node(parse(text), target)
+    node = _node(_module_tree(text), target)
     decorators = getattr(node, "decorator_list", [])
     start = (decorators[0].lineno if decorators else node.lineno) - 1
     if with_comments_above:

@@ -118,7 +118,7 @@ class GradingRun:
         try:
             os.chmod(base, 0o755)
             os.mkdir(os.path.join(base, CHILDREN), 0o755)
-            files = {layout.shipped_as(p): p for p in layout.child_files()}
+            files = {name: p for p, name in layout.shipped_names(layout.child_files())}
             staging = stage_tree(Path(base) / "staging", files, cache=trusted_store.StoredBytecode())
         except BaseException:
             shutil.rmtree(base, ignore_errors=True)

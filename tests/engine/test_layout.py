@@ -159,6 +159,15 @@ def test_a_stages_gpu_need_is_its_metadata_in_a_checkout_and_in_a_release(tmp_pa
     assert json.loads(p.stdout) == says
 
 
+def test_shipped_names_move_a_stage_folders_files_and_keep_the_others():
+    """Many paths at once (a grading run's staging asks for a hundred) get what each role ships as."""
+    f = layout.stage_files("s04")
+    moved = [(f.folder / r.file, layout.rel(f.shipped(role))) for role, r in layout.ROLES.items() if r.shipped]
+    asked = [p for p, _ in moved] + [layout.COURSE_TOML]
+    assert layout.shipped_names(asked) == [*moved, (layout.COURSE_TOML, "course.toml")]
+    assert [layout.shipped_as(p) for p in asked] == [name for _, name in layout.shipped_names(asked)]
+
+
 def test_a_roles_shipped_path_is_where_its_module_name_points():
     """A copy without stage folders imports a stage's modules the ordinary way, by the same names."""
     f = layout.stage_files("s04")

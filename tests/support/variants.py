@@ -5,6 +5,8 @@ a learner notebook exactly as a learner would submit it, and graded by the real 
 """
 from __future__ import annotations
 
+import copy
+import functools
 import tempfile
 from pathlib import Path
 
@@ -36,11 +38,20 @@ def graft(stage_id: str, target: str, code: str) -> str:
     return "\n".join(lines[: begin + 1] + body + lines[end:]) + "\n"
 
 
+@functools.lru_cache(maxsize=32)
+def _read_notebook(path: Path, stamp: tuple[int, int]) -> nbformat.NotebookNode:
+    """The notebook at ``path`` as it was at ``stamp`` (its mtime and size): read and validated once for
+    all the variants made from it (a stage's wrong answers are dozens); callers get a copy."""
+    return nbformat.read(path, as_version=4)
+
+
 def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "en") -> nbformat.NotebookNode:
     """The learner notebook (of edition ``lang``) with every solution cell filled from the edited reference."""
     files = layout.stage_files(stage_id)
     text = apply_edits(files.reference.read_text(encoding="utf-8"), edits)
-    nb = nbformat.read(files.learner(lang), as_version=4)
+    learner = files.learner(lang)
+    seen = learner.stat()
+    nb = copy.deepcopy(_read_notebook(learner, (seen.st_mtime_ns, seen.st_size)))
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
