@@ -86,6 +86,17 @@ def graded_reference_and_stub(request):
     return {paths[r.path]: r for r in grade_paths(list(paths))}
 
 
+@pytest.fixture(scope="session")
+def shared_notebook_runs(request, tmp_path_factory):
+    """Each notebook run once per test session, its outputs shared by every test that only reads them
+    (tests/support/notebook_runs.py). The runs live under the session's base temporary folder: a
+    worker's own base folder lies inside the controller's, so every worker of the session shares them."""
+    from tests.support.notebook_runs import SessionRuns
+
+    base = tmp_path_factory.getbasetemp()
+    return SessionRuns((base.parent if hasattr(request.config, "workerinput") else base) / "notebook-runs")
+
+
 # Scheduling (xdist hands out whole files, ``--dist loadfile``, in collection order: ``--no-loadscope-reorder``).
 # The files that take minutes go first, longest first, so that the workers end on small files together
 # instead of one worker running a long file alone at the end (by default xdist orders files by their
