@@ -86,13 +86,26 @@ def graded_reference_and_stub(request):
     return {paths[r.path]: r for r in grade_paths(list(paths))}
 
 
+@pytest.fixture(scope="session")
+def shared_notebook_runs(request, tmp_path_factory):
+    """Each notebook run once per test session, its outputs shared by every test that only reads them
+    (tests/support/notebook_runs.py). The runs live under the session's base temporary folder: a
+    worker's own base folder lies inside the controller's, so every worker of the session shares them."""
+    from tests.support.notebook_runs import SessionRuns
+
+    base = tmp_path_factory.getbasetemp()
+    return SessionRuns((base.parent if hasattr(request.config, "workerinput") else base) / "notebook-runs")
+
+
 # Scheduling (xdist hands out whole files, ``--dist loadfile``, in collection order: ``--no-loadscope-reorder``).
 # The files that take minutes go first, longest first, so that the workers end on small files together
 # instead of one worker running a long file alone at the end (by default xdist orders files by their
 # number of tests, which put the one-test Binder build, 1.5 minutes, last). Measured walls on 2 workers;
-# only the order depends on this list, never what runs.
+# only the order depends on this list, never what runs. test_loaded_machine goes after the files whose
+# notebook runs it reads (shared_notebook_runs): it finds its quiet passes made, and its busy processes
+# do not run beside test_notebooks_run's timed runs.
 LONG_FILES = ("test_notebooks_run.py", "test_mutants.py", "test_hostile.py", "test_chinese_edition.py",
-              "test_binder.py", "test_ui_browser.py", "test_isolation.py", "test_install.py",
+              "test_loaded_machine.py", "test_binder.py", "test_ui_browser.py", "test_isolation.py", "test_install.py",
               "test_learning_design.py", "test_bench_grading.py", "test_s07_prose.py", "test_first_cell.py",
               "test_nbgrader_flow.py")
 

@@ -336,15 +336,15 @@ def printed_text(output) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage_id", stage_params())
-def test_chinese_instructor_notebook_prints_no_english_sentence(stage_id):
+def test_chinese_instructor_notebook_prints_no_english_sentence(stage_id, shared_notebook_runs):
     """Run top to bottom, the zh instructor notebook (the reference in every TODO) prints no English sentence:
     code, declared names and the glossary's English-kept terms excepted (:func:`english_sentences`)."""
-    from tests.course.test_notebooks_run import execute, skipped_or_stopped
+    from tests.course.test_notebooks_run import skipped_or_stopped
 
     files = layout.stage_files(stage_id)
     if "zh" not in files.languages:
         pytest.skip(f"{stage_id} has no Chinese edition")
-    nb, _ = execute(files.instructor("zh"))
+    nb = shared_notebook_runs.get(files.instructor("zh")).nb  # the session's run, read by other tests too
     assert not skipped_or_stopped(nb), skipped_or_stopped(nb)[:5]  # every demo ran, as in the English edition
     found = [(i, s) for i, c in enumerate(nb.cells) if c.cell_type == "code"
              for o in c.get("outputs", []) for s in english_sentences(printed_text(o))]

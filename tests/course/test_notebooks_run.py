@@ -3,26 +3,17 @@ learner's (unfilled) without a single traceback, every check saying "not impleme
 from __future__ import annotations
 
 import json
-import time
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from autograder.core import layout
 from autograder.core.spec import load_stage
 from tests.conftest import stage_params
 from tests.support.machine import scaled
+from tests.support.notebook_runs import CELL_TIMEOUT_S, run_notebook
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: executes every notebook in a kernel (nbclient)
-
-
-def execute(path):
-    nb = nbformat.read(path, as_version=4)
-    start = time.monotonic()
-    NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return nb, time.monotonic() - start
 
 
 def outputs(cell) -> str:
@@ -49,9 +40,10 @@ def error_cells(nb) -> list[str]:
 
 
 @pytest.mark.parametrize("stage_id", stage_params())
-def test_instructor_notebook_runs_all_green(stage_id):
+def test_instructor_notebook_runs_all_green(stage_id, shared_notebook_runs):
     stage = load_stage(stage_id, hidden=False)
-    nb, seconds = execute(layout.stage_files(stage_id).instructor())
+    run = shared_notebook_runs.get(layout.stage_files(stage_id).instructor())  # read by other tests too
+    nb, seconds = run.nb, run.seconds
     assert not error_cells(nb), error_cells(nb)
     assert not skipped_or_stopped(nb), skipped_or_stopped(nb)[:5]
     checks = [outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
@@ -62,9 +54,9 @@ def test_instructor_notebook_runs_all_green(stage_id):
 
 
 @pytest.mark.parametrize("stage_id", stage_params())
-def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id):
+def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id, tmp_path):
     stage = load_stage(stage_id, hidden=False)
-    nb, _ = execute(layout.stage_files(stage_id).learner())
+    nb = run_notebook(layout.stage_files(stage_id).learner(), tmp_path, timeout=CELL_TIMEOUT_S).nb
     assert not error_cells(nb), error_cells(nb)
     for c in nb.cells:
         gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
@@ -74,7 +66,7 @@ def test_learner_notebook_runs_unfilled_without_tracebacks(stage_id):
 
 
 @pytest.mark.parametrize("stage_id", stage_params())
-def test_chinese_learner_notebook_runs_unfilled_and_speaks_chinese(stage_id):
+def test_chinese_learner_notebook_runs_unfilled_and_speaks_chinese(stage_id, tmp_path):
     """The Chinese edition runs like the English one (same code; localized prose, comments and strings),
     and its unfinished checks answer in Chinese. Its instructor code must at least compile."""
     import ast
@@ -85,7 +77,7 @@ def test_chinese_learner_notebook_runs_unfilled_and_speaks_chinese(stage_id):
     for c in nbformat.read(files.instructor("zh"), as_version=4).cells:
         if c.cell_type == "code":
             ast.parse("\n".join(line for line in c.source.splitlines() if not line.lstrip().startswith(("%", "!"))))
-    nb, _ = execute(files.learner("zh"))
+    nb = run_notebook(files.learner("zh"), tmp_path, timeout=CELL_TIMEOUT_S).nb
     assert not error_cells(nb), error_cells(nb)
     said = "".join(outputs(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
     assert "还没有实现" in said and "not implemented" not in said
