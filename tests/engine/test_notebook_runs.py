@@ -35,7 +35,9 @@ class StandIn:
     def __call__(self, path, folder, *, timeout):
         self.runs += 1
         # every run happens under the notebook's lock: no other process can start the same run meanwhile
-        lock = next(self.root.glob("*.lock"))
+        # (the lock of this run's entry: after an edit the folder also holds the old entry's free lock)
+        lock = folder.with_name(folder.name + ".lock")
+        assert lock.exists()
         with pytest.raises(Timeout):
             FileLock(str(lock), timeout=0).acquire()
         self.started.set()
