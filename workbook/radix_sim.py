@@ -3,6 +3,8 @@
 Kept apart from the stage's reference module, like ``radix_node``, so that a classroom release (which
 ships given modules but not the stage's reference) can import it; it works with any cache that has
 ``RadixCache``'s methods. Used by the stage-5 notebook and ``benchmarks/bench_radix.py``.
+:class:`CountingEviction` counts the leaves an ``evict`` must look at, so that the notebook's answer
+about eviction cost rests on a count, the same on every machine, and not on a timing.
 """
 from __future__ import annotations
 
@@ -12,6 +14,37 @@ from typing import Any
 
 from autograder.i18n import tr
 from workbook.contract import ResultError
+
+
+class CountingEviction:
+    """Mix in before a radix cache class (``class C(CountingEviction, SomeRadixCache)``) to count what
+    an ``evict`` that keeps nothing between calls has to look at: on each call, every unlocked leaf,
+    because the least recently used one may be any of them. (``IncrementalEviction`` keeps its
+    candidates between calls and looks at far fewer; mixed in before it, this counts what a scan would
+    have looked at in the same tree.)
+
+    Invariants: ``examined`` is the sum, over this cache's ``evict`` calls so far, of the unlocked
+    leaves in the tree when the call began; counting changes nothing in the tree, so the cache evicts
+    exactly what it would without it. The count depends only on the operations, never on the machine.
+
+    [zh]
+    混入到基数树缓存类的前面（``class C(CountingEviction, SomeRadixCache)``），统计一个在两次调用之间什么都
+    不保留的 ``evict`` 必须查看的东西：每次调用都要看一遍所有未加锁的叶子，因为最近最少使用的那个可能是其中
+    任何一个。（``IncrementalEviction`` 在两次调用之间保留候选者，要看的少得多；把本类混入在它前面，统计的就是
+    同一棵树上扫描版本本来要看的叶子数。）
+
+    不变量：``examined`` 等于到目前为止本缓存每次 ``evict`` 调用开始时树中未加锁叶子数之和；计数不改动树，
+    所以缓存淘汰的东西和不计数时完全一样。这个数只取决于操作序列，与机器无关。
+    """
+
+    examined = 0
+
+    def evict(self, num_tokens: int) -> list[int]:
+        # Counted before the call: what a scan starts from. The given ``_leaves`` walk, not the
+        # learner's evict, does the counting, so a slow or clever evict cannot change the count.
+        # zh: 在调用之前计数（扫描版本的起点）；计数用的是已给出的 ``_leaves``，而不是学习者的 evict，所以 evict 写成什么样都改变不了这个数。
+        self.examined += sum(1 for leaf in self._leaves() if leaf.lock_ref == 0)  # type: ignore[attr-defined]
+        return super().evict(num_tokens)  # type: ignore[misc]
 
 
 class RadixServer:

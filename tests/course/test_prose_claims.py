@@ -131,6 +131,19 @@ def test_s04_what_the_plots_show():
     _says("s04", "LRU hits about 4% of the blocks where Belady hits about 21%", "LRU 命中约 4% 的块，")
 
 
+
+@pytest.mark.slow  # reruns the eviction demo (counted and timed)
+def test_s05_eviction_answer_rests_on_a_count():
+    """my_guess_4's answer and the recap's "more than 8 times as many leaves per request" come from the
+    leaves counted, never from the times measured beside them: the same on every machine."""
+    ns = _run("s05", "reveal(my_guess_4")
+    small, large = ns["looked_at"][2_048], ns["looked_at"][32_768]
+    assert large / small > 8 and ns["growth"] == large / small
+    assert 20 < large / small < 200  # far from the 8x boundary: no rounding of the workload moves it
+    _says("s05", "in a cache 16 times larger, more than 8 times as many leaves per request",
+          "缓存大 16 倍时，每个请求要看的叶子是原来的 8 倍以上")
+
+
 def test_s08_isolation_costs():
     """"With room for everything, isolation costs little ... When memory is tight it costs a lot"."""
     from solutions.s08_cache_attacks import tenant_extra_keys

@@ -169,3 +169,26 @@ def test_s05_incremental_long_random_run_across_heap_compactions():
     assert shape(simple) == shape(fast)
     fast.check_invariants()
     assert fast.compactions >= 3  # rare evictions: stale entries pile up between them
+
+
+def test_s05_counting_eviction_counts_unlocked_leaves_and_changes_nothing():
+    """The count behind stage 5's answer about eviction cost: per ``evict`` call, the unlocked leaves in
+    the tree when it began; the cache evicts exactly what it would without counting."""
+    from workbook.radix_sim import CountingEviction
+
+    class Counted(CountingEviction, IncrementalRadixCache):
+        pass
+
+    plain, counted = RadixCache(), Counted()
+    for cache in (plain, counted):
+        cache.insert([1, 2, 5, 6], [0, 1, 2, 3])
+        cache.insert([1, 2, 7, 8], [0, 1, 4, 5])
+        cache.insert([1, 2, 9], [0, 1, 6])
+        locked = cache.match_prefix([1, 2, 9]).last_node
+        cache.inc_lock_ref(locked)
+    assert counted.examined == 0
+    # leaves [5 6], [7 8] and the locked [9]: two unlocked ones to look at
+    assert counted.evict(1) == plain.evict(1) and counted.examined == 2
+    assert counted.evict(100) == plain.evict(100) and counted.examined == 3
+    assert shape(counted) == shape(plain)
+    counted.check_invariants()
