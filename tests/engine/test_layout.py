@@ -233,7 +233,7 @@ def _run(args, cwd: Path, env: dict[str, str], check: bool = True, timeout: floa
 @pytest.fixture(scope="module")
 def new_stage(tmp_path_factory) -> NewStage:
     """One new stage from the template for the module's tests of it (copying the checkout, new-stage and
-    a build of the whole course take about half of each test's CPU; each test only reads what they made,
+    a build of the whole course are much of each test's work, and each test only reads what they made,
     so one copy serves both). The work tree is made before new-stage runs: some generic tests ask git
     which files exist, and the new stage's files are then untracked, as an author's would be."""
     repo = tmp_path_factory.mktemp("new-stage") / "repo"
