@@ -32,10 +32,25 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    root = tmp_path_factory.mktemp("course")
+def released(tmp_path_factory) -> Path:
+    """Stage 1's course folder with its assignment released (``autograder course``, then nbgrader's
+    generate_assignment), made once for the module: each class below is handed in to a copy of it (the
+    folder names no path of its own: the moved-course test proves a copy grades the same)."""
+    root = tmp_path_factory.mktemp("released")
     run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT)
     run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
+    return root
+
+
+def class_folder(released: Path, tmp_path_factory, name: str) -> Path:
+    root = tmp_path_factory.mktemp(name)
+    shutil.copytree(released, root, symlinks=True, dirs_exist_ok=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def course(released, tmp_path_factory):
+    root = class_folder(released, tmp_path_factory, "course")
     release = root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     subs = {
         "correct": nbformat.read(S01.instructor(), as_version=4),
@@ -251,13 +266,11 @@ def test_the_course_folder_grades_through_the_installed_course_wherever_it_lies(
 
 
 @pytest.fixture(scope="module")
-def odd_class(tmp_path_factory):
+def odd_class(released, tmp_path_factory):
     """Correct work handed in in the ways a class of 200 does: under another file name (a copy, a
     Chinese desktop's copy), without nbgrader metadata, with 25 MB of outputs; and one student with two
     renamed copies (which one to grade is the instructor's call)."""
-    root = tmp_path_factory.mktemp("odd_class")
-    run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT)
-    run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--create"], root)
+    root = class_folder(released, tmp_path_factory, "odd_class")
     correct = lambda: nbformat.read(S01.instructor(), as_version=4)  # noqa: E731
     spaced = ASSIGNMENT.replace("_", " ")
     subs = {"renamed": {f"{ASSIGNMENT} copy.ipynb": correct()},

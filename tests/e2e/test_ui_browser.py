@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -73,14 +72,17 @@ def stop_lab(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    work = tmp_path / "work"
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for the module's tests (each opens its own notebook in a fresh workspace and page):
+    yields (url, token, folder for screenshots, the folder it serves, holding the instructor notebooks)."""
+    tmp = tmp_path_factory.mktemp("lab")
+    work = tmp / "work"
     work.mkdir()
-    for sid in ("s01", "s03", "s05"):
+    for sid in ("s01", "s03", "s05", "s07"):
         shutil.copy(layout.stage_files(sid).instructor(), work)
-    proc, url, token = start_lab(sys.executable, work, tmp_path, dict(os.environ, PYTHONPATH=str(ROOT)))
-    yield url, token, tmp_path
+    proc, url, token = start_lab(sys.executable, work, tmp, dict(os.environ, PYTHONPATH=str(ROOT)))
+    yield url, token, tmp, work
     stop_lab(proc)
 
 
@@ -100,7 +102,7 @@ def open_and_run_all(page, url: str, token: str, notebook: str, shots) -> None:
 def test_s01_instructor_notebook_run_all_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
-    url, token, tmp = lab
+    url, token, tmp, _ = lab
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -126,7 +128,7 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
     and pressing "next" in the stepper redraws its picture."""
     from playwright.sync_api import sync_playwright
 
-    url, token, tmp = lab
+    url, token, tmp, _ = lab
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -159,29 +161,24 @@ def test_s03_s05_widgets_render_and_step_in_jupyterlab(lab):
         assert "❌" not in text and "Traceback" not in text and "Error" not in text
 
 
-def test_s07_instructor_notebook_run_all_in_jupyterlab(tmp_path):
+def test_s07_instructor_notebook_run_all_in_jupyterlab(lab):
     """Stage 7 under Run All: serving runs with progress bars, the calibration, four plots, the decision
     record (shown and written next to the notebook) and every check green."""
     from playwright.sync_api import sync_playwright
 
-    work = tmp_path / "work"
-    work.mkdir()
-    notebook = Path(shutil.copy(layout.stage_files("s07").instructor(), work))
-    proc, url, token = start_lab(sys.executable, work, tmp_path, dict(os.environ, PYTHONPATH=str(ROOT)))
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            open_and_run_all(page, url, token, notebook.name, tmp_path)
-            try:  # the quiz's check is the last code cell
-                page.wait_for_function("document.body.innerText.includes('concept quiz: 6/6')", timeout=360_000)
-            finally:
-                page.screenshot(path=str(tmp_path / "s07_run_all.png"), full_page=True)
-            text = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
-            images = page.locator(".jp-RenderedImage img").count()
-            browser.close()
-    finally:
-        stop_lab(proc)
+    url, token, tmp, work = lab
+    notebook = work / layout.stage_files("s07").instructor().name
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        open_and_run_all(page, url, token, notebook.name, tmp)
+        try:  # the quiz's check is the last code cell
+            page.wait_for_function("document.body.innerText.includes('concept quiz: 6/6')", timeout=360_000)
+        finally:
+            page.screenshot(path=str(tmp / "s07_run_all.png"), full_page=True)
+        text = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+        images = page.locator(".jp-RenderedImage img").count()
+        browser.close()
     assert "❌" not in text and "Traceback" not in text and text.count("✅") >= 30
     assert "Decision record: thrashing" in text and images >= 4
     assert (work / "07_serving_decision_record.json").is_file()

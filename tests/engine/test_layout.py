@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -202,32 +203,63 @@ def _copy_checkout(dest: Path) -> None:
 
 def _digests(root: Path) -> dict[str, str]:
     return {layout.rel(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+            for p in root.rglob("*") if p.is_file() and not {"__pycache__", ".git"} & set(p.parts[len(root.parts):])}
+
+
+@dataclass(frozen=True)
+class NewStage:
+    """A copy of the checkout, made a git work tree, in which ``new-stage`` wrote stage ``sid`` and
+    ``autograder build`` then ran. Invariants: ``wrote`` is new-stage's own list of the files it wrote;
+    ``changed`` is every file outside .git whose bytes the two commands changed (files they added are
+    not in it); the stage is complete in ``repo`` whenever a test is handed it (a test that breaks it
+    puts it back)."""
+
+    repo: Path
+    sid: str
+    wrote: list[str]
+    changed: set[str]
+    env: dict[str, str]
+
+    def run(self, *args: str, cwd: Path | None = None, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+        return _run(args, cwd or self.repo, self.env, check, timeout)
+
+
+def _run(args, cwd: Path, env: dict[str, str], check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=scaled(timeout), env=env)
+    assert not check or p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return p
+
+
+@pytest.fixture(scope="module")
+def new_stage(tmp_path_factory) -> NewStage:
+    """One new stage from the template for the module's tests of it (copying the checkout, new-stage and
+    a build of the whole course are much of each test's work, and each test only reads what they made,
+    so one copy serves both). The work tree is made before new-stage runs: some generic tests ask git
+    which files exist, and the new stage's files are then untracked, as an author's would be."""
+    repo = tmp_path_factory.mktemp("new-stage") / "repo"
+    _copy_checkout(repo)
+    sid = layout.stage_id(max(layout.stage_number(s) for s in layout.stage_ids()) + 1)
+    env = dict(os.environ, PYTHONPATH="")
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"]):
+        _run(cmd, repo, env)
+    before = _digests(repo)
+    out = _run([sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes"], repo, env).stdout
+    _run([sys.executable, "-m", "autograder", "build"], repo, env)
+    after = _digests(repo)
+    return NewStage(repo, sid, wrote=sorted(line.removeprefix("wrote: ") for line in out.splitlines() if line.startswith("wrote: ")),
+                    changed={f for f in before if after.get(f) != before[f]}, env=env)
 
 
 @pytest.mark.slow
-def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
-    repo = tmp_path / "repo"
-    _copy_checkout(repo)
-    before = _digests(repo)
-    number = max(layout.stage_number(s) for s in layout.stage_ids()) + 1
-    sid = layout.stage_id(number)
-    env = dict(os.environ, PYTHONPATH="")
-
-    def run(*args: str, cwd: Path = repo, check: bool = True) -> subprocess.CompletedProcess:
-        p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=scaled(600), env=env)
-        assert not check or p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-        return p
-
-    run(sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes")
-    run(sys.executable, "-m", "autograder", "build")
+def test_a_new_stage_from_the_template_is_built_graded_and_released(new_stage, tmp_path):
+    repo, sid, run = new_stage.repo, new_stage.sid, new_stage.run
+    number = layout.stage_number(sid)
     query = (f"from autograder.core import layout; f = layout.stage_files({sid!r}); "
              "import json; print(json.dumps([str(f.instructor()), str(f.learner()), f.notebook, f.missing()]))")
     instructor, learner, notebook, missing = json.loads(run(sys.executable, "-c", query).stdout)
     assert missing == []
 
-    after = _digests(repo)
-    changed = {f for f in before if after.get(f) != before[f]}
+    changed = new_stage.changed
     assert changed == {layout.rel(layout.README), layout.rel(layout.README_ZH)}, changed  # only the generated tables
     readme = (repo / layout.rel(layout.README)).read_text(encoding="utf-8")
     assert "Shared prefixes" in readme and f"| {number} |" in readme
@@ -245,10 +277,16 @@ def test_a_new_stage_from_the_template_is_built_graded_and_released(tmp_path):
     assert "raise NotImplementedError()" in released and "BEGIN HIDDEN TESTS" not in released
 
     # half-written: the completeness check names the missing file; the generic tests skip the stage
-    (repo / layout.rel(layout.StageFiles(sid, "shared_prefix").mutants)).unlink()
-    probe = ("import sys; sys.path.insert(0, '.'); from tests.conftest import stage_params; "
-             f"p = [x for x in stage_params() if x.values[0] == {sid!r}][0]; print(p.marks[0].kwargs['reason'])")
-    assert f"{sid}: write {layout.rel(layout.StageFiles(sid, 'shared_prefix').mutants)}" in run(sys.executable, "-c", probe).stdout
+    mutants = repo / layout.rel(layout.StageFiles(sid, "shared_prefix").mutants)
+    kept = mutants.read_bytes()
+    mutants.unlink()
+    try:
+        probe = ("import sys; sys.path.insert(0, '.'); from tests.conftest import stage_params; "
+                 f"p = [x for x in stage_params() if x.values[0] == {sid!r}][0]; print(p.marks[0].kwargs['reason'])")
+        said = run(sys.executable, "-c", probe).stdout
+    finally:
+        mutants.write_bytes(kept)  # the module's other test of the new stage wants it whole
+    assert f"{sid}: write {layout.rel(layout.StageFiles(sid, 'shared_prefix').mutants)}" in said
 
 
 #: The generic tests: every stage's, parametrized by stage (or TODO) id, and the course-wide ones.
@@ -258,32 +296,19 @@ GENERIC_TESTS = ("tests/engine/test_layout.py", "tests/course/test_stages.py", "
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # the generic tests of a whole course, in a subprocess: 2.6 min quiet, 8.5 at load 15
-def test_a_new_stage_passes_the_generic_tests_as_written(tmp_path):
+def test_a_new_stage_passes_the_generic_tests_as_written(new_stage):
     """``new-stage`` writes one folder (and the reference tests), and the stage it writes passes every
     generic test at once: its own parametrized cases, and the course-wide tests with it in the course.
     Run in a copy of the checkout made a git work tree (some tests ask git which files exist)."""
-    repo = tmp_path / "repo"
-    _copy_checkout(repo)
-    sid = layout.stage_id(max(layout.stage_number(s) for s in layout.stage_ids()) + 1)
-    env = dict(os.environ, PYTHONPATH="")
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(list(args), cwd=repo, capture_output=True, text=True, timeout=scaled(1500), env=env)
-
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"]):
-        assert run(*cmd).returncode == 0
-    made = run(sys.executable, "-m", "autograder", "new-stage", sid, "shared_prefix", "--title", "Shared prefixes")
-    assert made.returncode == 0, made.stderr[-2000:]
+    sid = new_stage.sid
     folder = layout.StageFiles(sid, "shared_prefix").folder
-    written = sorted(line.removeprefix("wrote: ") for line in made.stdout.splitlines() if line.startswith("wrote: "))
-    assert written == sorted([*(layout.rel(folder / r.file) for r in layout.ROLES.values()),
-                              layout.rel(layout.StageFiles(sid, "shared_prefix").reference_tests)])
-    assert run(sys.executable, "-m", "autograder", "build").returncode == 0
+    assert new_stage.wrote == sorted([*(layout.rel(folder / r.file) for r in layout.ROLES.values()),
+                                      layout.rel(layout.StageFiles(sid, "shared_prefix").reference_tests)])
     others = " or ".join(s for s in layout.stage_ids())
     # the new stage's every case (the generic files are slow-marked as wholes: they grade every stage),
     # and the fast cases that belong to no stage (-k matches marker names too)
-    p = run(sys.executable, "-m", "pytest", "-n", "0", "-v", "-p", "no:cacheprovider", "-m", "not browser",
-            "-k", f"{sid} or not ({others} or slow)", *GENERIC_TESTS)
+    p = new_stage.run(sys.executable, "-m", "pytest", "-n", "0", "-v", "-p", "no:cacheprovider", "-m", "not browser",
+                      "-k", f"{sid} or not ({others} or slow)", *GENERIC_TESTS, check=False, timeout=1500)
     assert p.returncode == 0, p.stdout[-6000:]
     own = [line for line in p.stdout.splitlines() if sid in line and " PASSED" in line]
     assert len(own) >= 20, p.stdout[-6000:]  # the new stage's own cases ran (TODOs, checks, wrong answers, fills)
