@@ -326,6 +326,12 @@ class ServingEngine:
         logits, ledger = self.prefiller.prefill(request.prompt, request_id=request.request_id, keep=True)
         first = int(torch.argmax(logits))  # .item() waits for the device
         prefill_s = self.clock() - start
+        return self._running(request, now, ledger, first, prefill_s)
+
+    def _running(self, request: Request, now: float, ledger: dict[str, int], first: int,
+                 prefill_s: float) -> _Running:
+        """A request whose prompt is admitted (its K/V in the pool) as running: its output blocks
+        reserved, its record started with its first token."""
         table = self.pool.reserve(request.request_id, blocks_for(request, self.pool.block_size))
         record = RequestRecord(request.request_id, request.tag, request.arrival_s, len(request.prompt),
                                ledger["hit_tokens"], ledger["computed_tokens"], [first], now, math.nan,

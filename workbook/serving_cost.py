@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import time
@@ -116,13 +117,27 @@ def measured_on(cal: Calibration) -> str:
 
 
 def decode_probe(model: DecoderLM, batch: int, context: int, block_size: int = 16, seed: int = 0) -> Callable[[], None]:
-    """One decode step of the serving loop: ``batch`` running requests, each at ``context`` tokens."""
+    """One decode step of the serving loop: ``batch`` running requests, each at ``context`` tokens.
+
+    The requests are set up as the engine's prefill leaves them (prompt blocks admitted, output
+    blocks reserved, the prompts' K/V in the pool) without running the model: the work of a decode
+    step does not depend on the values of the K/V it reads, so seeded random ones stand in for
+    computed ones. (Prefilling ``batch`` prompts of ``context`` tokens for every shape took half of
+    :func:`calibrate_serving`'s time and measured nothing.)"""
     rng = random.Random(seed)
     per = -(-(context + 1) // block_size)
     engine = ServingEngine(model, batch * per + 1, block_size, cache=False, max_batch=batch)
-    running = [engine._prefill(Request(f"decode-{i}", 0.0, tuple(rng.randrange(model.config.vocab_size)
-                                                                 for _ in range(context)), 2), 0.0)
-               for i in range(batch)]
+    running = []
+    for i in range(batch):
+        request = Request(f"decode-{i}", 0.0, tuple(rng.randrange(model.config.vocab_size) for _ in range(context)), 2)
+        engine.pool.admit(request.request_id, list(request.prompt))
+        engine.pool.commit(request.request_id)
+        ledger = {"hit_tokens": 0, "computed_tokens": context}
+        running.append(engine._running(request, 0.0, ledger, rng.randrange(model.config.vocab_size), math.nan))
+    kv = engine.prefiller.pool
+    values = torch.Generator(device=kv.k[0].device).manual_seed(seed)
+    for layer in (*kv.k, *kv.v):  # every slot written, as the prefills and the step itself write theirs
+        layer.normal_(generator=values)
 
     def run() -> None:
         engine._decode(running)  # rewrites the same position's K/V each call: the work of one step
