@@ -219,7 +219,7 @@ def main() -> None:
     # before the audit hook forbids dlopen; dlsym and foreign calls stay forbidden afterwards.
     for name in ["ctypes", *payload.get("preload", [])]:
         __import__(name)
-    stage = load_stage(payload["stage"], hidden=True, reference=payload["reference"])
+    stage = load_stage(payload["stage"], hidden=True, reference=payload["reference"], words=payload.pop("words", None))
     todo = stage.todo(payload["todo"])
     reference = __import__(payload["reference"], fromlist=["_"])
     checks = stage.checks_for(todo.id)

@@ -15,10 +15,11 @@ import importlib.util
 import json
 import marshal
 import threading
+from pathlib import Path
 
 from autograder.child.probe import reference_outcome
 from autograder.child.sandbox import compile_given, is_package, module_file
-from autograder.core import layout
+from autograder.core import layout, stage_text
 from autograder.core.i18n import L
 from autograder.core.pysource import checks_only_of, names_defined, parse, stub_region
 from autograder.core.spec import Stage, Todo
@@ -71,6 +72,22 @@ def setup_cells(stage: Stage) -> list[str]:
             nb = json.loads(layout.stage_files(stage.id).instructor().read_text(encoding="utf-8"))
             _setup[stage.id] = [cell_source(c) for c in nb["cells"] if "setup" in c.get("metadata", {}).get("tags", [])]
         return _setup[stage.id]
+
+
+def stage_words(stage: Stage) -> dict:
+    """The stage's public text file (``checks.toml``: what learners read) parsed, for its children: each
+    would otherwise parse the same file (a few ms of TOML each). Parsed again when the file changed."""
+    path = layout.stage_text_file(stage.id)
+    try:
+        seen = path.stat()
+    except OSError:
+        return {}
+    return _words(str(path), seen.st_mtime_ns, seen.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _words(path: str, _mtime_ns: int, _size: int) -> dict:
+    return stage_text.parse(Path(path))
 
 
 def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
