@@ -76,7 +76,7 @@ def setup_cells(stage: Stage) -> list[str]:
 
 def stage_words(stage: Stage) -> dict:
     """The stage's public text file (``checks.toml``: what learners read) parsed, for its children: each
-    would otherwise parse the same file (a few ms of TOML each). Parsed again when the file changed."""
+    would otherwise parse the same file. Parsed again when the file changed."""
     path = layout.stage_text_file(stage.id)
     try:
         seen = path.stat()
@@ -139,9 +139,9 @@ def given_code(modules: dict[str, str], root: str) -> dict[str, str]:
     """``{module: base64 of the magic number + marshalled code}`` of every module of ``modules`` (a
     child's :func:`child_modules`), compiled from that text for a child importing from ``root`` exactly
     as the child would compile it (:func:`autograder.child.sandbox.compile_given`): the same code, but
-    compiled once per run's import root for all its children instead of in each (a stage's given code
-    is up to a few hundred kB, and compiling it was a third of a child's own CPU). The text still goes
-    with it: these modules are not secret."""
+    compiled once per run's import root for all its children instead of in each (a later stage's given
+    code is most of what its children would compile). The text still goes with it: these modules are
+    not secret."""
     return {name: _given_compiled(root, name, source) for name, source in modules.items()}
 
 
