@@ -11,11 +11,13 @@ it only turns the usual forbidden actions (opening the grader's files, writing o
 dir, starting processes, networking, signals, native calls) into a clear "not allowed" message
 before the kernel's refusal would give a bare errno.
 
-Input: one JSON payload on stdin (the ``solutions`` modules it may import as text, and its hidden checks
-as code the grader compiled: no text of them ever reaches this process). Output: protocol events on the
+Input: one JSON payload on stdin (the ``solutions`` modules it may import as text, with the code the
+grader compiled of that text, and its hidden checks as code the grader compiled: no text of them ever
+reaches this process). Output: protocol events on the
 file descriptor named in the payload.
 """
 from __future__ import annotations
+import __future__
 
 import base64
 import hashlib
@@ -63,20 +65,24 @@ class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     ``__init__``: ``solutions``'s then resolves the given modules' former names to the ``workbook``
     modules served here.
 
-    Invariant: a compiled module's code is held only until its one import (then dropped), and no text
+    Invariant: a hidden module's code is held only until its one import (then dropped), and no text
     of it ever exists in this process: the grader sends marshalled code (see
     :func:`autograder.grading.trusted.child_code`), so learner code that finds this loader, the
-    payload or the module finds no source to read.
+    payload or the module finds no source to read. A given module (``sources``) runs the code
+    :func:`compile_given` makes of its text, whether the grader compiled it once for all of a run's
+    children (``compiled``: :func:`autograder.grading.trusted.given_code`) or this loader compiles it.
     """
 
-    def __init__(self, sources: dict[str, str], root: str, code: dict[str, str] | None = None) -> None:
+    def __init__(self, sources: dict[str, str], root: str, code: dict[str, str] | None = None,
+                 compiled: dict[str, str] | None = None) -> None:
         self.sources = sources
         self.root = root
         self._code = dict(code or {})
+        self._compiled = dict(compiled or {})
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.partition(".")[0] in COURSE_PACKAGES:
-            is_pkg = fullname in COURSE_PACKAGES or fullname == "solutions.hidden"
+            is_pkg = is_package(fullname)
             if fullname in self.sources or fullname in self._code or is_pkg:
                 return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
@@ -89,13 +95,33 @@ class SourceModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if module.__spec__.submodule_search_locations is not None:
             module.__path__ = []
         # a believable __file__ (modules locate data next to themselves); reading it is still refused
-        module.__file__ = os.path.join(self.root, *module.__name__.split(".")) + \
-            ("/__init__.py" if module.__spec__.submodule_search_locations is not None else ".py")
+        module.__file__ = module_file(self.root, module.__name__, module.__spec__.submodule_search_locations is not None)
         packed = self._code.pop(module.__name__, None)
         if packed is not None:
             exec(_unmarshal(packed), module.__dict__)
             return
-        exec(compile(self.sources.get(module.__name__, ""), module.__file__, "exec"), module.__dict__)
+        # A given module the grader compiled from the very text in ``sources`` (as :func:`compile_given`
+        # compiles it here): the same code, without compiling it again in each child.
+        packed = self._compiled.get(module.__name__)
+        code = _unmarshal(packed) if packed is not None else compile_given(self.sources.get(module.__name__, ""), module.__file__)
+        exec(code, module.__dict__)
+
+
+def module_file(root: str, name: str, package: bool) -> str:
+    """The ``__file__`` a course module served from ``root`` gets (its code's file name too)."""
+    return os.path.join(root, *name.split(".")) + ("/__init__.py" if package else ".py")
+
+
+def is_package(name: str) -> bool:
+    """Whether the course module ``name`` is served as a package."""
+    return name in COURSE_PACKAGES or name == "solutions.hidden"
+
+
+def compile_given(source: str, filename: str):
+    """A given module's code, compiled the same wherever it is compiled (a child, or the grader for all
+    of a run's children): postponed annotations on (as this module's ``__future__`` import has always
+    given them), at the optimization level of a child's interpreter (none: it runs without ``-O``)."""
+    return compile(source, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True, optimize=0)
 
 
 def _unmarshal(packed: str):
@@ -178,7 +204,8 @@ def main() -> None:
 
     _limit(payload["memory_limit_mb"], payload["cpu_limit_s"])
     os.chdir(payload["workdir"])
-    sys.meta_path.insert(0, SourceModules(payload["modules"], payload["root"], payload.pop("code", None)))
+    sys.meta_path.insert(0, SourceModules(payload["modules"], payload["root"], payload.pop("code", None),
+                                          payload.pop("given_code", None)))
     sys.setrecursionlimit(3000)
 
     # Everything the harness needs is imported before learner code can touch the import system,
@@ -192,7 +219,7 @@ def main() -> None:
     # before the audit hook forbids dlopen; dlsym and foreign calls stay forbidden afterwards.
     for name in ["ctypes", *payload.get("preload", [])]:
         __import__(name)
-    stage = load_stage(payload["stage"], hidden=True, reference=payload["reference"])
+    stage = load_stage(payload["stage"], hidden=True, reference=payload["reference"], words=payload.pop("words", None))
     todo = stage.todo(payload["todo"])
     reference = __import__(payload["reference"], fromlist=["_"])
     checks = stage.checks_for(todo.id)

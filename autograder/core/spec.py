@@ -285,18 +285,20 @@ def available_stages() -> list[str]:
     return [s.id for s in layout.all_stages() if s.spec.exists()]
 
 
-def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = None) -> Stage:
+def load_stage(stage_id: str, *, hidden: bool = True, reference: str | None = None,
+               words: dict | None = None) -> Stage:
     """The stage spec with its public checks, plus hidden checks when ``hidden`` and available.
 
     Hidden checks are absent from a learner's copy of the course; asking for them there is not an
     error, there are just none. With ``hidden=False`` the result holds only public checks, whatever
     was imported before. ``reference`` names the reference module where the layout cannot be read
-    (the grading child sees no ``solutions/`` folder).
+    (the grading child sees no ``solutions/`` folder). ``words``: the stage's text file already
+    parsed (:func:`autograder.core.stage_text.parse`; a grading child gets it from the grader).
     """
     files = layout.stage_files(stage_id)
     module = importlib.import_module(files.spec_module)
     stage: Stage = module.STAGE
-    stage_text.apply(stage, layout.stage_text_file(stage_id))  # the words, before hidden checks join
+    stage_text.apply(stage, layout.stage_text_file(stage_id), parsed=words)  # the words, before hidden checks join
     if hidden:
         try:
             importlib.import_module(files.hidden_module)

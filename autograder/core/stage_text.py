@@ -40,13 +40,21 @@ class StageTextError(ValueError):
     """A stage's text file does not fit its spec: the message names the file and the key."""
 
 
-def read(path: Path) -> dict[str, Any]:
-    """The file as nested tables of :class:`L` (an empty dict when the stage has no text file)."""
+def read(path: Path, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The file as nested tables of :class:`L` (an empty dict when the stage has no text file).
+    ``parsed``: the file's TOML as :func:`parse` returned it, where the caller has it already (a
+    grading child gets it from the grader, instead of parsing the same file in every child)."""
+    if parsed is None:
+        parsed = parse(path)
+    return _texts(parsed, path, ()) if parsed else {}
+
+
+def parse(path: Path) -> dict[str, Any]:
+    """The file's TOML as plain tables, lists and strings ({} when there is no such file)."""
     if not path.is_file():
         return {}
     with path.open("rb") as f:
-        data = tomllib.load(f)
-    return _texts(data, path, ())
+        return tomllib.load(f)
 
 
 def _texts(node: Any, path: Path, where: tuple[str, ...]) -> Any:
@@ -61,14 +69,15 @@ def _texts(node: Any, path: Path, where: tuple[str, ...]) -> Any:
     return {k: _texts(v, path, (*where, k)) for k, v in node.items()}
 
 
-def apply(stage: Any, path: Path, *, hidden: bool = False) -> None:
+def apply(stage: Any, path: Path, *, hidden: bool = False, parsed: dict[str, Any] | None = None) -> None:
     """Join the words of ``path`` to ``stage`` (a :class:`autograder.core.spec.Stage` with its public
     checks registered; with ``hidden``, the hidden checks' file, once they are registered too).
-    Raises :class:`StageTextError` for an entry that binds to nothing."""
+    ``parsed``: the file already parsed (:func:`read`). Raises :class:`StageTextError` for an entry
+    that binds to nothing."""
     flag = "_hidden_text_applied" if hidden else "_text_applied"
     if getattr(stage, flag, False):
         return
-    data = read(path)
+    data = read(path, parsed)
     unknown = set(data) - ({"checks"} if hidden else {"stage", "todos", "checks", "quiz"})
     if unknown:
         raise StageTextError(f"{path.name}: unknown section(s) {sorted(unknown)}")

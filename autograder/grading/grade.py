@@ -39,7 +39,7 @@ from autograder.grading.reports import shown_path
 from autograder.grading.staging import GradingRun, private_library_caches
 from autograder.grading.submission import Submission, SubmissionError, digest, expand, read_submission
 from autograder.grading.supervise import ChildLimits, ChildReport, child_env, describe, run_child
-from autograder.grading.trusted import child_code, child_modules, expected_outcomes, given_members, leak_guard, setup_cells
+from autograder.grading.trusted import child_code, child_modules, expected_outcomes, given_members, leak_guard, setup_cells, stage_words
 from autograder.grading.verdict import CheckVerdict, check_label, check_title, judge, lead_first
 from autograder.isolation import levels as isolation
 
@@ -138,7 +138,7 @@ def child_payload_for(sub: Submission, todo: Todo, lang: str | None = None) -> d
         setup = [*setup[:-1], f"{setup[-1]}\nset_language({said!r})\n"]
     cells = [("setup", s) for s in setup] + [("your", s) for s in sub.cells]
     return {"stage": stage.id, "todo": todo.id, "reference": stage.reference, "cells": cells,
-            "modules": child_modules(stage, todo), "code": child_code(stage, todo),
+            "modules": child_modules(stage, todo), "code": child_code(stage, todo), "words": stage_words(stage),
             "preload": child_preload(sub, todo)}
 
 

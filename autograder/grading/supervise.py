@@ -34,6 +34,7 @@ from autograder.child.protocol import Channel, ChildSummary, Event, summarize
 from autograder.core import messages
 from autograder.core.i18n import L, text
 from autograder.grading.staging import CHILD_ENTRY, SCRATCH_MB, GradingRun, always_hidden
+from autograder.grading.trusted import given_code
 from autograder.isolation import cgroup
 from autograder.isolation.childfs import Digests, HiddenPaths, IsolationError, salted_digest
 from autograder.isolation.confine import EXIT_NOT_CONFINED
@@ -142,6 +143,7 @@ def child_payload(payload: dict, limits: ChildLimits, hidden: Iterable[str], sta
     named, digests = hidden.told(always_hidden())
     return {**payload, "memory_limit_mb": limits.memory_limit_mb, "cpu_limit_s": limits.cpu_s,
             "workdir": scratch, "result_fd": result_fd, "root": str(staging),
+            "given_code": given_code(payload.get("modules", {}), str(staging)),
             "denied_dirs": named, "salt": hidden.salt, "denied_digests": digests}
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ast
 import base64
+import functools
 import importlib.util
 import json
 import marshal
 import threading
+from pathlib import Path
 
 from autograder.child.probe import reference_outcome
-from autograder.core import layout
+from autograder.child.sandbox import compile_given, is_package, module_file
+from autograder.core import layout, stage_text
 from autograder.core.i18n import L
 from autograder.core.pysource import checks_only_of, names_defined, parse, stub_region
 from autograder.core.spec import Stage, Todo
@@ -71,6 +74,22 @@ def setup_cells(stage: Stage) -> list[str]:
         return _setup[stage.id]
 
 
+def stage_words(stage: Stage) -> dict:
+    """The stage's public text file (``checks.toml``: what learners read) parsed, for its children: each
+    would otherwise parse the same file. Parsed again when the file changed."""
+    path = layout.stage_text_file(stage.id)
+    try:
+        seen = path.stat()
+    except OSError:
+        return {}
+    return _words(str(path), seen.st_mtime_ns, seen.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _words(path: str, _mtime_ns: int, _size: int) -> dict:
+    return stage_text.parse(Path(path))
+
+
 def child_modules(stage: Stage, todo: Todo) -> dict[str, str]:
     """Source of every course module the child may import, and of the course packages (``solutions``'s
     maps the given modules' former names, which a notebook of an earlier release imports); the stage's
@@ -114,6 +133,22 @@ def child_code(stage: Stage, todo: Todo) -> dict[str, str]:
             code = {layout.stage_files(stage.id).hidden_module: _compiled(text)} if text else {}
             _code[key] = code
         return _code[key]
+
+
+def given_code(modules: dict[str, str], root: str) -> dict[str, str]:
+    """``{module: base64 of the magic number + marshalled code}`` of every module of ``modules`` (a
+    child's :func:`child_modules`), compiled from that text for a child importing from ``root`` exactly
+    as the child would compile it (:func:`autograder.child.sandbox.compile_given`): the same code, but
+    compiled once per run's import root for all its children instead of in each (a later stage's given
+    code is most of what its children would compile). The text still goes with it: these modules are
+    not secret."""
+    return {name: _given_compiled(root, name, source) for name, source in modules.items()}
+
+
+@functools.lru_cache(maxsize=256)  # a few runs' worth: each module's text per import root
+def _given_compiled(root: str, name: str, source: str) -> str:
+    code = compile_given(source, module_file(root, name, is_package(name)))
+    return base64.b64encode(importlib.util.MAGIC_NUMBER + marshal.dumps(code)).decode("ascii")
 
 
 def _compiled(text: str) -> str:

@@ -19,12 +19,15 @@ from autograder.checks.s03 import STAGE, Prefill, admission, attempt, committed,
 # a fixed number of calls that the reference finishes in about 0.1 s of CPU (pool included) and
 # that an O(pool) implementation needs 10-1000x the budget for; it stops as soon as BUDGET_S of CPU
 # is spent (checked every batch, sized so that one batch of the slow variant stays under ~1 s), well
-# inside the grader's time limit. So the budget is ~20x what the reference needs (a loaded machine
-# cannot fail it) and ~10x below what the cheapest slow variant needs (a faster machine cannot pass it). CPU time of this process, not wall time: the grader's
-# children share two cores with everything else. The clock is bound here, when the grader imports
+# inside the grader's time limit. So each probe's budget is ~20x what the reference needs there (a
+# loaded machine cannot fail it) and ~10x below what the cheapest slow variant needs (a faster machine
+# cannot pass it): admit's BUDGET_S, lookup's and allocate_block's SMALL_BUDGET_S (their reference needs
+# less than half of admit's). No budget is larger than that margin needs: a wrong answer spends it all.
+# CPU time of this process, not wall time: the grader's children share two cores with everything else. The clock is bound here, when the grader imports
 # this module, before any learner code runs.
 BIG = 100_000
 BUDGET_S = 2.0
+SMALL_BUDGET_S = 1.0
 # The lookup probe's pool is smaller and its calls more: a scan's cost grows with pool size x calls,
 # which stays what it was at 100,000 blocks x 2,000 calls, while the reference, whose cost is mostly
 # building the pool, needs 0.035 s instead of 0.09 s.
@@ -36,8 +39,8 @@ LOOKUP_POOL, LOOKUP_CALLS = 40_000, 5_000
 ALLOCATE_POOL, ALLOCATE_CALLS = 50_000, 35_000
 
 
-def _within_budget(op, n_calls: int, batch: int = 50) -> bool:
-    return within_budget(op, n_calls, BUDGET_S, batch)
+def _within_budget(op, n_calls: int, batch: int = 50, budget_s: float = BUDGET_S) -> bool:
+    return within_budget(op, n_calls, budget_s, batch)
 
 
 def _synthetic_key(i: int) -> bytes:
@@ -149,7 +152,8 @@ def lookup_cost_does_not_grow_with_the_pool(impl):
         start = rng.randrange(LOOKUP_POOL - 8)
         queries.append(keys[start: start + 8] + [b"?" * 32])  # 8 cached keys, then a miss
     found: list[int] = []
-    fast = _within_budget(lambda i: found.append(len(pool.lookup(queries[i], 9 * 4 + 1))), len(queries), batch=20)
+    fast = _within_budget(lambda i: found.append(len(pool.lookup(queries[i], 9 * 4 + 1))), len(queries), batch=20,
+                          budget_s=SMALL_BUDGET_S)
     return record(within_budget=fast, hits_per_lookup=sorted(set(found)) if fast else None)
 
 
@@ -186,7 +190,7 @@ def no_stale_hits_under_churn(impl):
 def allocate_cost_does_not_grow_with_the_pool(impl):
     _small_pool_first(impl, lambda pool: pool.allocate_block())
     pool, _ = _big_cached_pool(impl, ALLOCATE_POOL)
-    fast = _within_budget(lambda i: pool.allocate_block(), ALLOCATE_CALLS, batch=5)
+    fast = _within_budget(lambda i: pool.allocate_block(), ALLOCATE_CALLS, batch=5, budget_s=SMALL_BUDGET_S)
     return record(within_budget=fast, cached_left=len(pool.cached) if fast else None,
                   free_left=len(pool.free_queue) if fast else None)
 
