@@ -20,6 +20,7 @@ from autograder.integrations.nbgrader_autograde import early_selection
 from benchmarks.bench_grading import make_class
 from tests.conftest import ROOT
 from tests.support.machine import scaled
+from tests.support.releases import released_course, session_root
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs nbgrader's autograde end to end
 
@@ -49,10 +50,9 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("course")
-    assert run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT).returncode == 0
-    assert run([sys.executable, "-m", "nbgrader", "generate_assignment", A, "--create"], root).returncode == 0
+def course(request, tmp_path_factory) -> Path:
+    root = released_course("s01", tmp_path_factory.mktemp("course") / "c",
+                           session_root(request.config, tmp_path_factory))  # the session's stage-1 release
     assert make_class("s01", root, 5) == STUDENTS  # honest, wrong, unfilled, wrong, hostile
     release = root / "release" / A
     for student in ("cat", "dan"):
