@@ -25,6 +25,7 @@ material in the grader's store (as every run after the first does).
     python benchmarks/bench_grading.py                      # every stage, 10 submissions each
     python benchmarks/bench_grading.py --stages s01 s06 -n 20
     python benchmarks/bench_grading.py --quick              # stage 1, 3 submissions (smoke test)
+    python benchmarks/bench_grading.py --quick --samples 1  # the same, each overhead measured once (the tests)
 """
 from __future__ import annotations
 
@@ -215,8 +216,9 @@ class Phases:
     extra: dict = field(default_factory=dict)
 
 
-def child_phases(notebook: Path, forked: bool) -> Phases:
-    """The honest submission's children, one by one: launched (``PCW_FORK_SERVER=0``) or forked."""
+def child_phases(notebook: Path, forked: bool, repeat: int = 3) -> Phases:
+    """The honest submission's children, one by one: launched (``PCW_FORK_SERVER=0``) or forked; the
+    interpreter's start and the imports are the median of ``repeat`` runs each."""
     sub = read_submission(notebook)
     out = Phases(forked=forked)
     before = os.environ.get("PCW_FORK_SERVER")
@@ -251,13 +253,14 @@ def child_phases(notebook: Path, forked: bool) -> Phases:
             out.forked = bool(servers)
             if servers:  # a server's tree holds its children too: what is left is the server's own
                 out.server = max(servers[0].finish() - out.setup - out.cells - out.checks, 0.0)
-            out.start = out.children * _rusage_of([sys.executable, "-I", "-c", "pass"])
+            out.start = out.children * _rusage_of([sys.executable, "-I", "-c", "pass"], repeat)
             imports = ("import sys; sys.path[0:0] = [sys.argv[1]]; import ctypes; "
                        "from autograder.child import protocol, hybrid, probe, twins, sandbox; "
                        "from autograder.isolation import confine; from autograder.core.spec import load_stage; "
                        + "".join(f"import {m}; " for m in sub.stage.preload)
                        + f"load_stage({sub.stage.id!r}, hidden=True, reference=None)")
-            out.imports = out.children * _rusage_of([sys.executable, "-I", "-c", imports, str(run.staging)]) - out.start
+            out.imports = out.children * _rusage_of([sys.executable, "-I", "-c", imports, str(run.staging)],
+                                                    repeat) - out.start
     finally:
         if before is None:
             os.environ.pop("PCW_FORK_SERVER", None)
@@ -289,7 +292,9 @@ def gradebook_points(course: Path, assignment: str, students: list[str]) -> dict
     return out
 
 
-def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
+def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool, repeat: int = 3) -> dict:
+    """Grade one stage's class every way; ``repeat``: runs per untimed-overhead sample (nbgrader's import,
+    an interpreter's start, a child's imports), whose median is reported."""
     assignment = layout.stage_files(sid).assignment("en")
     course, base = tmp / f"{sid}-ours", tmp / f"{sid}-plain"
     subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", sid], cwd=ROOT,
@@ -341,11 +346,12 @@ def bench_stage(sid: str, n: int, tmp: Path, env: dict, plain: bool) -> dict:
         out["plain"], out["errors"]["plain"] = timed(nbgrader_plain)
     # nbgrader's own import, once per run (its Jupyter server extensions included): the part of the
     # nbgrader paths' extra over the CLI that no configuration of this course can remove
-    out["nbgrader_import"] = _rusage_of([sys.executable, "-c", "import nbgrader.apps.nbgraderapp"]) - \
-        _rusage_of([sys.executable, "-c", "pass"])
+    out["nbgrader_import"] = _rusage_of([sys.executable, "-c", "import nbgrader.apps.nbgraderapp"], repeat) - \
+        _rusage_of([sys.executable, "-c", "pass"], repeat)
     out["isolation"] = graded["isolation"]["description"]
     why = forkclient.usable(isolation.select("best"))
-    out["phases"] = [child_phases(honest, forked=False), *([child_phases(honest, forked=True)] if why is None else [])]
+    out["phases"] = [child_phases(honest, forked=False, repeat=repeat),
+                     *([child_phases(honest, forked=True, repeat=repeat)] if why is None else [])]
     out["not_forked"] = why
     return out
 
@@ -401,6 +407,9 @@ def main() -> int:
     ap.add_argument("--stages", nargs="*", default=None, help="stage ids (default: every built stage)")
     ap.add_argument("-n", type=int, default=10, help="submissions per stage")
     ap.add_argument("--no-plain", action="store_true", help="skip plain nbgrader (it runs every demo cell)")
+    # the tests' smoke run takes one sample: it checks what is printed, not the figures
+    ap.add_argument("--samples", type=int, default=3,
+                    help="runs per overhead sample (nbgrader's import, a child's start and imports), median reported")
     args = ap.parse_args()
     stages = ["s01"] if args.quick else (args.stages or layout.built_stages())
     n = 3 if args.quick else args.n
@@ -412,7 +421,7 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="pcw-bench-grading-") as tmp:
         for sid in stages:
-            r = bench_stage(sid, n, Path(tmp), env, plain=not args.no_plain)
+            r = bench_stage(sid, n, Path(tmp), env, plain=not args.no_plain, repeat=args.samples)
             report(sid, r)
             ok = ok and r["agree"]
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")

@@ -229,23 +229,21 @@ def test_a_plot_with_chinese_labels_draws_every_glyph(tmp_path):
 
 
 @pytest.mark.slow
-def test_partial_credit_reaches_nbgraders_gradebook(tmp_path):
+def test_partial_credit_reaches_nbgraders_gradebook(tmp_path, request, tmp_path_factory):
     """With partial credit configured, nbgrader's gradebook holds the same fractional points as the CLI."""
     import shutil
 
     import nbformat
     from nbgrader.api import Gradebook
 
+    from tests.support.releases import released_course, session_root
     from tests.support.variants import variant_notebook
 
     s01 = layout.stage_files("s01")
-    course = tmp_path / "course"
-    subprocess.run([sys.executable, "-m", "autograder", "course", str(course), "--stage", "s01"], cwd=ROOT, check=True,
-                   capture_output=True)
+    # the session's stage-1 release; partial credit is autograde's setting (the release is the same)
+    course = released_course("s01", tmp_path / "course", session_root(request.config, tmp_path_factory))
     with open(course / "nbgrader_config.py", "a", encoding="utf-8") as f:
         f.write('\nc.IsolatedGrade.grading = "partial"\n')
-    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", s01.notebook, "--create"], cwd=course,
-                   check=True, capture_output=True, timeout=scaled(300))
     submitted = course / "submitted" / "bob" / s01.notebook
     shutil.copytree(course / "release" / s01.notebook, submitted)
     nb_path = submitted / s01.learner().name

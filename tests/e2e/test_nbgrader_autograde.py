@@ -20,6 +20,7 @@ from autograder.integrations.nbgrader_autograde import early_selection
 from benchmarks.bench_grading import make_class
 from tests.conftest import ROOT
 from tests.support.machine import scaled
+from tests.support.releases import released_course, session_root
 
 pytestmark = pytest.mark.slow  # the fast lane leaves it out: runs nbgrader's autograde end to end
 
@@ -49,10 +50,9 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("course")
-    assert run([sys.executable, "-m", "autograder", "course", str(root), "--stage", "s01"], ROOT).returncode == 0
-    assert run([sys.executable, "-m", "nbgrader", "generate_assignment", A, "--create"], root).returncode == 0
+def course(request, tmp_path_factory) -> Path:
+    root = released_course("s01", tmp_path_factory.mktemp("course") / "c",
+                           session_root(request.config, tmp_path_factory))  # the session's stage-1 release
     assert make_class("s01", root, 5) == STUDENTS  # honest, wrong, unfilled, wrong, hostile
     release = root / "release" / A
     for student in ("cat", "dan"):
@@ -133,10 +133,12 @@ import sys
 import collections
 import sqlalchemy
 from sqlalchemy import text
+import nbgrader.api
 from nbgrader.api import Gradebook, get_alembic_version
 from autograder.integrations.nbgrader_glue import share_gradebook_engines
 url = "sqlite:///" + sys.argv[1]
 alembic = get_alembic_version()
+nbgrader.api.get_alembic_version = lambda: alembic  # each new database asked `alembic heads` (2 CPU-s) again
 checks = collections.Counter()
 real_inspect = sqlalchemy.inspect
 def counted(subject, *a, **k):
@@ -187,8 +189,12 @@ def test_without_nbgrader_the_command_says_what_to_install_and_grades_nothing(tm
 QUIET = """
 import sys
 import warnings
+import nbgrader.api
 from nbgrader.api import Gradebook
 from autograder.integrations.nbgrader_glue import add_submissions_without_autoflush
+
+alembic = nbgrader.api.get_alembic_version()
+nbgrader.api.get_alembic_version = lambda: alembic  # each new database asked `alembic heads` (2 CPU-s) again
 
 def submit(url, student):
     with Gradebook(url) as gb:
