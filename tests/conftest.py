@@ -127,18 +127,6 @@ def schedule_group(nodeid: str) -> str:
     return f"{file}:{stage.group(1)}" if stage else file
 
 
-# How many workers ``-n auto`` starts: one more than the usable cores (``--maxprocesses`` in pyproject.toml
-# still caps it at 4). A quarter of the slow lane's wall is waiting, not computing: fresh environments
-# installing wheels, JupyterLab and Chromium starting, kernels starting, children being set up; with one
-# worker per core, 2 cores were busy 73 % of a quiet run (1,636 CPU-s in 1,118 s). The extra worker fills
-# those waits. No test depends on it: every deadline follows the machine's load (tests/support/machine.py).
-@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is not loaded
-def pytest_xdist_auto_num_workers(config) -> int:
-    from tests.support.machine import usable_cores
-
-    return usable_cores() + 1
-
-
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is not loaded
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadfile":

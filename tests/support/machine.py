@@ -32,8 +32,7 @@ def _calibration() -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def usable_cores() -> int:
-    """The cores this process may run on."""
+def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -47,7 +46,7 @@ def measure() -> float:
     cpu_s, wall_s = _calibration()
     speed = max(1.0, cpu_s / CALIBRATION_CPU_S)
     try:
-        load = os.getloadavg()[0] / usable_cores()
+        load = os.getloadavg()[0] / _cores()
     except (AttributeError, OSError):
         load = 1.0
     share = max(1.0, wall_s / max(cpu_s, 1e-6), load)
