@@ -27,6 +27,11 @@ __all__ = ["Policy", "LRU", "SimResult", "prehashed", "simulate", "belady"]
 _PREHASHED: dict[type, type] = {}
 
 
+def _id_key(block_id: int) -> bytes:
+    """The key of a pre-hashed block: its id, 8 bytes little-endian."""
+    return block_id.to_bytes(8, "little")
+
+
 def prehashed(pool_cls: type) -> type:
     """A subclass of ``pool_cls`` (block size 1) whose ``admit`` takes chained block ids.
 
@@ -48,7 +53,7 @@ def prehashed(pool_cls: type) -> type:
         def keys_of(self, tokens, extra_keys=None) -> list[bytes]:
             if extra_keys:
                 raise ValueError(tr("pre-hashed ids carry no extra keys", "预先哈希好的 id 不带附加 key"))
-            return [k.to_bytes(8, "little") for k in tokens]
+            return list(map(_id_key, tokens))
 
         cls = _PREHASHED[pool_cls] = type(f"Prehashed{pool_cls.__name__}", (pool_cls,),
                                           {"__init__": __init__, "keys_of": keys_of,
@@ -133,8 +138,13 @@ class SimResult:
         if hit_blocks:
             self.requests_with_hit += 1
             self.hit_blocks += hit_blocks
-            # hits are leading blocks; all but the last block of a prompt are full
-            self.hit_tokens += sum(req.block_tokens(i) for i in range(hit_blocks))
+            # hits are leading blocks; all but the last block of a prompt are full, so the first
+            # hit_blocks of them hold min(hit_blocks * block_size, num_tokens) tokens (a count past the
+            # prompt's blocks, which no pool should report, is summed block by block as it always was)
+            if hit_blocks <= len(req.keys):
+                self.hit_tokens += min(hit_blocks * req.block_size, req.num_tokens)
+            else:
+                self.hit_tokens += sum(req.block_tokens(i) for i in range(hit_blocks))
 
     def summary(self) -> dict[str, float | int | str]:
         return {

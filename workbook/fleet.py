@@ -292,9 +292,22 @@ class EventStream:
         if not events:
             return
         at = events[0].time_ms
-        if self.jitter_ms or self.duplicate_rate or any(e.time_ms != at for e in events):
-            for event in events:  # each arrival drawn on its own, as emit() draws it
-                self.emit(event)
+        jitter, duplicates = self.jitter_ms, self.duplicate_rate
+        if jitter or duplicates or any(e.time_ms != at for e in events):
+            # each arrival drawn on its own, as emit() draws it (the same draws in the same order),
+            # with the stream's state in locals: this loop runs once per event of a faulty stream
+            uniform, draw, push, heap, delay = self._rng.uniform, self._rng.random, heapq.heappush, self._heap, \
+                self.delay_ms
+            order = self._order
+            for event in events:
+                base = event.time_ms + delay
+                push(heap, (base + (uniform(0, jitter) if jitter else 0.0), order, [event]))
+                order += 1
+                if duplicates and draw() < duplicates:
+                    push(heap, (base + uniform(0, jitter + delay), order, [event]))
+                    order += 1
+            self._order = order
+            self.emitted += len(events)
             return
         # same arrival for all: their ties would be broken by emission order, which the list keeps
         self.emitted += len(events)
@@ -352,11 +365,6 @@ class Replica:
             h += 1
         return g, h - g
 
-    def _event(self, kind: str, tier: str, block: int, now: float, out: list[KVEvent]) -> None:
-        if self.record:
-            out.append(KVEvent(kind, self.rid, tier, block, self.seq, now))
-        self.seq += 1  # one counter per replica: the order of its own changes
-
     def admit(self, blocks: Sequence[int], now_ms: float) -> list[KVEvent]:
         """Hold every block of a served prompt on the GPU (tail first), evicting LRU blocks to the host
         tier (or away); returns the events, in the order the changes happened (none if not ``record``).
@@ -364,23 +372,38 @@ class Replica:
         [zh]
         把一个已服务提示词的全部块放进 GPU（从尾到头），按 LRU 把块淘汰到主机内存层（或丢弃）；返回事件。
         """
+        # The inner loop of every simulation (millions of blocks per notebook): events are built as plain
+        # tuples of the named type (no __new__ call per change) and ``seq`` counts in a local.
         out: list[KVEvent] = []
+        emit = out.append if self.record else None
+        event = tuple.__new__
+        gpu, host, gpu_blocks, host_blocks, rid = self.gpu, self.host, self.gpu_blocks, self.host_blocks, self.rid
+        seq = self.seq
         for b in reversed(blocks):
-            if b in self.gpu:
-                self.gpu.move_to_end(b)
+            if b in gpu:
+                gpu.move_to_end(b)
                 continue
-            self.host.pop(b, None)  # fetched or recomputed: the GPU copy replaces the host one
-            self.gpu[b] = None
-            self._event(STORED, GPU, b, now_ms, out)
-            while len(self.gpu) > self.gpu_blocks:
-                old, _ = self.gpu.popitem(last=False)
-                self._event(REMOVED, GPU, old, now_ms, out)
-                if self.host_blocks:
-                    self.host[old] = None
-                    self._event(STORED, HOST, old, now_ms, out)
-                    while len(self.host) > self.host_blocks:
-                        gone, _ = self.host.popitem(last=False)
-                        self._event(REMOVED, HOST, gone, now_ms, out)
+            host.pop(b, None)  # fetched or recomputed: the GPU copy replaces the host one
+            gpu[b] = None
+            if emit:
+                emit(event(KVEvent, (STORED, rid, GPU, b, seq, now_ms)))
+            seq += 1
+            while len(gpu) > gpu_blocks:
+                old, _ = gpu.popitem(last=False)
+                if emit:
+                    emit(event(KVEvent, (REMOVED, rid, GPU, old, seq, now_ms)))
+                seq += 1
+                if host_blocks:
+                    host[old] = None
+                    if emit:
+                        emit(event(KVEvent, (STORED, rid, HOST, old, seq, now_ms)))
+                    seq += 1
+                    while len(host) > host_blocks:
+                        gone, _ = host.popitem(last=False)
+                        if emit:
+                            emit(event(KVEvent, (REMOVED, rid, HOST, gone, seq, now_ms)))
+                        seq += 1
+        self.seq = seq  # one counter per replica: the order of its own changes
         return out
 
 

@@ -134,10 +134,6 @@ from kernels.model import ModelConfig
 # zh: torch 只用一个 CPU 线程：这里的模型都很小，第二个线程大多在等第一个（机器繁忙或与人共用时，每个操作都要
 # zh: 等时间片）。下面每一组对比的两边都在同一个线程上运行。
 torch.set_num_threads(1)
-# Some checks probe the meta device, whose first use imports torch._dynamo (a second or two): do it
-# now, so that no check pays for it.
-# zh: 有些检查在 meta 设备上运行，第一次使用时会导入 torch._dynamo（要一两秒）：现在先导入，免得算进检查的时间。
-import torch._dynamo  # noqa: E402, F401
 
 model = DecoderLM.random(ModelConfig.tiny(), seed=0)
 cfg = model.config

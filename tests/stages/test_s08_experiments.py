@@ -198,6 +198,20 @@ def test_salted_pool_refuses_requests_without_a_tenant():
     assert pool.requests == {} and pool.num_free == 8
 
 
+def test_remembered_keys_are_the_computed_ones_handed_out_as_copies():
+    remembering = TenantPool(64, 8, extra_keys_for=tenant_extra_keys, remember_keys=True)
+    plain = TenantPool(64, 8, extra_keys_for=tenant_extra_keys)
+    salt = tenant_extra_keys("alice", None)
+    for tokens, extra in [(list(range(20)), None), (list(range(20)), salt), (list(range(16)) + [99], salt),
+                          (list(range(5)), None)]:
+        first = remembering.keys_of(tokens, extra)
+        assert first == remembering.keys_of(tokens, extra) == plain.keys_of(tokens, extra)
+        first.append(b"changed by the caller")
+        assert remembering.keys_of(tokens, extra) == plain.keys_of(tokens, extra)
+    # one entry per (full blocks, extra keys): the tail is not part of the key
+    assert len(remembering._known_keys) == 3
+
+
 def test_isolation_costs_first_uses_and_memory_on_a_workload():
     kwargs = dict(num_tenants=4, shared_prompts=2, private_prompts=2, num_requests=300, prompt_len=64)
     workload = make_tenant_workload(1, **kwargs)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,6 +130,30 @@ def test_s09_event_stream_delivers_every_copy_once_in_time_order():
     assert stream.delivered == len(got) > stream.emitted == 100 and stream.due(1e9) == []
     assert {e.block for e in got} == set(range(100)) and len(got) > 100
     assert [e.seq for e in got] != sorted(e.seq for e in got)  # the jitter reorders
+
+
+@pytest.mark.parametrize("faults", [dict(delay_ms=10.0, jitter_ms=30.0, duplicate_rate=0.5),
+                                    dict(delay_ms=5.0, duplicate_rate=0.3), dict(jitter_ms=2.0)])
+def test_s09_event_stream_emit_all_is_emit_one_by_one(faults):
+    """emit_all's loop for a faulty stream is its own copy of emit: the same draws, the same deliveries."""
+    rep = Replica(0, gpu_blocks=4, host_blocks=3)
+    events = rep.admit(list(range(12)), 5.0) + rep.admit([1, 2, 20, 21], 7.5)
+    one, batch = EventStream(seed=4, **faults), EventStream(seed=4, **faults)
+    for e in events:
+        one.emit(e)
+    batch.emit_all(events)
+    assert batch.emitted == one.emitted == len(events)
+    for now in (20.0, 35.0, 1e9):
+        assert batch.due(now) == one.due(now)
+    assert batch.delivered == one.delivered
+
+
+def test_s09_replica_without_a_record_counts_the_same_changes():
+    kept, counted = Replica(0, gpu_blocks=3, host_blocks=2), Replica(0, gpu_blocks=3, host_blocks=2, record=False)
+    for blocks in ([1, 2, 3, 4, 5], [9], [1, 7], [4, 5, 6, 8]):
+        events = kept.admit(blocks, 0.0)
+        assert counted.admit(blocks, 0.0) == [] and all(type(e) is KVEvent for e in events)
+        assert counted.seq == kept.seq and list(counted.gpu) == list(kept.gpu) and list(counted.host) == list(kept.host)
 
 
 def test_s09_routing_reads_only_the_requests_blocks():
