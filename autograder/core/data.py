@@ -130,10 +130,28 @@ def values_equal(expected: Any, got: Any, atol: float | None) -> bool:
     return expected == got
 
 
+def _same_encoding(a: Any, b: Any) -> bool:
+    """Whether two tagged JSON values are the same, type for type (``1`` is not ``True``, nor ``1.0``).
+    Then their decoded values are equal under :func:`values_equal` too, which is what makes this a
+    shortcut; a non-finite float (``{"__float__": ...}``) answers False, leaving it to the decoded
+    comparison (a NaN in a set or among a dict's keys is not equal to itself there)."""
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is list:
+        return len(a) == len(b) and all(_same_encoding(x, y) for x, y in zip(a, b, strict=True))
+    if t is dict:
+        return "__float__" not in a and a.keys() == b.keys() and all(_same_encoding(a[k], b[k]) for k in a)
+    return a == b  # None, bool, int, str, a finite float
+
+
 def outcomes_equal(expected: dict, got: dict, atol: float | None = None) -> bool:
     if expected["kind"] != got["kind"]:
         return False
     if expected["kind"] == "ok":
+        # most outcomes graded are the reference's exactly: found equal without decoding either
+        if (atol is None or atol >= 0) and _same_encoding(expected["value"], got["value"]):
+            return True
         return values_equal(decode(expected["value"]), decode(got["value"]), atol)
     if expected["kind"] == "raised":
         return expected["type"] == got["type"]
