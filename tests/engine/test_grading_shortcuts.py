@@ -47,7 +47,8 @@ def test_outcomes_compare_as_their_decoded_values_do(a, b, atol):
     (1, True, None, False), ([1], [1.0], None, False), ((1, 2), [1, 2], None, False),
     (-0.0, 0.0, None, True), (math.nan, math.nan, None, True), ({math.nan: 1}, {math.nan: 1}, None, False),
     (frozenset([math.nan]), frozenset([math.nan]), None, False), (1.0, 1.0, -1.0, False), (1.0, 1.25, 0.5, True),
-    ({"__float__": "x"}, {"__float__": "x"}, None, True),
+    ({"__float__": "x"}, {"__float__": "x"}, None, True), (10**16, 1e16, None, False), ("1", 1, None, False),
+    ({1: "a"}, {"1": "a"}, None, False), (b"\x01", b"\x01", None, True),
 ])
 def test_outcomes_that_look_alike_but_compare_otherwise(a, b, atol, equal):
     """Where the same tagged JSON is not equal once decoded (a NaN key is not itself; a negative
