@@ -6,6 +6,7 @@ lying ``__eq__``, a numpy integer, a tensor) become :class:`Opaque`, which never
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -130,10 +131,27 @@ def values_equal(expected: Any, got: Any, atol: float | None) -> bool:
     return expected == got
 
 
+def _same_encoding(a: Any, b: Any) -> bool:
+    """Whether two tagged JSON values are the same, type for type: their JSON texts are, which tell
+    ``1`` from ``True`` and from ``1.0`` (a float's text always has a point or an exponent, and
+    :func:`encode` writes no raw non-finite float). Then their decoded values are equal under
+    :func:`values_equal` too, which is what makes this a shortcut; a value holding a non-finite float
+    (``{"__float__": ...}``) answers False, leaving it to the decoded comparison (a NaN in a set or
+    among a dict's keys is not equal to itself there). Only ever a shortcut: False proves nothing."""
+    try:
+        text = json.dumps(a, allow_nan=False)
+        return '"__float__"' not in text and text == json.dumps(b, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):  # not JSON as encode() writes it
+        return False
+
+
 def outcomes_equal(expected: dict, got: dict, atol: float | None = None) -> bool:
     if expected["kind"] != got["kind"]:
         return False
     if expected["kind"] == "ok":
+        # most outcomes graded are the reference's exactly: found equal without decoding either
+        if (atol is None or atol >= 0) and _same_encoding(expected["value"], got["value"]):
+            return True
         return values_equal(decode(expected["value"]), decode(got["value"]), atol)
     if expected["kind"] == "raised":
         return expected["type"] == got["type"]

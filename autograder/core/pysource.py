@@ -64,7 +64,12 @@ def _imported_modules(source: str) -> frozenset[str]:
     return frozenset(_find_imports(source))
 
 
+_FROM_LINE = re.compile(r"^\s*from\s", flags=re.M)
+
+
 def _find_imports(source: str) -> set[str]:
+    if "import" not in source and not _FROM_LINE.search(source):  # neither branch below can find any
+        return set()
     try:
         tree = parse(source)
     except (SyntaxError, ValueError):

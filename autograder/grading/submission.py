@@ -255,7 +255,8 @@ def read_submission(path: Path, hidden: Iterable[str] = (), stage: str | None = 
                         + ", ".join(graded.owners))
     else:
         lacking = set(graded.owners) - set().union(*(todocells.defined_names(sources[i]) for i in chosen))
-        others = [(i, s) for i, s in code if i not in chosen and metas[i] is None]
+        # only when a TODO name is lacking are the other cells parsed (most of a submission's reading time)
+        others = [(i, s) for i, s in code if i not in chosen and metas[i] is None] if lacking else []
         found = [others[k][0] for k in todocells.cells_defining([s for _, s in others], lacking)]
         if found:
             chosen = sorted(chosen + found)

@@ -9,7 +9,10 @@ Grading every TODO of every wrong answer would mostly re-prove one property: a T
 learner's own code for it and the reference for the rest, so an edit inside one TODO's function
 cannot move another TODO. The first wrong answer of each TODO proves that on the real grader (every
 TODO graded); the others are graded on their own TODO, and a static test keeps every edit inside its
-TODO's function, where that property covers it.
+TODO's function, where that property covers it. The same holds for a correct answer: an alternative is
+graded on its TODO, and an equivalent answer on the TODOs whose functions its edits change (every TODO
+when an edit lies outside them all), the others being the reference's, whose full marks
+tests/course/test_stages.py's reference grading shows.
 """
 from __future__ import annotations
 
@@ -51,6 +54,31 @@ TODOS = [(sid, t.id) for sid in DATA for t in load_stage(sid, hidden=False).todo
 _graded: dict[str, dict] = {}
 
 
+def _lines_inside(text: str, span: tuple[int, int], edits) -> bool:
+    """Whether every edit's old text lies on lines of the ``[start, end)`` span of ``text``."""
+    start, end = span
+    for old, _ in edits:
+        line = text[:text.index(old)].count("\n")
+        if not (start <= line and line + old.count("\n") < end):
+            return False
+    return True
+
+
+def todos_edited(stage_id: str, edits) -> set[str] | None:
+    """The TODOs whose functions hold each of ``edits`` (an edit inside two nested ones counts for
+    both); None when some edit lies outside every TODO's function: then every TODO must be graded."""
+    text = layout.stage_files(stage_id).reference.read_text(encoding="utf-8")
+    todos = load_stage(stage_id, hidden=False).todos
+    spans = {t.id: definition_span(text, t.target, with_comments_above=False) for t in todos}
+    found: set[str] = set()
+    for edit in edits:
+        inside = {tid for tid, span in spans.items() if _lines_inside(text, span, [edit])}
+        if not inside:
+            return None
+        found |= inside
+    return found
+
+
 def graded(stage_id: str) -> dict:
     if stage_id not in _graded:
         mod = DATA[stage_id]
@@ -58,6 +86,9 @@ def graded(stage_id: str) -> dict:
         variants.update({f"ok/{name}": edits for name, edits in getattr(mod, "EQUIVALENT", {}).items()})
         first = {todo: name for name, (todo, _) in reversed(mod.MUTANTS.items())}.values()
         only = {name: {todo} for name, (todo, _) in mod.MUTANTS.items() if name not in first}
+        for name, edits in getattr(mod, "EQUIVALENT", {}).items():
+            if (todos := todos_edited(stage_id, edits)) is not None:
+                only[f"ok/{name}"] = todos
         for todo, named in ALTS[stage_id].items():  # an alternative's edits stay in its TODO's function
             variants.update({f"alt/{name}": edits for name, edits in named.items()})
             only.update({f"alt/{name}": {todo} for name in named})

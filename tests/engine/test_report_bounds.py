@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import bz2
 import csv
+import functools
 import io
 import json
 import random
@@ -95,18 +96,27 @@ def _all_report_text(result: SubmissionResult, tmp_path: Path) -> str:
                       json.dumps(gradescope.results_json(result), ensure_ascii=False)])
 
 
+@functools.lru_cache(maxsize=16)
+def _pieces(text: str, run: int) -> frozenset[str]:
+    """Every ``run`` characters in a row of ``text``: a piece of that length is in ``text`` exactly
+    when it is among them (one look-up, where a search of a long text, per position of a report, made
+    the exfiltration tests spend most of their time here)."""
+    return frozenset(text[i:i + run] for i in range(len(text) - run + 1))
+
+
 def _carried(text: str, source: str, run: int = RUN, public: str = "") -> int:
     """How many distinct characters of ``source`` appear in ``text`` within runs of at least ``run``
     characters that are not also in ``public`` (what learners have anyway); the same piece shown twice
     counts once: it is the information that counts."""
     covered: set[int] = set()
+    in_source, in_public = _pieces(source, run), _pieces(public, run)
     i = 0
     while i + run <= len(text):
         n = run
-        if text[i:i + n] not in source or text[i:i + n] in public:
+        if text[i:i + n] not in in_source or text[i:i + n] in in_public:
             i += 1
             continue
-        while i + n < len(text) and text[i:i + n + 1] in source and text[i + n + 1 - run:i + n + 1] not in public:
+        while i + n < len(text) and text[i:i + n + 1] in source and text[i + n + 1 - run:i + n + 1] not in in_public:
             n += 1
         start = source.index(text[i:i + n])
         covered.update(range(start, start + n))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import tempfile
 from pathlib import Path
 
@@ -45,18 +46,36 @@ def _read_notebook(path: Path, stamp: tuple[int, int]) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 
 
+def _learner_notebook(stage_id: str, lang: str) -> nbformat.NotebookNode:
+    """The stage's learner notebook of edition ``lang``, shared: never changed by its readers."""
+    learner = layout.stage_files(stage_id).learner(lang)
+    seen = learner.stat()
+    return _read_notebook(learner, (seen.st_mtime_ns, seen.st_size))
+
+
+def _filled_sources(stage_id: str, edits: list[tuple[str, str]], nb: nbformat.NotebookNode) -> dict[int, str]:
+    """Cell index -> source, for each solution cell of ``nb``, filled from the edited reference."""
+    text = apply_edits(layout.stage_files(stage_id).reference.read_text(encoding="utf-8"), edits)
+    return {i: object_source(text, cell_ids.code_object(meta["grade_id"])) for i, cell in enumerate(nb.cells)
+            if (meta := cell.metadata.get("nbgrader", {})).get("solution")}
+
+
 def variant_notebook(stage_id: str, edits: list[tuple[str, str]], lang: str = "en") -> nbformat.NotebookNode:
     """The learner notebook (of edition ``lang``) with every solution cell filled from the edited reference."""
-    files = layout.stage_files(stage_id)
-    text = apply_edits(files.reference.read_text(encoding="utf-8"), edits)
-    learner = files.learner(lang)
-    seen = learner.stat()
-    nb = copy.deepcopy(_read_notebook(learner, (seen.st_mtime_ns, seen.st_size)))
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            cell.source = object_source(text, cell_ids.code_object(meta["grade_id"]))
+    nb = copy.deepcopy(_learner_notebook(stage_id, lang))
+    for i, source in _filled_sources(stage_id, edits, nb).items():
+        nb.cells[i].source = source
     return nb
+
+
+def variant_json(stage_id: str, edits: list[tuple[str, str]], lang: str = "en") -> str:
+    """:func:`variant_notebook` as the text of its file, each source split in lines as Jupyter saves it;
+    made without copying or validating the notebook (whose only change is the source of solution cells):
+    a stage's mutation tests write dozens."""
+    nb = _learner_notebook(stage_id, lang)
+    filled = _filled_sources(stage_id, edits, nb)
+    cells = [{**cell, "source": filled.get(i, cell.source).splitlines(keepends=True)} for i, cell in enumerate(nb.cells)]
+    return json.dumps({**nb, "cells": cells}, ensure_ascii=False, sort_keys=True)
 
 
 def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]],
@@ -67,7 +86,7 @@ def grade_variants(stage_id: str, variants: dict[str, list[tuple[str, str]]],
         paths = {}
         for i, (name, edits) in enumerate(variants.items()):
             p = Path(tmp) / f"v{i:03d}.ipynb"
-            nbformat.write(variant_notebook(stage_id, edits), p)
+            p.write_text(variant_json(stage_id, edits), encoding="utf-8")
             paths[str(p)] = name
         names = {name: path for path, name in paths.items()}
         results = grade_paths(list(paths), only={names[n]: todos for n, todos in (only or {}).items()})
