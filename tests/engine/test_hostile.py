@@ -89,8 +89,8 @@ THROUGH_NBGRADER += ["infinite_loop", "memory_bomb", "fork_bomb", "sys_exit", "o
 # A grader takes submissions in the order given, so the attacks that hold a worker for long by design go
 # first: waiting out the wall-clock limit (stretched by the machine's load), spinning to the CPU limit,
 # forking to the process limit in every TODO's child, printing hundreds of megabytes, sleeping while the
-# siblings look. Handed in last (in name order), the sleeper alone kept the run going for its whole
-# wall-clock limit after every other child had finished; first, each wait overlaps the rest of the class.
+# siblings look. Late in name order, the sleeper alone kept the run going for most of its wall-clock
+# limit after every other child had finished; first, each wait overlaps the rest of the class.
 # The detached rewriter goes last: its write, 3 s after its child, then falls after the reports exist, in
 # the linger, where the reports' digests would catch it had its process outlived grading.
 LONG_FIRST = ["sleep_forever_at_cell_level", "cpu_hang_at_cell_level", "ignores_sigterm", "infinite_loop",
