@@ -85,6 +85,25 @@ THROUGH_NBGRADER = [name for mechanism in (
 THROUGH_NBGRADER += ["infinite_loop", "memory_bomb", "fork_bomb", "sys_exit", "os_exit", "keyboard_interrupt",
                      "exit_after_class", "megabytes_of_stdout", "threads_left_running", "ignores_sigterm",
                      "forged_result_lines", "syntax_error", "missing_todo_cell"]
+# The order the class is handed in (the CLI's arguments; nbgrader's students, which it takes in name order).
+# A grader takes submissions in the order given, so the attacks that hold a worker for long by design go
+# first: waiting out the wall-clock limit (stretched by the machine's load), spinning to the CPU limit,
+# forking to the process limit in every TODO's child, printing hundreds of megabytes, sleeping while the
+# siblings look. Late in name order, the sleeper alone kept the run going for most of its wall-clock
+# limit after every other child had finished; first, each wait overlaps the rest of the class.
+# The detached rewriter goes last: its write, 3 s after its child, then falls after the reports exist, in
+# the linger, where the reports' digests would catch it had its process outlived grading.
+LONG_FIRST = ["sleep_forever_at_cell_level", "cpu_hang_at_cell_level", "ignores_sigterm", "infinite_loop",
+              "fork_bomb_at_cell_level", "megabytes_of_stdout", "colluding_classmate_leaves_its_reference",
+              "output_flood_and_warnings"]
+LAST = ["detached_process_rewrites_the_reports"]
+
+
+def handed_in_order(names) -> list[str]:
+    """``names`` in the order the class is handed in: :data:`LONG_FIRST`, the rest by name, :data:`LAST`."""
+    names = set(names)
+    ends = [n for n in LONG_FIRST + LAST if n in names]
+    return [n for n in LONG_FIRST if n in names] + sorted(names - set(ends)) + [n for n in LAST if n in names]
 
 
 def _write_class(dest: Path) -> dict[str, Path]:
@@ -164,7 +183,8 @@ def cli_run(tmp_path_factory):
     repo_before = _repo_digest()
     env = dict(os.environ, TMPDIR=str(grader_tmp), PYTHONDONTWRITEBYTECODE="1")
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--no-progress",
+    files = [str(paths[name]) for name in handed_in_order(paths)]  # a batch of files: graded in this order
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *files, "--format", "json", "--no-progress",
                            "--workers", "3", "--csv", str(out / "grades.csv"), "--summary-json", str(out / "summary.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=scaled(BOUND_S) + 60, env=env)
     seconds = time.monotonic() - start
@@ -180,6 +200,11 @@ def cli_run(tmp_path_factory):
 
 def test_hostile_corpus_has_at_least_20_kinds_and_40_new_attacks():
     assert len(OLD) >= 20 and len(NEW) >= 40 and not set(OLD) & set(NEW)
+
+
+def test_the_order_handed_in_names_cases_of_the_corpus():
+    assert set(LONG_FIRST + LAST) <= set(CASES)
+    assert sorted(handed_in_order(CASES)) == sorted(CASES)
 
 
 def test_attack_corpus_covers_every_mechanism_of_the_issue():
@@ -294,9 +319,10 @@ def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
                    capture_output=True)
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", S01.notebook, "--create"], cwd=course,
                    check=True, capture_output=True)
-    gradable = [*dict.fromkeys(THROUGH_NBGRADER)] + list(HONEST)
+    gradable = handed_in_order([*THROUGH_NBGRADER, *HONEST])
+    student = {name: f"{k:02d}_{name}" for k, name in enumerate(gradable)}  # nbgrader takes students by name
     for name in gradable:
-        d = course / "submitted" / name / S01.notebook
+        d = course / "submitted" / student[name] / S01.notebook
         shutil.copytree(course / "release" / S01.notebook, d)
         shutil.copy(paths[name], d / S01.learner().name)
     kept = {d: _tree_digest(course / d) for d in ("source", "submitted", "release")}
@@ -305,25 +331,26 @@ def test_hostile_nbgrader_gradebook_matches_cli(cli_run, tmp_path):
                        text=True, timeout=scaled(1500), env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "checksum" not in p.stderr  # untouched test cells are not reported as changed
-    book = _gradebook(course, gradable)
+    book = _gradebook(course, student)
     time.sleep(scaled(LINGER_S))
     assert _processes_using(str(grader_tmp)) == [] and os.listdir(grader_tmp) == []
     assert {d: _tree_digest(course / d) for d in kept} == kept, "the course's sources or submissions changed"
-    assert _gradebook(course, gradable) == book, "the gradebook changed after grading ended"
+    assert _gradebook(course, student) == book, "the gradebook changed after grading ended"
     for name in gradable:
         cli = {t["id"]: t["points"] for t in results[name]["todos"]}
         if book[name] != cli:
-            graded = nbformat.read(course / "autograded" / name / S01.notebook / S01.learner().name, as_version=4)
+            graded = nbformat.read(course / "autograded" / student[name] / S01.notebook / S01.learner().name, as_version=4)
             said = [o.get("evalue") or o.get("text") for c in graded.cells for o in c.get("outputs", [])]
             pytest.fail(f"{name}: gradebook {book[name]} != CLI {cli}; nbgrader outputs: {said}")
 
 
-def _gradebook(course: Path, students: list[str]) -> dict[str, dict[str, float]]:
+def _gradebook(course: Path, students: dict[str, str]) -> dict[str, dict[str, float]]:
+    """Case name -> TODO id -> the points nbgrader's gradebook holds for the student ``students[name]``."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         out = {}
-        for name in students:
-            nb = gb.find_submission_notebook(S01.notebook, S01.notebook, name)
+        for name, student in students.items():
+            nb = gb.find_submission_notebook(S01.notebook, S01.notebook, student)
             out[name] = {g.name.replace("-", "."): g.auto_score for g in nb.grades if g.name.replace("-", ".") in ALL | {"s01.quiz"}}
         return out

@@ -74,8 +74,11 @@ def cases() -> list[Case]:
     c.append(only_fails("s01.normalize", "KeyboardInterrupt", inject("_normalize", "raise KeyboardInterrupt"), "keyboard_interrupt"))
     c.append(only_fails("s01.add_prefix", "BaseException", inject("add_prefix", "raise BaseException('bye')"), "base_exception"))
     c.append(Case("exit_after_class", REF_CLASS + "\n\nimport sys\nsys.exit('done')\n", set(ALL)))
-    # output is drained and dropped beyond a cap: printing never fails a correct answer
-    c.append(Case("megabytes_of_stdout", inject("_normalize", "for _ in range(100):\n    print('x' * 1_000_000)"), set(ALL)))
+    # output is drained and dropped beyond a cap: printing never fails a correct answer. 10 MB a call, about
+    # 200 MB in the child (its checks call _normalize some 20 times): thousands of times what the grader keeps
+    # (16 KB), what a pipe holds (64 KB) and what it reads after the end (1 MB). At 100 MB a call, printing
+    # 2 GB took most of the child's CPU-time limit: on a slower core that limit would have stopped a correct answer.
+    c.append(Case("megabytes_of_stdout", inject("_normalize", "for _ in range(10):\n    print('x' * 1_000_000)"), set(ALL)))
     c.append(Case("stdout_and_stderr_noise", inject("match_prefix", "import sys, warnings\nprint('debug', prompt_tokens)\n"
                                                    "print('noise', file=sys.stderr)\nwarnings.warn('careful')"), set(ALL)))
     c.append(only_fails("s01.normalize", "expected: raises TypeError",
