@@ -1,8 +1,9 @@
 """Warm notebook kernels (tests/support/warm_kernel.py, tests/support/kernel_zygote.py): a kernel forked
 by the zygote is started, runs code, is interrupted, restarted and killed through jupyter_client like a
 launched one; one that ends itself is seen dead; every kernel is reaped; the zygote forks only while
-it has one thread. The zygote here imports only ipykernel (the tests' own imports torch and matplotlib
-as well: tests/course/test_warm_kernels.py compares a whole stage run in each kind of kernel)."""
+it has one thread. The zygote here imports only ipykernel (the tests' own import matplotlib as well,
+and torch for a notebook that does: tests/course/test_warm_kernels.py compares a whole stage run in
+each kind of kernel)."""
 from __future__ import annotations
 
 import asyncio
@@ -18,15 +19,11 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.support import warm_kernel
 from tests.support.machine import scaled
-from tests.support.warm_kernel import KERNEL_MODULES, WarmKernelManager, WarmProvisioner
-
-
-class LightProvisioner(WarmProvisioner):
-    modules = (KERNEL_MODULES, ())
+from tests.support.warm_kernel import KERNEL_MODULES, TorchKernelManager, WarmKernelManager
 
 
 class LightManager(WarmKernelManager):
-    provisioner_class = LightProvisioner
+    modules = (KERNEL_MODULES, ())
 
 
 def _state(pid: int) -> str | None:
@@ -177,11 +174,8 @@ def test_a_zygote_with_a_thread_forks_nothing_and_kernels_start_plain(tmp_path):
         "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
 
-    class Threaded(LightProvisioner):
-        modules = (KERNEL_MODULES, ("pcw_starts_a_thread",))
-
     class Manager(WarmKernelManager):
-        provisioner_class = Threaded
+        modules = (KERNEL_MODULES, ("pcw_starts_a_thread",))
 
     async def main():
         km = Manager(kernel_name="python3")
@@ -201,11 +195,16 @@ def test_a_zygote_with_a_thread_forks_nothing_and_kernels_start_plain(tmp_path):
     asyncio.run(main())
 
 
-def test_plain_kernels_on_request(monkeypatch):
+def test_a_notebook_that_imports_torch_gets_the_zygote_with_torch_and_plain_kernels_on_request(monkeypatch):
+    light = new_notebook(cells=[new_code_cell("import matplotlib.pyplot as plt\n# torch is not needed here")])
+    torch = [new_notebook(cells=[new_code_cell(code)]) for code in
+             ("import random\nimport torch", "from torch import nn", "    from kernels.model import TinyLM")]
+    monkeypatch.delenv(warm_kernel.PLAIN_ENV, raising=False)
+    assert warm_kernel.kernel_manager_class(light) is WarmKernelManager
+    assert all(warm_kernel.kernel_manager_class(nb) is TorchKernelManager for nb in torch)
+    assert "torch" in TorchKernelManager.modules[1] and "torch" not in WarmKernelManager.modules[1]
     monkeypatch.setenv(warm_kernel.PLAIN_ENV, "1")
-    assert warm_kernel.kernel_manager_class() is not WarmKernelManager
-    monkeypatch.setenv(warm_kernel.PLAIN_ENV, "0")
-    assert warm_kernel.kernel_manager_class() is WarmKernelManager
+    assert not issubclass(warm_kernel.kernel_manager_class(torch[0]), WarmKernelManager)
 
 
 def test_the_zygote_reaps_every_kernel_and_takes_them_with_it(tmp_path):

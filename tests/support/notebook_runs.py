@@ -17,12 +17,12 @@ A test that needs a run of its own calls :func:`run_notebook` directly: the load
 test_loaded_machine (it must run under the load it makes), a test that edits the notebook first, and
 the browser tests (they measure what JupyterLab shows while it runs).
 
-The kernel of a run starts warm: forked from this test process's kernel zygote, which has imported
-ipykernel, torch and matplotlib once (tests/support/warm_kernel.py; tests/course/test_warm_kernels.py
-compares what a stage prints from a warm kernel and from a fresh one). ``PCW_PLAIN_KERNELS=1`` in the
-environment makes every run's kernel a fresh interpreter instead, as a learner's is. The tests of a
-fresh kernel's first cell (test_first_cell) and the browser tests (JupyterLab starts its own kernels)
-always run fresh ones.
+The kernel of a run starts warm: forked from a kernel zygote of this test process, which has imported
+ipykernel and matplotlib once, and torch for a notebook that imports it (tests/support/warm_kernel.py;
+tests/course/test_warm_kernels.py compares what a stage prints from a warm kernel and from a fresh one).
+``PCW_PLAIN_KERNELS=1`` in the environment makes every run's kernel a fresh interpreter instead, as a
+learner's is. The tests of a fresh kernel's first cell (test_first_cell) and the browser tests
+(JupyterLab starts its own kernels) always run fresh ones.
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def run_notebook(path: Path, folder: Path, *, timeout: int) -> NotebookRun:
                                                        if p))
     start = time.monotonic()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                   kernel_manager_class=kernel_manager_class(),
+                   kernel_manager_class=kernel_manager_class(nb),
                    resources={"metadata": {"path": str(folder)}}).execute(env=env)
     return NotebookRun(nb, time.monotonic() - start, folder)
 

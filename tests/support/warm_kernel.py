@@ -27,6 +27,7 @@ import asyncio
 import atexit
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -40,6 +41,7 @@ from typing import Any
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
+from nbformat import NotebookNode
 
 #: ``PCW_PLAIN_KERNELS=1``: every notebook kernel of the tests is a fresh interpreter (no zygote).
 PLAIN_ENV = "PCW_PLAIN_KERNELS"
@@ -54,7 +56,11 @@ KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "IPython.core.com
                   "IPython.extensions.storemagic", "sqlite3", "psutil", "tornado.gen", "tornado.locks",
                   "tornado.platform.asyncio", "tornado.queues", "faulthandler", "http.server", "mimetypes", "pdb",
                   "pydoc")
-CELL_MODULES = ("torch", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
+CELL_MODULES = ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
+#: torch costs more than the rest together (about 3.5 CPU-s to import) and weighs on every fork (a kernel
+#: forked from a zygote holding it spends about 0.5 CPU-s more in the kernel, copying and mapping pages):
+#: only the notebooks that import it (:func:`imports_torch`) get kernels from a zygote that has.
+TORCH_MODULES = ("torch",)
 #: Variables jupyter_client or pytest set per kernel or per test, which nothing reads at start-up: a
 #: zygote serves every run whose environment differs from its own in these alone. (``JPY_PARENT_PID``
 #: is not one: ipykernel reads it when imported. It is this process's pid for every kernel, so the
@@ -62,8 +68,10 @@ CELL_MODULES = ("torch", "matplotlib", "matplotlib.figure", "matplotlib.backends
 PER_RUN = ("JPY_SESSION_NAME", "PYTEST_CURRENT_TEST")
 #: How long a zygote may take to import its modules, in seconds on a quiet machine (about 5 s of CPU).
 START_S = 120
-#: Zygotes kept per process: one per distinct environment of the runs, the idle ones ended beyond this.
-KEPT = 2
+#: Zygotes kept per process (one per environment of the runs and set of imports), idle ones ended beyond this.
+KEPT = 3
+#: A code cell that imports torch, or the course's kernels (which import it).
+_TORCH_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:torch|kernels)\b", re.MULTILINE)
 
 
 def plain_kernels() -> bool:
@@ -199,7 +207,7 @@ def _close_all() -> None:
 atexit.register(_close_all)
 
 
-def zygote_for(python: str, env: dict[str, str], modules=(KERNEL_MODULES, CELL_MODULES)) -> Zygote | None:
+def zygote_for(python: str, env: dict[str, str], modules: tuple) -> Zygote | None:
     """This process's zygote for kernels of ``python`` started with ``env`` (started now if none is):
     None where it cannot fork kernels (see the module docstring)."""
     global _owner
@@ -226,11 +234,12 @@ class WarmProvisioner(LocalProvisioner):
 
     Invariants: ``kernel`` is the forked kernel while it has not been waited for, and then None; where
     the kernel started plain (see the module docstring) it is None throughout and every method is the
-    local provisioner's own; ``modules`` are the zygote's imports (a test may name fewer).
+    local provisioner's own; ``modules`` are the zygote's imports (the kernel manager's choice; a test may
+    name fewer).
     """
 
     kernel: WarmKernel | None = None
-    modules: tuple = (KERNEL_MODULES, CELL_MODULES)
+    modules: tuple = (KERNEL_MODULES, CELL_MODULES)  # set by the kernel manager
 
     @property
     def has_process(self) -> bool:
@@ -284,21 +293,40 @@ class WarmProvisioner(LocalProvisioner):
 
 class WarmKernelManager(AsyncKernelManager):
     """nbclient's kernel manager with :class:`WarmProvisioner` as its provisioner, whatever the kernel
-    spec names (nbclient: ``NotebookClient(..., kernel_manager_class=WarmKernelManager)``)."""
+    spec names (nbclient: ``NotebookClient(..., kernel_manager_class=WarmKernelManager)``); the kernel
+    comes from a zygote that imported ``modules``."""
 
     provisioner_class: type[WarmProvisioner] = WarmProvisioner
+    modules: tuple = (KERNEL_MODULES, CELL_MODULES)
 
     async def _async_pre_start_kernel(self, **kw: Any):  # type: ignore[override]
         if self.provisioner is None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
             self.provisioner = self.provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
                                                       parent=self)
+            self.provisioner.modules = self.modules
         return await super()._async_pre_start_kernel(**kw)
 
 
-def kernel_manager_class() -> type[AsyncKernelManager]:
-    """The kernel manager for the tests' notebook runs: warm unless ``PCW_PLAIN_KERNELS=1``."""
-    return AsyncKernelManager if plain_kernels() else WarmKernelManager
+class TorchKernelManager(WarmKernelManager):
+    """A warm kernel from the zygote that has imported torch as well (:data:`TORCH_MODULES`)."""
+
+    modules = (KERNEL_MODULES, CELL_MODULES + TORCH_MODULES)
 
 
-__all__ = ["PLAIN_ENV", "WarmKernelManager", "WarmProvisioner", "Zygote", "kernel_manager_class", "zygote_for"]
+def imports_torch(nb: NotebookNode) -> bool:
+    """Whether a code cell of ``nb`` imports torch (or the course's kernels). Only the cost depends on
+    it: a kernel from either zygote runs any notebook as a fresh one would."""
+    return any(c.cell_type == "code" and _TORCH_IMPORT.search(c.source) for c in nb.cells)
+
+
+def kernel_manager_class(nb: NotebookNode | None = None) -> type[AsyncKernelManager]:
+    """The kernel manager for a tests' run of ``nb``: warm unless ``PCW_PLAIN_KERNELS=1``, from the zygote
+    with torch where ``nb`` imports it."""
+    if plain_kernels():
+        return AsyncKernelManager
+    return TorchKernelManager if nb is not None and imports_torch(nb) else WarmKernelManager
+
+
+__all__ = ["PLAIN_ENV", "TorchKernelManager", "WarmKernelManager", "WarmProvisioner", "Zygote", "imports_torch",
+           "kernel_manager_class", "zygote_for"]
