@@ -226,3 +226,33 @@ def test_the_zygote_reaps_every_kernel_and_takes_them_with_it(tmp_path):
         warm_kernel._zygotes.pop(zygote.key)
 
     asyncio.run(main())
+
+
+def test_kernels_die_with_their_zygote_and_the_next_kernel_gets_a_new_one(tmp_path):
+    async def main():
+        km, kc = await _started(tmp_path)
+        kernel = km.provisioner.kernel
+        try:
+            kernel.zygote.process.kill()  # as if the zygote crashed: the parent-death signal ends its kernel
+            kernel.zygote.process.wait()
+            await _gone(km)
+            assert await km.provisioner.poll() == -signal.SIGKILL
+            for _ in range(int(scaled(30) / 0.05)):
+                if _state(kernel.pid) in (None, "Z"):  # killed (reaped by whoever adopted it, or not yet)
+                    break
+                await asyncio.sleep(0.05)
+            assert _state(kernel.pid) in (None, "Z")
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+        again, kc = await _started(tmp_path)
+        try:
+            assert again.provisioner.kernel.zygote is not kernel.zygote
+            content, printed = await _run(kc, "print('again')")
+            assert printed == "again\n"
+        finally:
+            kc.stop_channels()
+            await again.shutdown_kernel()
+
+    asyncio.run(main())
+

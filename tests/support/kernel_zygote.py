@@ -246,6 +246,7 @@ def main() -> None:
     fd, groups = int(sys.argv[1]), json.loads(sys.argv[2])
     gc.disable()  # no collection leaves holes in the pages the kernels share (enabled again in each kernel)
     try:
+        os.close(os.pidfd_open(os.getpid()))  # how the zygote watches its kernels (Linux 5.3 and later)
         modules, cell_imports = preload(*groups)
         ready = {"op": READY, "pid": os.getpid(), "threads": threads(), "preloaded": modules}
     except BaseException as exc:  # noqa: BLE001 - reported, and the tests start plain kernels instead

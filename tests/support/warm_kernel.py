@@ -173,11 +173,13 @@ class Zygote:
             request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
             fds = array.array("i", [stdin_r, 1, 2, theirs.fileno()])
             self.control.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())])
+            data = ours.recv(4096)
+        except OSError as exc:  # the zygote is gone
+            data = json.dumps({"refused": f"the zygote is gone ({exc})"}).encode()
         finally:
             for fd in (stdin_r, stdin_w):
                 os.close(fd)
             theirs.close()
-        data = ours.recv(4096)
         reply = json.loads(data) if data else {"refused": "the zygote is gone"}
         if "pid" not in reply:
             ours.close()
@@ -219,6 +221,10 @@ def zygote_for(python: str, env: dict[str, str], modules: tuple) -> Zygote | Non
             _zygotes.clear()
             _owner = os.getpid()
         zygote = _zygotes.get(key)
+        if zygote is not None and zygote.process.poll() is not None:  # it died (its kernels with it): a new one
+            zygote.control.close()
+            del _zygotes[key]
+            zygote = None
         if zygote is None:
             for old in [z for z in _zygotes.values() if not z.live][: max(0, len(_zygotes) + 1 - KEPT)]:
                 old.close()
@@ -246,15 +252,22 @@ class WarmProvisioner(LocalProvisioner):
         return self.kernel is not None or super().has_process
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        if self.kernel is not None:  # a kernel before a restart that was not waited for: its zygote reaps it
+            self.kernel.close()
+            self.kernel = None
         env = dict(kwargs.get("env") or os.environ)
         env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launcher sets it
         cwd = str(kwargs.get("cwd") or os.getcwd())
         zygote = None
         if cmd[1:3] == ["-m", "ipykernel_launcher"] and hasattr(os, "pidfd_open") and not plain_kernels():
             zygote = zygote_for(cmd[0], env, self.modules)
-        if zygote is None:
+        if zygote is not None:
+            try:
+                self.kernel = zygote.spawn(cmd[1:], env, cwd)
+            except ZygoteUnavailable as exc:
+                warnings.warn(f"this kernel starts plain: {exc}", stacklevel=2)
+        if self.kernel is None:
             return await super().launch_kernel(cmd, **kwargs)
-        self.kernel = zygote.spawn(cmd[1:], env, cwd)
         self.pid = self.pgid = self.kernel.pid
         self.cwd = cwd
         return self.connection_info
