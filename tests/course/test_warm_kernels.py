@@ -4,8 +4,11 @@ learner's kernel prints.
 
 Stage 2's instructor notebook is compared whole: the session's run of it (warm, shared with
 test_notebooks_run and test_chinese_edition) against a run in a fresh kernel, every measured number
-masked as test_loaded_machine masks it. A kernel's state before any cell (what the interpreter and
-ipykernel set up, and what ``import torch`` leaves) is compared field by field.
+masked as test_loaded_machine masks it (one cheap stage: every stage compared costs a second run of
+it). A kernel's state before any cell (what the interpreter and ipykernel set up, and what
+``import torch`` leaves) is compared field by field. Stage 8 could not be compared this way: its timing
+attack prints measured counts the mask keeps (secrets recovered out of 40, nanoseconds per key), which
+differ between two fresh kernels' runs as much as between a fresh and a warm one.
 """
 from __future__ import annotations
 
