@@ -16,6 +16,13 @@ beside the notebook.
 A test that needs a run of its own calls :func:`run_notebook` directly: the loaded pass of
 test_loaded_machine (it must run under the load it makes), a test that edits the notebook first, and
 the browser tests (they measure what JupyterLab shows while it runs).
+
+The kernel of a run starts warm: forked from a kernel zygote of this test process, which has imported
+ipykernel and matplotlib once, and torch for a notebook that imports it (tests/support/warm_kernel.py;
+tests/course/test_warm_kernels.py compares what a stage prints from a warm kernel and from a fresh one).
+``PCW_PLAIN_KERNELS=1`` in the environment makes every run's kernel a fresh interpreter instead, as a
+learner's is. The tests of a fresh kernel's first cell (test_first_cell) and the browser tests
+(JupyterLab starts its own kernels) always run fresh ones.
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ from nbformat import NotebookNode
 
 from autograder.core import layout
 from tests.support.machine import scaled
+from tests.support.warm_kernel import kernel_manager_class
 
 #: nbclient's limit for one cell of a shared run, in seconds on a quiet machine: a cell that hangs ends
 #: the run with an error instead of holding every test that waits for it until pytest's own timeout.
@@ -61,15 +69,17 @@ class SharedRunFailed(RuntimeError):
 
 
 def run_notebook(path: Path, folder: Path, *, timeout: int) -> NotebookRun:
-    """Run the notebook at ``path`` top to bottom in a fresh kernel whose working folder is ``folder``
-    (made if missing), each cell given ``timeout`` seconds. A cell that raises is recorded in its
-    outputs and the run goes on, as Run All does with errors allowed."""
+    """Run the notebook at ``path`` top to bottom in a new kernel (warm unless ``PCW_PLAIN_KERNELS=1``:
+    see the module docstring) whose working folder is ``folder`` (made if missing), each cell given
+    ``timeout`` seconds. A cell that raises is recorded in its outputs and the run goes on, as Run All
+    does with errors allowed."""
     folder.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(path, as_version=4)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(layout.ROOT), os.environ.get("PYTHONPATH"))
                                                        if p))
     start = time.monotonic()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                   kernel_manager_class=kernel_manager_class(nb),
                    resources={"metadata": {"path": str(folder)}}).execute(env=env)
     return NotebookRun(nb, time.monotonic() - start, folder)
 
