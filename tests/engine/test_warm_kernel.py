@@ -21,6 +21,8 @@ from tests.support import warm_kernel
 from tests.support.machine import scaled
 from tests.support.warm_kernel import KERNEL_MODULES, TorchKernelManager, WarmKernelManager
 
+pytestmark = pytest.mark.slow  # the fast lane leaves it out: starts real kernels and zygotes (~9 CPU-s)
+
 
 class LightManager(WarmKernelManager):
     modules = (KERNEL_MODULES, ())
