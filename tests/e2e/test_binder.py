@@ -25,6 +25,8 @@ def test_binder_environment_opens_and_runs_a_notebook(tmp_path):
     # torch's thousands of files included); what this test proves does not depend on it: the modules
     # the environment imports are compiled when first imported. PIP_COMPILE reaches postBuild's pip too.
     env["PIP_COMPILE"] = "0"
+    # nor pip's check for a newer pip (a look-up on the index, and a file per environment in the user's cache)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")
     bindir = tmp_path / "venv" / "bin"
     env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"

@@ -24,7 +24,11 @@ S01 = layout.stage_files("s01")
 
 
 def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
+    # pip's check for a newer pip is no part of an install (a look-up on the index, and a file per
+    # environment left in the user's cache)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
 
 
 @pytest.mark.slow
