@@ -4,7 +4,9 @@ The kernel is replaced by a stand-in that counts its runs (the slow tests that r
 real kernels)."""
 from __future__ import annotations
 
+import asyncio
 import threading
+from queue import Empty
 
 import nbformat
 import pytest
@@ -123,3 +125,36 @@ def test_a_run_stopped_from_outside_is_made_again_by_the_next_asker(tmp_path, no
     monkeypatch.setattr(notebook_runs, "run_notebook", stand_in)
     run = runs.get(notebook)
     assert stand_in.runs == 1 and not (run.folder / "half_written.json").exists()
+
+
+class MissedWakeUps:
+    """A kernel channel whose waits see no message for the first ``misses`` looks (as a wait that missed
+    its wake-up does), then the message; it records the timeout of every look."""
+
+    def __init__(self, misses):
+        self.misses, self.looks = misses, []
+
+    async def get_msg(self, timeout=None):
+        self.looks.append(timeout)
+        if len(self.looks) <= self.misses:
+            raise Empty
+        return {"msg": "reply"}
+
+
+def test_a_wait_for_a_kernel_message_looks_again_each_slice_until_its_deadline():
+    channel = MissedWakeUps(misses=3)
+    notebook_runs._sliced(channel)
+    assert asyncio.run(channel.get_msg(timeout=180)) == {"msg": "reply"}
+    assert len(channel.looks) == 4 and all(0 < t <= notebook_runs.POLL_SLICE_S for t in channel.looks)
+    channel = MissedWakeUps(misses=2)
+    notebook_runs._sliced(channel)
+    assert asyncio.run(channel.get_msg()) == {"msg": "reply"}  # no deadline: still looks each slice
+    assert channel.looks == [notebook_runs.POLL_SLICE_S] * 3
+
+
+def test_a_message_that_never_comes_still_ends_the_wait_at_its_deadline():
+    channel = MissedWakeUps(misses=10**9)
+    notebook_runs._sliced(channel)
+    with pytest.raises(Empty):
+        asyncio.run(channel.get_msg(timeout=0))
+    assert channel.looks == [0.0]

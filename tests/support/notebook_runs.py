@@ -33,6 +33,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
 
 import nbformat
 from filelock import FileLock
@@ -68,6 +69,45 @@ class SharedRunFailed(RuntimeError):
     kernel); every test that asks for that run gets this error instead of running it again."""
 
 
+#: The longest one wait for a kernel message lasts before the client looks again (seconds).
+POLL_SLICE_S = 1.0
+
+
+def _sliced(channel) -> None:
+    """Make ``channel.get_msg(timeout)`` wait in slices of :data:`POLL_SLICE_S`, until a message or the
+    same deadline.
+
+    Why: a wait on a ZeroMQ socket under asyncio can miss the wake-up for a message that has already
+    arrived; the wait then lasts until its timeout, and only the final look finds the message. nbclient
+    waits for a cell's reply with the cell's whole time limit, so one missed wake-up held a stage-3 run
+    (every cell under 1.3 s) for 179 s between two cells, with no error, and every test waiting on that
+    shared run with it. Waiting in slices bounds a missed wake-up to one slice; a reply that truly does
+    not come still ends at the same deadline."""
+    whole = channel.get_msg
+
+    async def get_msg(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = POLL_SLICE_S if deadline is None else max(0.0, min(POLL_SLICE_S, deadline - time.monotonic()))
+            try:
+                return await whole(timeout=left)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = get_msg
+
+
+class _Client(NotebookClient):
+    """nbclient's client, its kernel's shell and IOPub waits made in slices (:func:`_sliced`)."""
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        _sliced(self.kc.shell_channel)
+        _sliced(self.kc.iopub_channel)
+        return kc
+
+
 def run_notebook(path: Path, folder: Path, *, timeout: int) -> NotebookRun:
     """Run the notebook at ``path`` top to bottom in a new kernel (warm unless ``PCW_PLAIN_KERNELS=1``:
     see the module docstring) whose working folder is ``folder`` (made if missing), each cell given
@@ -78,9 +118,9 @@ def run_notebook(path: Path, folder: Path, *, timeout: int) -> NotebookRun:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(layout.ROOT), os.environ.get("PYTHONPATH"))
                                                        if p))
     start = time.monotonic()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                   kernel_manager_class=kernel_manager_class(nb),
-                   resources={"metadata": {"path": str(folder)}}).execute(env=env)
+    _Client(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+            kernel_manager_class=kernel_manager_class(nb),
+            resources={"metadata": {"path": str(folder)}}).execute(env=env)
     return NotebookRun(nb, time.monotonic() - start, folder)
 
 
