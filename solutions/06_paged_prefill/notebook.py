@@ -430,7 +430,7 @@ reveal(my_guess_2, saved_total, why("s06.my_guess_2"), within=0.005, bounds=(0, 
 # speedup is the ratio of their median times (a round that something else slowed moves no median). On a
 # CPU the clock is this process's CPU time on one torch
 # thread, so other programs' waiting is not counted either (run the cell twice: the speedups agree
-# within about 15 %). The
+# within about a third; programs sharing the CPU's caches still move them). The
 # model here is small, so that the whole measurement takes well under a minute on a CPU;
 # `benchmarks/bench_prefill.py` measures at real sizes.
 #
@@ -445,7 +445,7 @@ reveal(my_guess_2, saved_total, why("s06.my_guess_2"), within=0.005, bounds=(0, 
 # （`F.scaled_dot_product_attention(is_causal=True)`）做完整 prefill，而不是一个很慢的循环。两条路径交替运行，
 # 每次都换一个新问题，共 7 轮：每轮在三次带缓存的 prefill 中间做一次完整 prefill，机器上别的程序开始或停下来，
 # 两条路径会一起变慢或变快；加速比是两条路径耗时中位数之比（某一轮被别的程序拖慢，中位数也不会跟着变）。在 CPU 上计的是本进程在单个 torch 线程上的 CPU 时间，
-# 别的程序占着 CPU 时的等待也不算进来（把这个单元运行两次：加速比相差大约在 15% 以内）。这里的模型很小，在 CPU 上整个测量用不了一分钟；
+# 别的程序占着 CPU 时的等待也不算进来（把这个单元运行两次：加速比相差大约在三分之一以内；和别的程序共用 CPU 缓存，结果仍会有些浮动）。这里的模型很小，在 CPU 上整个测量用不了一分钟；
 # 真实规模的测量见 `benchmarks/bench_prefill.py`。
 #
 # ### 先预测，再运行
